@@ -1,0 +1,4 @@
+"""Pulumi entry point: all logic lives in modelplane.program."""
+import modelplane.program
+
+modelplane.program.main()

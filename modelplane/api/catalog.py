@@ -1,0 +1,113 @@
+"""InferenceClass: a tested GPU hardware recipe (capabilities, DRA identity, provisioning)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import Model, Name, invalid
+
+Fabric = Literal["none", "tcp", "gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"]
+
+# Fabrics that carry multi-node collectives at GPU speed (GPUDirect of some kind).
+MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
+RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
+
+
+class Gpu(Model):
+    vendor: Literal["nvidia", "amd"]
+    product: str
+    architecture: str
+    memory_gib: int = Field(alias="memoryGiB", ge=1)  # the vendor's nominal figure
+    count: int = Field(ge=1, le=16)                   # GPUs per node
+    features: list[str] = []
+
+
+class Interconnect(Model):
+    type: Literal["nvswitch", "nvlink", "pcie", "xgmi", "none"]
+    bandwidth_gbs: int | None = Field(default=None, alias="bandwidthGBs", ge=0)  # per GPU, one way
+
+
+class Network(Model):
+    fabric: Fabric
+    bandwidth_gbps: int = Field(alias="bandwidthGbps", ge=0)
+
+
+class Capabilities(Model):
+    gpu: Gpu
+    interconnect: Interconnect
+    network: Network
+
+
+class Device(Model):
+    """What the DRA driver publishes for this GPU; claim selectors are derived from it."""
+
+    driver: Literal["gpu.nvidia.com", "gpu.amd.com"]
+    attributes: dict[str, str | int | bool] = {}
+    match_attributes: list[str] = []   # which attributes go into claim selectors
+    memory_mib: int = Field(alias="memoryMiB", ge=1)  # usable memory as the driver reports it
+
+    @model_validator(mode="after")
+    def _match_known(self):
+        missing = [a for a in self.match_attributes if a not in self.attributes]
+        if missing:
+            raise invalid(f"matchAttributes names {missing} which are not in attributes",
+                          "add them to device.attributes or remove them from matchAttributes")
+        return self
+
+
+class GkeAccelerator(Model):
+    type: str
+    count: int = Field(ge=1, le=16)
+
+
+class GkeProvisioning(Model):
+    machine_type: str
+    accelerator: GkeAccelerator
+    gpu_driver: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
+    min_driver: str | None = None        # Ubuntu driver floor from the GKE docs (COS handles it)
+    image_type: str = "COS_CONTAINERD"
+    disk_size_gb: int = Field(default=200, ge=10)
+    disk_type: str = "pd-balanced"
+    placement: Literal["none", "compact"] = "none"
+    gpudirect: Literal["none", "tcpx", "tcpxo", "rdma"] = "none"
+
+
+class EksProvisioning(Model):
+    instance_type: str
+    ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA",
+                      "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
+    disk_size_gb: int = Field(default=200, ge=10)
+    efa_interfaces: int = Field(default=0, ge=0, le=32)
+
+
+class Provisioning(Model):
+    gke: GkeProvisioning | None = None
+    eks: EksProvisioning | None = None
+
+
+class InferenceClass(Model):
+    name: Name
+    description: str = ""
+    capabilities: Capabilities
+    device: Device
+    provisioning: Provisioning | None = None   # absent: bring-your-own clusters only
+    unconfirmed: list[str] = []   # facts not yet checked against a primary cloud source
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        gke = self.provisioning.gke if self.provisioning else None
+        if gke and gke.accelerator.count != self.capabilities.gpu.count:
+            raise invalid(
+                f"provisioning.gke.accelerator.count is {gke.accelerator.count} but "
+                f"capabilities.gpu.count is {self.capabilities.gpu.count}",
+                f"{gke.machine_type} comes with a fixed GPU count: make both equal")
+        return self
+
+    def clouds(self) -> list[str]:
+        p = self.provisioning
+        return [c for c, block in (("gke", p and p.gke), ("eks", p and p.eks)) if block]
+
+
+class CatalogFile(Model):
+    classes: list[InferenceClass] = []

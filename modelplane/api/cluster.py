@@ -1,0 +1,143 @@
+"""InferenceCluster: a GKE, EKS or existing cluster with GPU node pools built from classes."""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import Model, Name, Namespace, invalid
+
+# The label and taint every GPU node carries; renderers pin and tolerate with the same values.
+POOL_LABEL = "modelplane.ai/pool"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+class Taint(Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class Capacity(Model):
+    """How the pool's nodes are bought."""
+
+    type: Literal["on-demand", "spot", "reservation", "flex-start", "capacity-block"] = "on-demand"
+    reservation: str | None = None   # GKE reservation name or EC2 capacity reservation id
+
+    @model_validator(mode="after")
+    def _needs_reservation(self):
+        if self.type in ("reservation", "capacity-block") and not self.reservation:
+            raise invalid(f"capacity type {self.type!r} needs a reservation",
+                          "set capacity.reservation to the reservation name (GKE) or id cr-… (EKS)")
+        if self.type == "capacity-block" and not re.fullmatch(r"cr-[0-9a-f]+", self.reservation or ""):
+            raise invalid(f"{self.reservation!r} is not an EC2 capacity reservation id",
+                          "use the id of the Capacity Block, e.g. cr-0123456789abcdef0")
+        return self
+
+
+class NodePool(Model):
+    name: Name
+    class_: str = Field(alias="class")
+    min_nodes: int = Field(default=0, ge=0)
+    max_nodes: int = Field(ge=0)
+    zones: list[str] = []
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []
+    capacity: Capacity = Capacity()
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.min_nodes > self.max_nodes:
+            raise invalid(f"minNodes ({self.min_nodes}) is greater than maxNodes ({self.max_nodes})",
+                          "raise maxNodes or lower minNodes")
+        return self
+
+
+class Gke(Model):
+    project: str
+    region: str
+    version: str | None = None
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    network: str = "default"
+    subnetwork: str | None = None
+    system_machine_type: str = "e2-standard-4"
+
+
+class Eks(Model):
+    region: str
+    version: str = "1.34"
+    subnet_ids: list[str] = Field(min_length=2)
+    system_instance_type: str = "m6i.xlarge"
+
+
+class Existing(Model):
+    """Bring your own cluster: the kubeconfig is a secret stack config key."""
+
+    kubeconfig_secret: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    cloud: Literal["gcp", "aws", "azure", "oci", "on-prem", "other"] = "other"
+    region: str = "unknown"
+
+
+class Queue(Model):
+    """A KAI leaf queue, one per team namespace, under the cluster's root queue."""
+
+    namespace: Namespace
+    gpu_quota: int = Field(default=-1, ge=-1)      # -1: unbounded
+    gpu_limit: int = Field(default=-1, ge=-1)
+    over_quota_weight: int = Field(default=1, ge=0)
+
+
+class Substrate(Model):
+    """Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml)."""
+
+    dra_driver: bool = True
+    kai: bool = True
+    lws: bool = True
+    kserve: bool = True
+    keda: bool = True
+
+
+class InferenceCluster(Model):
+    name: Name
+    labels: dict[str, str] = {}
+    gke: Gke | None = None
+    eks: Eks | None = None
+    existing: Existing | None = None
+    dra: bool = True
+    scheduler: Literal["kai"] = "kai"
+    node_pools: list[NodePool] = Field(min_length=1)
+    queues: list[Queue] = []
+    substrate: Substrate = Substrate()
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        given = [k for k in ("gke", "eks", "existing") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise invalid(f"exactly one of gke, eks, existing is required, found {given or 'none'}",
+                          "keep one block that says where the cluster comes from")
+        return self
+
+    @field_validator("labels")
+    @classmethod
+    def _label_keys(cls, labels):
+        for key in labels:
+            if not re.fullmatch(r"([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", key):
+                raise invalid(f"label key {key!r} is not a valid Kubernetes label key",
+                              "use e.g. 'modelplane.ai/tier' or 'region'")
+        return labels
+
+    @property
+    def source(self) -> str:
+        return "gke" if self.gke else "eks" if self.eks else "existing"
+
+    @property
+    def cloud(self) -> str:
+        return "gcp" if self.gke else "aws" if self.eks else self.existing.cloud
+
+    @property
+    def region(self) -> str:
+        return (self.gke or self.eks or self.existing).region
+
+    def queue_names(self) -> list[str]:
+        return sorted(q.namespace for q in self.queues)

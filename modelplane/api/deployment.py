@@ -1,0 +1,221 @@
+"""ModelDeployment and ModelService: what ML teams declare in the apps stack."""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import Model, Name, Namespace, invalid
+
+
+class Topology(Model):
+    """Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each."""
+
+    tensor: int = Field(default=1, ge=1, le=64)
+    pipeline: int = Field(default=1, ge=1, le=64)
+    data: int = Field(default=1, ge=1, le=256)
+    data_local: int = Field(default=1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _divisible(self):
+        if self.data % self.data_local:
+            raise invalid(f"data ({self.data}) is not a multiple of dataLocal ({self.data_local})",
+                          "make data a multiple of dataLocal (data ranks are spread evenly over nodes)")
+        return self
+
+    @property
+    def nodes_per_worker(self) -> int:
+        return self.pipeline * (self.data // self.data_local)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.tensor * self.data_local
+
+    @property
+    def gpus_per_worker(self) -> int:
+        return self.tensor * self.pipeline * self.data
+
+
+class Workers(Model):
+    count: int = Field(default=1, ge=1, le=64)
+    topology: Topology = Topology()
+
+
+class KeyRef(Model):
+    name: str
+    key: str
+
+
+class ValueFrom(Model):
+    secret_key_ref: KeyRef | None = None
+    config_map_key_ref: KeyRef | None = None
+
+
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|API_KEY|APIKEY|CREDENTIAL)", re.I)
+
+
+class EnvVar(Model):
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    value: str | None = None
+    value_from: ValueFrom | None = None
+
+    @model_validator(mode="after")
+    def _no_plain_secrets(self):
+        if self.value is not None and self.value_from is not None:
+            raise invalid("env var has both value and valueFrom", "keep one of them")
+        if self.value and _SECRET_NAME.search(self.name):
+            raise invalid(f"env var {self.name} looks like a secret but has a plain value",
+                          f"use valueFrom.secretKeyRef {{name: <secret>, key: <key>}} for {self.name}")
+        return self
+
+
+class Engine(Model):
+    image: str
+    args: list[str] = []
+    env: list[EnvVar] = []
+    port: int = Field(default=8000, ge=1, le=65535)
+    health_path: str = "/health"
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, image: str) -> str:
+        tail = image.rsplit("/", 1)[-1]
+        if "@" not in image and (":" not in tail or tail.endswith(":latest")):
+            raise invalid(f"image {image!r} is not pinned to a version",
+                          "add an explicit tag (e.g. vllm/vllm-openai:v0.10.2) or a digest (@sha256:…)")
+        return image
+
+
+class NodeSelector(Model):
+    cel: str = ""
+
+
+class ClusterSelector(Model):
+    match_labels: dict[str, str] = {}
+
+
+class Prefill(Model):
+    """The prefill role of a disaggregated deployment; self-contained (nothing is inherited)."""
+
+    node_selector: NodeSelector = NodeSelector()
+    workers: Workers = Workers()
+    engine: Engine
+
+
+class ExtraRole(Model):
+    """A CPU role such as a router or tokenizer, deployed beside the replica on its cluster."""
+
+    name: Name
+    image: str
+    args: list[str] = []
+    env: list[EnvVar] = []
+    replicas: int = Field(default=1, ge=0, le=100)
+    port: int = Field(default=8080, ge=1, le=65535)
+    depends_on: list[str] = []
+    cpu: str = "1"
+    memory: str = "2Gi"
+
+    _pinned = field_validator("image")(Engine._pinned.__func__)
+
+
+class Autoscaling(Model):
+    """A KEDA autoscaler for one role (Prometheus trigger)."""
+
+    role: str
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(ge=1)
+    query: str
+    threshold: str
+    server_address: str = "http://prometheus.monitoring:9090"
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.min_replicas > self.max_replicas:
+            raise invalid(f"minReplicas ({self.min_replicas}) > maxReplicas ({self.max_replicas})",
+                          "raise maxReplicas or lower minReplicas")
+        return self
+
+
+class RatioBand(Model):
+    role: str
+    min: int = Field(ge=0, le=100)
+    max: int = Field(ge=0, le=100)
+
+
+class Coordination(Model):
+    """Role-share bands (percent) that split a total worker budget across GPU roles."""
+
+    total_workers: int = Field(ge=1)
+    bands: list[RatioBand] = Field(min_length=1)
+
+
+class ModelSource(Model):
+    uri: str = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://.+")
+    name: str | None = None
+
+
+GPU_ROLES = ("decode", "prefill")
+
+
+class ModelDeployment(Model):
+    name: Name
+    namespace: Namespace
+    model: ModelSource
+    replicas: int = Field(ge=0, le=1000)
+    cluster_selector: ClusterSelector = ClusterSelector()
+    node_selector: NodeSelector = NodeSelector()
+    workers: Workers = Workers()
+    engine: Engine
+    prefill: Prefill | None = None
+    roles: list[ExtraRole] = []
+    autoscaling: list[Autoscaling] = []
+    coordination: Coordination | None = None
+    backend: Literal["kserve", "native"] = "kserve"
+    queue: str | None = None       # KAI queue; defaults to the namespace
+    priority_class: str = "modelplane-inference"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill is not None
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue or self.namespace
+
+    @property
+    def served_name(self) -> str:
+        return self.model.name or self.key
+
+    def gpu_roles(self) -> dict[str, tuple[NodeSelector, Workers, Engine]]:
+        """GPU roles in a fixed order: decode (or the unified engine) first, then prefill."""
+        roles = {"decode": (self.node_selector, self.workers, self.engine)}
+        if self.prefill:
+            roles["prefill"] = (self.prefill.node_selector, self.prefill.workers, self.prefill.engine)
+        return roles
+
+    def role_names(self) -> list[str]:
+        return [*self.gpu_roles(), *(r.name for r in self.roles)]
+
+
+class Endpoint(Model):
+    deployment: str | None = None   # "namespace/name" or "name" in the service's namespace
+    url: str | None = None          # an external OpenAI-compatible endpoint
+    weight: int = Field(default=1, ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _one_target(self):
+        if (self.deployment is None) == (self.url is None):
+            raise invalid("an endpoint needs exactly one of deployment or url",
+                          "name a ModelDeployment or give the URL of an external endpoint")
+        return self
+
+
+class ModelService(Model):
+    name: Name
+    namespace: Namespace
+    endpoints: list[Endpoint] = Field(min_length=1)

@@ -1,0 +1,204 @@
+"""Read catalog/*.yaml and stacks/Pulumi.<stack>.yaml into validated models, or raise InputError."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import InputError, Problem, did_you_mean
+from .base import Model
+from .catalog import CatalogFile, InferenceClass
+from .cluster import InferenceCluster
+from .deployment import ModelDeployment, ModelService
+from .errors import format_path, problems_from
+from .rules import check_cluster, check_deployment, duplicates
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "modelplane"
+
+
+class StackSpec(Model):
+    """Everything under the `modelplane:` namespace of a stack config file."""
+
+    clusters: list[InferenceCluster] = []
+    deployments: list[ModelDeployment] = []
+    services: list[ModelService] = []
+    fleet: list[str] = []          # infra stacks this apps stack draws clusters from
+    production: bool = False
+
+
+@dataclass
+class Source:
+    """A parsed YAML file that can tell the line of a path."""
+
+    file: str
+    data: object
+    node: object = None
+
+    def line(self, path) -> int | None:
+        node = self.node
+        if node is None:
+            return None
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                match = next((v for k, v in node.value if k.value == part), None)
+                if match is None:
+                    break
+                node = match
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                node = node.value[part]
+            else:
+                break
+        return node.start_mark.line + 1
+
+
+def read_yaml(path: Path, display: str | None = None) -> Source:
+    display = display or _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError([Problem(display, "(file)", f"cannot read: {exc.strerror}", "check the path")])
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError([Problem(display, "(file)", f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                                  "fix the YAML syntax (indentation, quotes, colons)",
+                                  mark.line + 1 if mark else None)])
+    return Source(display, data, node)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class Catalog:
+    classes: dict[str, InferenceClass] = field(default_factory=dict)
+    substrate: dict = field(default_factory=dict)
+
+
+def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
+    problems, catalog, origin = [], Catalog(), {}
+    for path in sorted(directory.glob("*.yaml")):
+        src = read_yaml(path)
+        if path.name == "substrate.yaml":
+            catalog.substrate = src.data or {}
+            continue
+        try:
+            parsed = CatalogFile.model_validate(src.data or {})
+        except ValidationError as exc:
+            problems += problems_from(exc, CatalogFile, src.file, src.line)
+            continue
+        for i, cls in enumerate(parsed.classes):
+            if cls.name in catalog.classes:
+                problems.append(Problem(src.file, format_path(("classes", i, "name")),
+                                        f"class {cls.name!r} is already defined in {origin[cls.name]}",
+                                        "class names are global: rename one of them",
+                                        src.line(("classes", i, "name"))))
+            catalog.classes[cls.name] = cls
+            origin.setdefault(cls.name, src.file)
+    if problems:
+        raise InputError(problems)
+    return catalog
+
+
+def stack_file(stack: str, root: Path = ROOT) -> Path:
+    return root / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec:
+    """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out)."""
+    problems, values = [], {}
+    secret_keys = set()
+    for key, value in (config or {}).items():
+        ns, _, name = key.rpartition(":")
+        if ns not in ("", NAMESPACE):
+            continue   # provider config such as gcp:project belongs to the providers
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            secret_keys.add(name)
+            continue
+        values[name] = (key, value)
+    known = set(StackSpec.model_fields)
+    for name, (key, _) in sorted(values.items()):
+        if name not in known:
+            guess = did_you_mean(name, known)
+            problems.append(Problem(src.file, f"config.{key}", f"unknown key '{key}'",
+                                    f"did you mean '{NAMESPACE}:{guess}'?" if guess else
+                                    f"modelplane reads only {', '.join(f'{NAMESPACE}:{k}' for k in sorted(known))}",
+                                    src.line(("config", key))))
+    plain = {n: v for n, (_, v) in values.items() if n in known}
+    def rename(loc):   # model field -> the config key as written in the file
+        return (values.get(loc[0], (f"{NAMESPACE}:{loc[0]}",))[0], *loc[1:]) if loc else loc
+
+    try:
+        spec = StackSpec.model_validate(plain)
+    except ValidationError as exc:
+        problems += problems_from(exc, StackSpec, src.file, lambda p: src.line(("config", *p)), rename)
+        raise InputError(problems)
+    problems += _cross_check(spec, catalog, src, values, secret_keys)
+    if problems:
+        raise InputError(problems)
+    return spec
+
+
+def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_keys) -> list[Problem]:
+    out = []
+
+    def key_of(name):
+        return values.get(name, (f"{NAMESPACE}:{name}",))[0]
+
+    def add(top, path, message, fix):
+        full = ("config", key_of(top), *path)
+        out.append(Problem(src.file, format_path(full[1:]), message, fix, src.line(full)))
+
+    for i, name in duplicates([c.name for c in spec.clusters]):
+        add("clusters", (i, "name"), f"cluster name {name!r} is used twice", "give every cluster its own name")
+    for i, name in duplicates([d.key for d in spec.deployments]):
+        add("deployments", (i, "name"), f"deployment {name!r} is declared twice", "rename one or merge them")
+    for i, name in duplicates([f"{s.namespace}/{s.name}" for s in spec.services]):
+        add("services", (i, "name"), f"service {name!r} is declared twice", "rename one or merge them")
+    for i, cluster in enumerate(spec.clusters):
+        for f in check_cluster(cluster, catalog.classes):
+            add("clusters", (i, *f.path), f.message, f.fix)
+        if cluster.existing and cluster.existing.kubeconfig_secret not in secret_keys:
+            add("clusters", (i, "existing", "kubeconfigSecret"),
+                f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
+                f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
+                f"\"$(cat kubeconfig)\" --stack <stack>")
+    for i, md in enumerate(spec.deployments):
+        for f in check_deployment(md):
+            add("deployments", (i, *f.path), f.message, f.fix)
+    keys = {d.key for d in spec.deployments}
+    for i, svc in enumerate(spec.services):
+        for j, ep in enumerate(svc.endpoints):
+            if ep.deployment is None:
+                continue
+            ref = ep.deployment if "/" in ep.deployment else f"{svc.namespace}/{ep.deployment}"
+            if ref not in keys:
+                guess = did_you_mean(ref, keys)
+                add("services", (i, "endpoints", j, "deployment"), f"endpoint names unknown deployment {ref!r}",
+                    f"did you mean {guess!r}?" if guess else "name a deployment of this stack")
+    return out
+
+
+def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
+    catalog = catalog or load_catalog()
+    src = read_yaml(path)
+    data = src.data or {}
+    if not isinstance(data, dict):
+        raise InputError([Problem(src.file, "(file)", "a stack file is a mapping with a 'config:' key",
+                                  "start the file with 'config:'", 1)])
+    extra = sorted(k for k in data if k not in ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"))
+    if extra:
+        raise InputError([Problem(src.file, k, f"unknown top-level key '{k}'",
+                                  "did you mean 'config'?" if did_you_mean(k, ["config"]) else "put modelplane settings under 'config:'",
+                                  src.line((k,))) for k in extra])
+    return parse_stack_config(data.get("config") or {}, src, catalog)
+

@@ -1,0 +1,166 @@
+"""Validation rules shared by the loader, the program and the policy pack.
+
+Each rule returns `Finding`s: a path relative to the object checked, a message and a fix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import did_you_mean
+from .catalog import InferenceClass
+from .cluster import InferenceCluster
+from .deployment import GPU_ROLES, ModelDeployment
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    path: tuple
+    message: str
+    fix: str
+
+
+def duplicates(names) -> list[tuple[int, str]]:
+    seen, out = set(), []
+    for i, name in enumerate(names):
+        if name in seen:
+            out.append((i, name))
+        seen.add(name)
+    return out
+
+
+def dependency_cycle(edges: dict[str, list[str]]) -> list[str] | None:
+    """One cycle in a dependency graph (as a path), or None; deterministic."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, [])):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt in edges and not state.get(nxt):
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if not state.get(node):
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def check_roles(md: ModelDeployment) -> list[Finding]:
+    """Role names unique, dependsOn resolvable and acyclic, one autoscaler per role."""
+    out = []
+    names = md.role_names()
+    for i, name in duplicates(names):
+        index = i - len(GPU_ROLES if md.disaggregated else GPU_ROLES[:1])
+        out.append(Finding("roles-unique", ("roles", index, "name"), f"role name {name!r} is used twice",
+                           "give every role its own name ('decode' and 'prefill' are taken by the GPU roles)"))
+    known = set(names)
+    for i, role in enumerate(md.roles):
+        for j, dep in enumerate(role.depends_on):
+            if dep not in known:
+                guess = did_you_mean(dep, known)
+                out.append(Finding("roles-depends-on", ("roles", i, "dependsOn", j),
+                                   f"role {role.name!r} depends on unknown role {dep!r}",
+                                   f"did you mean {guess!r}?" if guess else f"use one of {sorted(known)}"))
+    cycle = dependency_cycle({r.name: list(r.depends_on) for r in md.roles})
+    if cycle:
+        out.append(Finding("roles-depends-on", ("roles",), f"dependsOn forms a cycle: {' -> '.join(cycle)}",
+                           "remove one of the dependencies so roles can start in order"))
+    seen: dict[str, int] = {}
+    for i, auto in enumerate(md.autoscaling):
+        if auto.role not in known:
+            guess = did_you_mean(auto.role, known)
+            out.append(Finding("autoscaling-one-per-role", ("autoscaling", i, "role"),
+                               f"autoscaler targets unknown role {auto.role!r}",
+                               f"did you mean {guess!r}?" if guess else f"use one of {sorted(known)}"))
+        elif auto.role in seen:
+            out.append(Finding("autoscaling-one-per-role", ("autoscaling", i, "role"),
+                               f"role {auto.role!r} already has an autoscaler (autoscaling[{seen[auto.role]}])",
+                               "keep one autoscaler per role; two would fight over its replica count"))
+        seen.setdefault(auto.role, i)
+    return out
+
+
+def check_bands(md: ModelDeployment) -> list[Finding]:
+    """Ratio bands: 0 <= min <= max <= 100, names exist and are unique, sum(min) <= 100 <= sum(max)."""
+    c = md.coordination
+    if c is None:
+        return []
+    out = []
+    gpu_roles = list(md.gpu_roles())
+    if not md.disaggregated:
+        out.append(Finding("ratio-bands", ("coordination",), "coordination needs a disaggregated deployment",
+                           "add a prefill block or remove coordination"))
+    for i, band in enumerate(c.bands):
+        if band.role not in gpu_roles:
+            out.append(Finding("ratio-bands", ("coordination", "bands", i, "role"),
+                               f"band names unknown GPU role {band.role!r}", f"use one of {gpu_roles}"))
+        if band.min > band.max:
+            out.append(Finding("ratio-bands", ("coordination", "bands", i),
+                               f"band min ({band.min}) is greater than max ({band.max})", "swap or correct them"))
+    for i, name in duplicates([b.role for b in c.bands]):
+        out.append(Finding("ratio-bands", ("coordination", "bands", i, "role"),
+                           f"role {name!r} has two bands", "keep one band per role"))
+    if sum(b.min for b in c.bands) > 100:
+        out.append(Finding("ratio-bands", ("coordination", "bands"), "the bands' minimums add up to more than 100%",
+                           "lower the minimums so they sum to at most 100"))
+    if sum(b.max for b in c.bands) < 100:
+        out.append(Finding("ratio-bands", ("coordination", "bands"), "the bands' maximums add up to less than 100%",
+                           "raise the maximums so they sum to at least 100"))
+    if md.disaggregated and c.total_workers < len(gpu_roles):
+        out.append(Finding("ratio-bands", ("coordination", "totalWorkers"),
+                           f"totalWorkers ({c.total_workers}) cannot give every role a worker",
+                           f"use at least {len(gpu_roles)}"))
+    return out
+
+
+def check_deployment(md: ModelDeployment) -> list[Finding]:
+    return check_roles(md) + check_bands(md)
+
+
+def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass]) -> list[Finding]:
+    """Pools name known classes with provisioning for the cluster's cloud; names unique; zones given."""
+    out = []
+    for i, name in duplicates([p.name for p in cluster.node_pools]):
+        out.append(Finding("pool-names", ("nodePools", i, "name"), f"pool name {name!r} is used twice",
+                           "give every pool of a cluster its own name"))
+    for i, name in duplicates([q.namespace for q in cluster.queues]):
+        out.append(Finding("queues", ("queues", i, "namespace"), f"queue for {name!r} is declared twice",
+                           "declare one queue per namespace"))
+    for i, pool in enumerate(cluster.node_pools):
+        cls = classes.get(pool.class_)
+        if cls is None:
+            guess = did_you_mean(pool.class_, classes)
+            out.append(Finding("pool-class", ("nodePools", i, "class"),
+                               f"pool {pool.name!r} names unknown class {pool.class_!r}",
+                               f"did you mean {guess!r}?" if guess else "add the class to catalog/ or pick one with `modelplane classes`"))
+            continue
+        if cluster.source in ("gke", "eks") and cluster.source not in cls.clouds():
+            usable = sorted(n for n, c in classes.items() if cluster.source in c.clouds()
+                            and c.capabilities.gpu.product == cls.capabilities.gpu.product)
+            out.append(Finding("pool-class", ("nodePools", i, "class"),
+                               f"class {cls.name!r} has no provisioning.{cluster.source} block, so cluster "
+                               f"{cluster.name!r} cannot create pool {pool.name!r} from it",
+                               f"use a {cluster.source.upper()} class" + (f" such as {usable[0]!r}" if usable else "")
+                               + " or declare the cluster as existing"))
+        if cluster.source == "gke" and not pool.zones:
+            out.append(Finding("pool-zones", ("nodePools", i, "zones"),
+                               f"pool {pool.name!r} has no zones; GKE GPUs exist only in some zones of a region",
+                               f"list the zones of {cluster.region} that offer this GPU, e.g. [{cluster.region}-a]"))
+        if pool.capacity.type == "capacity-block" and cluster.source != "eks":
+            out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
+                               "capacity blocks are an EC2 feature", "use reservation, spot or flex-start on GKE"))
+        if pool.capacity.type == "flex-start" and cluster.source != "gke":
+            out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
+                               "flex-start is a GKE feature", "use spot or capacity-block on EKS"))
+    return out
