@@ -1,0 +1,50 @@
+"""DRA: one ResourceClaimTemplate per GPU role, with selectors that match the real device.
+
+Selectors use only what the driver publishes, under its own domain: the class's chosen identity
+attributes, and a memory floor 5% under the usable memory the driver reports (drivers report
+less than the nominal figure: an H100 80GB shows about 81559 MiB), so the claim binds the GPU the
+class describes and never rejects it for being a few MiB short.
+"""
+from __future__ import annotations
+
+import json
+
+from .names import meta
+
+CLAIM_NAME = "gpus"
+MEMORY_HEADROOM = 0.95
+
+
+def memory_floor_gi(memory_mib: int) -> int:
+    return int(memory_mib * MEMORY_HEADROOM) // 1024
+
+
+def selector(device: dict) -> str:
+    """The CEL expression a device must satisfy, derived from the class's device facts."""
+    driver = device["driver"]
+    attrs = device.get("attributes", {})
+    terms = []
+    for name in device.get("matchAttributes", []):
+        terms.append(f"device.attributes[{json.dumps(driver)}].{name} == {json.dumps(attrs[name])}")
+    terms.append(f"device.capacity[{json.dumps(driver)}].memory.compareTo(quantity(\"{memory_floor_gi(device['memoryMiB'])}Gi\")) >= 0")
+    return " && ".join(terms)
+
+
+def claim_template(name: str, namespace: str, lbls: dict, device: dict, count: int) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": meta(name, namespace, lbls),
+        "spec": {
+            "metadata": {"labels": dict(lbls)},
+            "spec": {"devices": {"requests": [{
+                "name": CLAIM_NAME,
+                "exactly": {
+                    "deviceClassName": device["driver"],
+                    "allocationMode": "ExactCount",
+                    "count": count,
+                    "selectors": [{"cel": {"expression": selector(device)}}],
+                },
+            }]}},
+        },
+    }

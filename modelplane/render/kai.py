@@ -1,0 +1,26 @@
+"""KAI gang scheduling: one PodGroup per replica, with a subGroup per GPU role."""
+from __future__ import annotations
+
+from .names import KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SUBGROUP_LABEL, meta
+
+
+def pod_metadata(pod_group: str, queue: str, role: str) -> tuple[dict, dict]:
+    """(labels, annotations) every GPU pod of the replica carries."""
+    return {KAI_QUEUE_LABEL: queue, KAI_SUBGROUP_LABEL: role}, {KAI_POD_GROUP_ANNOTATION: pod_group}
+
+
+def pod_group(name: str, namespace: str, lbls: dict, queue: str, priority_class: str,
+              pods_per_role: dict[str, int]) -> dict:
+    """minMember is every pod of the replica: the gang starts whole or not at all."""
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": meta(name, namespace, {**lbls, KAI_QUEUE_LABEL: queue}),
+        "spec": {
+            "minMember": sum(pods_per_role.values()),
+            "queue": queue,
+            "priorityClassName": priority_class,
+            "preemptibility": "non-preemptible",
+            "subGroups": [{"name": role, "minMember": n} for role, n in pods_per_role.items()],
+        },
+    }

@@ -1,0 +1,37 @@
+"""Cluster-level objects modelplane renders itself: namespaces, KAI queues, the PriorityClass."""
+from __future__ import annotations
+
+from .names import MANAGED_BY, PRIORITY_CLASS, ROOT_QUEUE, meta
+
+# KAI treats priority >= 100 as non-preemptible; serving replicas should not be preempted by batch.
+PRIORITY_VALUE = 125
+
+
+def namespace(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, None, MANAGED_BY)}
+
+
+def priority_class() -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": meta(PRIORITY_CLASS, None, MANAGED_BY), "value": PRIORITY_VALUE,
+            "preemptionPolicy": "PreemptLowerPriority", "globalDefault": False,
+            "description": "modelplane inference replicas (non-preemptible under KAI)"}
+
+
+def _resources(quota: int, limit: int, weight: int) -> dict:
+    unbounded = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {"cpu": dict(unbounded), "memory": dict(unbounded),
+            "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight}}
+
+
+def queues(inv_queues: list[dict]) -> list[dict]:
+    """A root queue and one leaf queue per team namespace (GPU quota from config)."""
+    total = sum(q["gpuQuota"] for q in inv_queues if q["gpuQuota"] >= 0)
+    unbounded = any(q["gpuQuota"] < 0 for q in inv_queues)
+    root = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": meta(ROOT_QUEUE, None, MANAGED_BY),
+            "spec": {"displayName": "modelplane", "resources": _resources(-1 if unbounded else total, -1, 1)}}
+    leaves = [{"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": meta(q["namespace"], None, MANAGED_BY),
+               "spec": {"parentQueue": ROOT_QUEUE,
+                        "resources": _resources(q["gpuQuota"], q["gpuLimit"], q["overQuotaWeight"])}}
+              for q in sorted(inv_queues, key=lambda q: q["namespace"])]
+    return [root, *leaves]

@@ -1,0 +1,218 @@
+"""The federation scheduler: Retain, then Filter -> Score -> Bind for every missing replica.
+
+Entry point: `schedule(demands, clusters, previous)`; pure and deterministic (inputs are sorted
+by name, ties break by name, nothing depends on hash order or input order).
+
+1. Filter (static, once per deployment): cluster selector -> KAI queue -> per pool and GPU role:
+   nodeSelector CEL over the class capabilities -> per-node shape. A cluster where some GPU role
+   has no pool left is rejected (`coLocation`): all roles of a replica share a cluster.
+2. Retain: a previous replica (index < replicas) keeps its cluster and pools while they exist,
+   still pass the filter, still have its recorded size and still have room; it is charged at
+   that size. Otherwise it is re-placed (a `Move` says why). Indices >= replicas are dropped
+   first, so scale-down removes the highest indices and frees their nodes before any fill.
+3. Fill, per deployment in name order, per missing index ascending. A candidate is a cluster
+   plus one pool per GPU role with enough free whole nodes (a pool shared by two roles must
+   hold both). Score, lowest wins: replicas of this deployment already on the cluster (spread
+   first), then the fabric shared by the roles' pools (same pool > RDMA > TCP), then GPUs
+   stranded on partly used nodes, then free nodes left in the chosen pools (best fit), then
+   cluster and pool names. Bind reserves the nodes. A replica is placed whole or not at all;
+   once one index fails the later ones fail for the same reasons (capacity only shrinks).
+
+Complexity: Filter is O(deployments x pools) (CEL is cached per expression and class). Fill
+keeps one best candidate per cluster in a heap and re-scores only the cluster it binds to, so
+it costs O(eligible pool pairs) per deployment plus O(pools of a cluster + log clusters) per
+replica: close to linear in replicas x eligible pools.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter, defaultdict
+from types import MappingProxyType
+
+from .cel import CelError, Matcher
+from .model import (CAPACITY, CLUSTER_SELECTOR, CO_LOCATION, NODE_SELECTOR, QUEUE, SHAPE, Cluster,
+                    Demand, Move, Placement, Plan, Rejection, RolePlacement, Unplaced)
+
+RDMA = frozenset({"roce", "efa", "infiniband"})
+
+
+class DemandError(ValueError):
+    """Bad deployment input found while scheduling (e.g. a nodeSelector that does not compile)."""
+
+    def __init__(self, deployment: str, role: str, message: str):
+        self.deployment, self.role = deployment, role
+        super().__init__(f"{deployment} ({role}): nodeSelector.cel {message}")
+
+
+def _fabric_tier(pools) -> int:
+    """How well the pools of one replica can move KV cache between roles (higher is better)."""
+    if len(pools) < 2 or len({p.name for p in pools}) == 1:
+        return 2
+    return 1 if all(p.fabric in RDMA for p in pools) else 0
+
+
+def _filter(d: Demand, clusters, matcher: Matcher):
+    """Static Filter: eligible pools per role per cluster, and every rejection with its reason."""
+    eligible, rejected = {}, []
+    for c in clusters:
+        missing = {k: v for k, v in sorted(d.match_labels.items()) if c.labels.get(k) != v}
+        if missing:
+            want = ", ".join(f"{k}={v}" for k, v in missing.items())
+            have = ", ".join(f"{k}={c.labels[k]}" for k in missing if k in c.labels)
+            rejected.append(Rejection(c.name, None, CLUSTER_SELECTOR, f"needs {want}" + (f"; has {have}" if have else "")))
+            continue
+        if d.queue and c.queues is not None and d.queue not in c.queues:
+            have = ", ".join(c.queues) or "none"
+            rejected.append(Rejection(c.name, None, QUEUE, f"no KAI queue {d.queue!r} (queues: {have})"))
+            continue
+        per_role = {}
+        for role in d.roles:
+            fits = []
+            for p in c.pools:
+                try:
+                    ok = matcher.matches(role.cel, p.class_name, p.capabilities)
+                except CelError as exc:
+                    raise DemandError(d.key, role.name, str(exc)) from None
+                if not ok:
+                    rejected.append(Rejection(c.name, p.name, NODE_SELECTOR,
+                                              f"{role.name}: false for class {p.class_name}", role.name))
+                elif p.gpus_per_node < role.gpus_per_node:
+                    rejected.append(Rejection(c.name, p.name, SHAPE, f"{role.name} needs {role.gpus_per_node} "
+                                              f"GPUs per node, {p.class_name} has {p.gpus_per_node}", role.name))
+                else:
+                    fits.append(p)
+            per_role[role.name] = fits
+        empty = [r for r, fits in per_role.items() if not fits]
+        if empty and len(empty) < len(per_role):
+            rejected.append(Rejection(c.name, None, CO_LOCATION, f"no pool fits {', '.join(empty)}; all roles "
+                                      "of a replica share one cluster"))
+        if not empty:
+            eligible[c.name] = per_role
+    return eligible, sorted(rejected)
+
+
+def _best(d: Demand, cluster: str, per_role, free, count: int):
+    """The best (score, pools) for one more replica of `d` on this cluster, or None."""
+    best = None
+    for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
+        need = Counter()
+        for role, pool in zip(d.roles, combo):
+            need[pool.name] += role.nodes
+        if any(free[(cluster, name)] < n for name, n in need.items()):
+            continue
+        stranded = sum(role.nodes * (pool.gpus_per_node - role.gpus_per_node) for role, pool in zip(d.roles, combo))
+        leftover = sum(free[(cluster, name)] - n for name, n in need.items())
+        names = tuple(p.name for p in combo)
+        key = (count, -_fabric_tier(combo), stranded, leftover, cluster, names)
+        if best is None or key < best:
+            best = key
+    return best
+
+
+def _capacity_reasons(d: Demand, eligible, free, max_nodes) -> list[Rejection]:
+    out = []
+    for cluster, per_role in eligible.items():
+        alone = True
+        for role in d.roles:
+            for p in per_role[role.name]:
+                have = free[(cluster, p.name)]
+                if have < role.nodes:
+                    alone = alone and any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name])
+                    out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {role.nodes} "
+                                         f"node{'s' if role.nodes != 1 else ''}, {have}/{max_nodes[(cluster, p.name)]} free", role.name))
+            if not any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name]):
+                alone = False
+        if alone and len(d.roles) > 1:
+            total = sum(r.nodes for r in d.roles)
+            out.append(Rejection(cluster, None, CAPACITY, f"each role fits alone but no pool combination "
+                                 f"holds all {total} nodes of a replica"))
+    return out
+
+
+def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> str | None:
+    if old.cluster not in clusters:
+        return f"cluster {old.cluster} is gone"
+    if old.cluster not in eligible:
+        return f"cluster {old.cluster} no longer passes the filter"
+    if set(old.roles) != {r.name for r in d.roles}:
+        return "its roles changed"
+    need = Counter()
+    for role in d.roles:
+        rp = old.roles[role.name]
+        if rp.pool not in {p.name for p in eligible[old.cluster][role.name]}:
+            pools = {p.name for p in clusters[old.cluster].pools}
+            return f"pool {rp.pool} is gone" if rp.pool not in pools else f"pool {rp.pool} no longer fits {role.name}"
+        if (rp.nodes, rp.gpus_per_node, rp.workers) != (role.nodes, role.gpus_per_node, role.workers):
+            return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
+                    f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs)")
+        need[rp.pool] += rp.nodes
+    for pool, n in need.items():
+        if free[(old.cluster, pool)] < n:
+            return f"pool {pool} has no room left for it"
+    return None
+
+
+def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> Plan:
+    matcher = matcher or Matcher()
+    clusters = sorted(clusters, key=lambda c: c.name)
+    by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
+               for c in clusters}
+    clusters = list(by_name.values())
+    max_nodes = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
+    free = dict(max_nodes)
+    demands = sorted(demands, key=lambda d: d.key)
+
+    prev: dict[str, dict[int, Placement]] = defaultdict(dict)
+    for p in sorted(previous, key=lambda p: (p.deployment, p.replica, p.cluster)):
+        prev[p.deployment].setdefault(p.replica, p)
+
+    eligible, rejections = {}, {}
+    for d in demands:
+        eligible[d.key], rejections[d.key] = _filter(d, clusters, matcher)
+
+    kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
+    moves = []
+    for d in demands:
+        for idx, old in sorted(prev.get(d.key, {}).items()):
+            if idx >= d.replicas:
+                continue
+            why = _retain_problem(d, old, by_name, eligible[d.key], free)
+            if why:
+                moves.append(Move(d.key, idx, old.cluster, why))
+                continue
+            for role in d.roles:
+                free[(old.cluster, old.roles[role.name].pool)] -= role.nodes
+            kept[d.key][idx] = old
+
+    placements, unplaced = [], []
+    for d in demands:
+        have = kept[d.key]
+        counts = Counter(p.cluster for p in have.values())
+        heap = None
+        failed = None
+        for idx in range(d.replicas):
+            if idx in have:
+                continue
+            if failed is None:
+                if heap is None:
+                    heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
+                    heapq.heapify(heap)
+                if heap:
+                    key = heapq.heappop(heap)
+                    cluster, names = key[4], key[5]
+                    roles = {}
+                    for role, pool in zip(d.roles, names):
+                        free[(cluster, pool)] -= role.nodes
+                        roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
+                    have[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
+                    counts[cluster] += 1
+                    nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
+                    if nxt:
+                        heapq.heappush(heap, nxt)
+                    continue
+                failed = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes))))
+            unplaced.append(Unplaced(d.key, idx, failed))
+        placements.extend(have[i] for i in sorted(have))
+    return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
+                {d.key: d.replicas for d in demands}, free, rejections)

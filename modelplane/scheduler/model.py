@@ -1,0 +1,132 @@
+"""Plain, immutable scheduler inputs and outputs (no pydantic, no Pulumi)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+# Stable rejection reasons (tests, JSON and policies rely on these strings).
+CLUSTER_SELECTOR = "clusterSelector"
+NODE_SELECTOR = "nodeSelector"
+SHAPE = "shape"
+CAPACITY = "capacity"
+CO_LOCATION = "coLocation"
+QUEUE = "queue"
+EXCLUDED = "excluded"
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    class_name: str
+    gpus_per_node: int
+    max_nodes: int
+    capabilities: Mapping = field(default_factory=dict, compare=False)
+    fabric: str = "tcp"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    pools: tuple[Pool, ...]
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    queues: tuple[str, ...] | None = None   # None: the cluster does not run KAI queues we know of
+
+
+@dataclass(frozen=True)
+class Role:
+    """One GPU role of a replica: `workers` workers of `nodes_per_worker` nodes each."""
+
+    name: str
+    cel: str
+    workers: int
+    nodes_per_worker: int
+    gpus_per_node: int
+
+    @property
+    def nodes(self) -> int:
+        return self.workers * self.nodes_per_worker
+
+
+@dataclass(frozen=True)
+class Demand:
+    """A deployment as the scheduler sees it."""
+
+    key: str                      # "namespace/name"
+    replicas: int
+    roles: tuple[Role, ...]       # decode (or unified) first, then prefill
+    match_labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    queue: str | None = None
+
+
+@dataclass(frozen=True)
+class RolePlacement:
+    pool: str
+    nodes: int
+    gpus_per_node: int
+    workers: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    deployment: str
+    replica: int
+    cluster: str
+    roles: Mapping[str, RolePlacement]
+
+    def to_json(self) -> dict:
+        return {"deployment": self.deployment, "replica": self.replica, "cluster": self.cluster,
+                "roles": {name: {"pool": r.pool, "nodes": r.nodes, "gpusPerNode": r.gpus_per_node,
+                                 "workers": r.workers} for name, r in self.roles.items()}}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Placement":
+        roles = {name: RolePlacement(r["pool"], int(r["nodes"]), int(r["gpusPerNode"]), int(r["workers"]))
+                 for name, r in doc["roles"].items()}
+        return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles))
+
+
+@dataclass(frozen=True, order=True)
+class Rejection:
+    cluster: str
+    pool: str | None
+    reason: str
+    detail: str
+    role: str | None = None
+
+    def to_json(self) -> dict:
+        return {"cluster": self.cluster, "pool": self.pool, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    deployment: str
+    replica: int
+    reasons: tuple[Rejection, ...]
+
+    def to_json(self) -> dict:
+        return {"deployment": self.deployment, "replica": self.replica,
+                "reasons": [r.to_json() for r in self.reasons]}
+
+
+@dataclass(frozen=True)
+class Move:
+    """A previous replica that was not retained where it was, and why."""
+
+    deployment: str
+    replica: int
+    cluster: str
+    why: str
+
+
+@dataclass
+class Plan:
+    placements: list[Placement]
+    unplaced: list[Unplaced]
+    moves: list[Move]
+    desired: dict[str, int]
+    free: dict[tuple[str, str], int]          # free nodes per (cluster, pool) after binding
+    rejections: dict[str, list[Rejection]]    # per deployment: static Filter verdicts
+
+    def placed(self, key: str) -> int:
+        return sum(1 for p in self.placements if p.deployment == key)
