@@ -89,7 +89,7 @@ def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
     for path in sorted(directory.glob("*.yaml")):
         src = read_yaml(path)
         if path.name == "substrate.yaml":
-            catalog.substrate = src.data or {}
+            catalog.substrate = (src.data or {}).get("substrate", {})
             continue
         try:
             parsed = CatalogFile.model_validate(src.data or {})

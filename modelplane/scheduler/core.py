@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from types import MappingProxyType
 
 from .cel import CelError, Matcher
-from .model import (CAPACITY, CLUSTER_SELECTOR, CO_LOCATION, NODE_SELECTOR, QUEUE, SHAPE, Cluster,
+from .model import (CAPACITY, CLUSTER_SELECTOR, CO_LOCATION, NO_CLUSTER, NODE_SELECTOR, QUEUE, SHAPE, Cluster,
                     Demand, Move, Placement, Plan, Rejection, RolePlacement, Unplaced)
 
 RDMA = frozenset({"roce", "efa", "infiniband"})
@@ -212,6 +212,8 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> 
                         heapq.heappush(heap, nxt)
                     continue
                 failed = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes))))
+                if not failed:
+                    failed = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
             unplaced.append(Unplaced(d.key, idx, failed))
         placements.extend(have[i] for i in sorted(have))
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),

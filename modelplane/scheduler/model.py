@@ -12,7 +12,7 @@ SHAPE = "shape"
 CAPACITY = "capacity"
 CO_LOCATION = "coLocation"
 QUEUE = "queue"
-EXCLUDED = "excluded"
+NO_CLUSTER = "noCluster"
 
 
 @dataclass(frozen=True)

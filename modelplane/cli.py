@@ -1,0 +1,201 @@
+"""The `modelplane` command: offline plan (no cloud, no pulumi binary) and Automation API runs."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import InputError, Problem
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str) -> None:
+    err.print(f"[red]error:[/red] {message}", markup=True)
+    sys.exit(1)
+
+
+def _read_previous(path: Path | None) -> list[dict] | None:
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        placements = doc["placements"] if isinstance(doc, dict) else doc
+        for p in placements:
+            missing = {"deployment", "replica", "cluster", "roles"} - set(p)
+            if missing:
+                raise KeyError(f"a placement lacks {sorted(missing)}")
+        return placements
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError([Problem(str(path), "placements", f"not a previous plan: {exc}",
+                                  "pass the output of `modelplane plan STACK --json`")])
+
+
+def _placement_table(doc: dict, desired: dict[str, int]) -> Table:
+    table = Table(title=f"placements ({doc['stack']})", title_justify="left")
+    for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs"):
+        table.add_column(col)
+    for p in doc["placements"]:
+        roles = p["roles"]
+
+        def cell(r):
+            return f"{r['pool']}  {r['workers']}w x {r['nodes'] // r['workers']}n x {r['gpusPerNode']}g" if r else "-"
+        gpus = sum(r["nodes"] * r["gpusPerNode"] for r in roles.values())
+        table.add_row(p["deployment"], str(p["replica"]), p["cluster"], cell(roles.get("decode")),
+                      cell(roles.get("prefill")), str(gpus))
+    return table
+
+
+def _summary(doc: dict, desired: dict[str, int]) -> None:
+    placed = {}
+    for p in doc["placements"]:
+        placed[p["deployment"]] = placed.get(p["deployment"], 0) + 1
+    for key in sorted(desired):
+        n, want = placed.get(key, 0), desired[key]
+        mark = "[green]ok[/green]" if n == want else "[yellow]partial[/yellow]"
+        out.print(f"  {mark} {key}: {n}/{want} replicas placed")
+    seen = set()
+    for u in doc["unplaced"]:
+        key = (u["deployment"], tuple(json.dumps(r, sort_keys=True) for r in u["reasons"]))
+        replicas = [x["replica"] for x in doc["unplaced"] if x["deployment"] == u["deployment"]]
+        if key in seen:
+            continue
+        seen.add(key)
+        out.print(f"  [red]unplaced[/red] {u['deployment']} replicas {replicas}:")
+        for r in u["reasons"]:
+            where = r["cluster"] + (f"/{r['pool']}" if r["pool"] else "")
+            out.print(f"      {r['reason']:<16} {where:<24} {r['detail']}")
+    counts = {}
+    for r in doc["resources"]:
+        counts[r["type"]] = counts.get(r["type"], 0) + 1
+    out.print("resources: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))
+
+
+def _explain(run, key: str) -> None:
+    from .scheduler.explain import explain_rows
+
+    result = run.result
+    if key not in result.plan.desired:
+        known = sorted(result.plan.desired)
+        matches = [k for k in known if k.split("/")[-1] == key]
+        if len(matches) != 1:
+            _fail(f"no deployment {key!r}; choose one of {', '.join(known)}")
+        key = matches[0]
+    table = Table(title=f"Filter / Score for {key}", title_justify="left")
+    for col in ("cluster", "pool", "role", "verdict", "reason", "detail"):
+        table.add_column(col)
+    for row in explain_rows(result, key):
+        table.add_row(*row)
+    out.print(table)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
+
+
+@main.command()
+@click.argument("stack")
+@click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
+@click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
+@click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
+@click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
+def plan(stack, config_file, as_json, out_dir, previous, explain, without):
+    """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
+    from . import offline, report
+    from .policy import evaluate
+
+    try:
+        prev = _read_previous(previous)
+        run = offline.run(stack, config_file, prev)
+        if without:
+            known = set(run.result.inventories)
+            for name in without:
+                if name not in known:
+                    _fail(f"--without {name}: no such cluster; clusters are {', '.join(sorted(known))}")
+            base = [p.to_json() for p in run.result.plan.placements]
+            before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
+            run = offline.run(stack, config_file, base, tuple(without))
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    violations = evaluate(run)
+    doc = report.document(run, violations)
+    if out_dir:
+        n = report.write_out(run, out_dir)
+        err.print(f"wrote {n} files to {out_dir}", markup=False)
+    if as_json:
+        sys.stdout.write(report.to_json(doc))
+    else:
+        out.print(_placement_table(doc, run.result.plan.desired))
+        _summary(doc, run.result.plan.desired)
+        if without:
+            out.print(f"what-if without {', '.join(without)}:")
+            for p in doc["placements"]:
+                was = before.get((p["deployment"], p["replica"]))
+                if was != p["cluster"]:
+                    out.print(f"  moves  {p['deployment']}#{p['replica']}: {was} -> {p['cluster']}")
+            for u in doc["unplaced"]:
+                if (u["deployment"], u["replica"]) in before:
+                    out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
+        for v in violations:
+            out.print(f"policy {v['level']}: {v['policy']}: {v['message']}")
+        if explain:
+            _explain(run, explain)
+    if any(v["level"] == "mandatory" for v in violations):
+        sys.exit(1)
+
+
+def _operate(operation: str, stack: str, backend: str | None) -> None:
+    from .automation.driver import DriverError, MissingCli, operate
+
+    try:
+        changes = operate(operation, stack, backend)
+    except MissingCli as exc:
+        _fail(str(exc))
+    except DriverError as exc:
+        _fail(str(exc))
+    out.print(f"{operation} {stack}: " + (", ".join(f"{k} {v}" for k, v in sorted(changes.items())) or "no changes"))
+
+
+for _op in ("preview", "up", "destroy", "refresh"):
+    def _command(stack, backend, _op=_op):
+        _operate(_op, stack, backend)
+    _command.__doc__ = f"Run `pulumi {_op}` for STACK through the Automation API (needs the pulumi CLI)."
+    main.command(name=_op)(click.option("--backend", help="State backend URL (default: a file backend under the project).")(
+        click.argument("stack")(_command)))
+
+
+@main.command()
+def classes():
+    """List the catalog's InferenceClasses."""
+    from .api import load_catalog
+
+    try:
+        catalog = load_catalog()
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    table = Table(title="InferenceClasses", title_justify="left")
+    for col in ("name", "clouds", "machine", "GPU", "count", "fabric"):
+        table.add_column(col)
+    for name, c in sorted(catalog.classes.items()):
+        p = c.provisioning
+        machine = (p.gke.machine_type if p and p.gke else p.eks.instance_type if p and p.eks else "-")
+        g = c.capabilities.gpu
+        table.add_row(name, ",".join(c.clouds()) or "byo", machine, f"{g.product} {g.memory_gib}GB", str(g.count),
+                      f"{c.capabilities.network.fabric} {c.capabilities.network.bandwidth_gbps}G")
+    out.print(table)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
+    main()

@@ -1,0 +1,5 @@
+"""Pulumi components: thin wiring of rendered dicts to resources (parent, provider, dependencies)."""
+from .cluster import InferenceCluster
+from .deployment import ModelDeployment, Target
+
+__all__ = ["InferenceCluster", "ModelDeployment", "Target"]

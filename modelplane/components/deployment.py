@@ -1,0 +1,48 @@
+"""ModelDeployment: registers each placed replica's rendered objects on its target cluster."""
+from __future__ import annotations
+
+import pulumi
+
+from ..api import ModelDeployment as DeploymentSpec
+from ..render import render_replica
+from ..render.names import ROLE
+from .k8s import register
+
+
+class Target:
+    """What a deployment needs of a cluster: its inventory, provider and substrate."""
+
+    def __init__(self, inventory: dict, provider: pulumi.ProviderResource, ready: list):
+        self.inventory, self.provider, self.ready = inventory, provider, ready
+
+
+class ModelDeployment(pulumi.ComponentResource):
+    def __init__(self, spec: DeploymentSpec, placements: list, targets: dict[str, Target],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("modelplane:index:ModelDeployment", f"{spec.namespace}-{spec.name}", None, opts)
+        self.resources = []
+        deps = {r.name: r.depends_on for r in spec.roles}
+        for placement in placements:
+            target = targets[placement.cluster]
+            base = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
+            by_role: dict[str, list] = {}
+            # Extra roles start after the roles they depend on: registration order follows a
+            # topological order, and each role's objects depend on its dependencies' objects.
+            objs = render_replica(spec, placement, target.inventory)
+            for obj in sorted(objs, key=lambda o: _rank(o, deps)):
+                role = obj["metadata"]["labels"].get(ROLE)
+                needs = [res for dep in deps.get(role, []) for res in by_role.get(dep, [])]
+                opts_ = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=needs)) if needs else base
+                res = register(placement.cluster, obj, opts_)
+                by_role.setdefault(role, []).append(res)
+                self.resources.append(res)
+        self.register_outputs({})
+
+
+def _rank(obj: dict, deps: dict[str, list[str]]) -> int:
+    """Depth of an object's role in the dependsOn graph (validated acyclic)."""
+    role = obj["metadata"]["labels"].get(ROLE)
+
+    def depth(r, seen=()):
+        return 0 if r not in deps or r in seen else 1 + max((depth(d, (*seen, r)) for d in deps[r]), default=-1)
+    return depth(role)

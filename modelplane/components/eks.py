@@ -1,0 +1,107 @@
+"""EKS: the cluster and its IAM roles, a system node group, and one managed node group per pool."""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from ..api import Catalog, InferenceCluster
+from ..api.cluster import GPU_TAINT, POOL_LABEL
+
+_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+_CAPACITY = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK", "reservation": "ON_DEMAND"}
+
+
+def _assume(service: str) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
+
+
+def launch_template_args(c: InferenceCluster, catalog: Catalog, pool) -> dict | None:
+    """EFA interfaces (card 0 EFA with ENA, the others efa-only) and capacity-block market options."""
+    eks = catalog.classes[pool.class_].provisioning.eks
+    args = {}
+    if eks.efa_interfaces:
+        args["network_interfaces"] = [
+            {"device_index": 0 if i == 0 else 1, "network_card_index": i,
+             "interface_type": "efa" if i == 0 else "efa-only", "delete_on_termination": "true"}
+            for i in range(eks.efa_interfaces)]
+    if pool.capacity.type == "capacity-block":
+        args["instance_market_options"] = {"market_type": "capacity-block"}
+    if pool.capacity.type in ("capacity-block", "reservation"):
+        args["capacity_reservation_specification"] = {
+            "capacity_reservation_target": {"capacity_reservation_id": pool.capacity.reservation}}
+    if not args:
+        return None
+    args["block_device_mappings"] = [{"device_name": "/dev/xvda", "ebs": {"volume_size": eks.disk_size_gb,
+                                                                          "volume_type": "gp3"}}]
+    return args
+
+
+def node_group_args(c: InferenceCluster, catalog: Catalog, pool, with_template: bool) -> dict:
+    eks = catalog.classes[pool.class_].provisioning.eks
+    taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": _EFFECT[GPU_TAINT["effect"]]}]
+    taints += [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in pool.taints]
+    args = {
+        "node_group_name": pool.name, "instance_types": [eks.instance_type], "ami_type": eks.ami_type,
+        "capacity_type": _CAPACITY[pool.capacity.type],
+        "scaling_config": {"min_size": pool.min_nodes, "max_size": max(pool.max_nodes, 1),
+                           "desired_size": pool.min_nodes},
+        "labels": {POOL_LABEL: pool.name, **pool.labels}, "taints": taints,
+    }
+    if not with_template:
+        args["disk_size"] = eks.disk_size_gb
+    return args
+
+
+def kubeconfig(name, endpoint, ca, region: str) -> pulumi.Output:
+    return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca).apply(lambda a: f"""apiVersion: v1
+kind: Config
+clusters:
+- name: {a[0]}
+  cluster: {{server: "{a[1]}", certificate-authority-data: "{a[2]}"}}
+contexts:
+- name: {a[0]}
+  context: {{cluster: {a[0]}, user: {a[0]}}}
+current-context: {a[0]}
+users:
+- name: {a[0]}
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: aws
+      args: [eks, get-token, --cluster-name, {a[0]}, --region, {region}]
+"""))
+
+
+def build(c: InferenceCluster, catalog: Catalog, parent: pulumi.Resource) -> pulumi.Output:
+    opts = pulumi.ResourceOptions(parent=parent)
+    e = c.eks
+    cluster_role = aws.iam.Role(f"{c.name}-cluster", assume_role_policy=_assume("eks.amazonaws.com"), opts=opts)
+    attach = aws.iam.RolePolicyAttachment(f"{c.name}-cluster-policy", role=cluster_role.name,
+                                          policy_arn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy", opts=opts)
+    cluster = aws.eks.Cluster(c.name, name=c.name, version=e.version, role_arn=cluster_role.arn,
+                              vpc_config={"subnet_ids": list(e.subnet_ids)},
+                              access_config={"authentication_mode": "API"},
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[attach]))
+    node_role = aws.iam.Role(f"{c.name}-node", assume_role_policy=_assume("ec2.amazonaws.com"), opts=opts)
+    attachments = [aws.iam.RolePolicyAttachment(f"{c.name}-node-{short}", role=node_role.name,
+                                                policy_arn=f"arn:aws:iam::aws:policy/{policy}", opts=opts)
+                   for short, policy in (("worker", "AmazonEKSWorkerNodePolicy"), ("cni", "AmazonEKS_CNI_Policy"),
+                                         ("ecr", "AmazonEC2ContainerRegistryReadOnly"))]
+    group_opts = pulumi.ResourceOptions(parent=parent, depends_on=[cluster, *attachments])
+    aws.eks.NodeGroup(f"{c.name}-system", cluster_name=cluster.name, node_group_name="system",
+                      node_role_arn=node_role.arn, subnet_ids=list(e.subnet_ids),
+                      instance_types=[e.system_instance_type], ami_type="AL2023_x86_64_STANDARD",
+                      scaling_config={"min_size": 1, "max_size": 3, "desired_size": 1}, opts=group_opts)
+    for pool in sorted(c.node_pools, key=lambda p: p.name):
+        lt_args = launch_template_args(c, catalog, pool)
+        extra = {}
+        if lt_args:
+            lt = aws.ec2.LaunchTemplate(f"{c.name}-{pool.name}", **lt_args, opts=opts)
+            extra["launch_template"] = {"id": lt.id, "version": lt.latest_version.apply(str)}
+        aws.eks.NodeGroup(f"{c.name}-{pool.name}", cluster_name=cluster.name, node_role_arn=node_role.arn,
+                          subnet_ids=list(e.subnet_ids), **node_group_args(c, catalog, pool, bool(lt_args)),
+                          **extra, opts=group_opts)
+    return kubeconfig(cluster.name, cluster.endpoint, cluster.certificate_authority.data, e.region)

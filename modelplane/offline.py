@@ -1,0 +1,125 @@
+"""The offline engine: run modelplane.program under Pulumi's mock runtime and record everything.
+
+No cloud, no credentials, no `pulumi` binary. StackReferences resolve offline: the stack's own
+`placements` come from `--previous`, and infra stacks named in `modelplane:fleet` are planned
+from their own config files in the same run.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pulumi
+from pulumi.runtime.mocks import MockMonitor
+
+from . import program
+from .api import load_catalog, load_stack, stack_file
+from .fleet import inventory_of
+
+OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
+
+# Outputs a real provider computes; mocks echo inputs, so fill in what dependents read.
+_COMPUTED = {
+    "gcp:container/cluster:Cluster": {"endpoint": "203.0.113.10",
+                                      "masterAuth": {"clusterCaCertificate": "b2ZmbGluZQ=="}},
+    "aws:eks/cluster:Cluster": {"endpoint": "https://offline.eks.invalid",
+                                "certificateAuthority": {"data": "b2ZmbGluZQ=="}},
+    "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+    "aws:iam/role:Role": {"arn": "arn:aws:iam::000000000000:role/offline"},
+}
+
+
+@dataclass
+class Record:
+    type: str
+    name: str
+    urn: str
+    parent: str
+    provider: str
+    custom: bool
+    inputs: dict = field(default_factory=dict)
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def __init__(self, references: dict[str, dict]):
+        self.references = references
+        self.inputs: dict[tuple[str, str], dict] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        if args.typ == "pulumi:pulumi:StackReference":
+            stack = args.resource_id.rsplit("/", 1)[-1]
+            return args.resource_id, {"outputs": self.references.get(stack, {}),
+                                      "secretOutputNames": ["kubeconfigs"]}
+        self.inputs[(args.typ, args.name)] = args.inputs
+        return f"{args.name}-id", {**args.inputs, **_COMPUTED.get(args.typ, {})}
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+class _Monitor(MockMonitor):
+    def __init__(self, mocks: _Mocks):
+        super().__init__(mocks)
+        self.records: list[Record] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        self.records.append(Record(request.type, request.name, response.urn, request.parent,
+                                   request.provider, request.custom))
+        return response
+
+
+@dataclass
+class OfflineRun:
+    stack: str
+    result: program.Result
+    records: list[Record]
+
+
+def _fleet_references(spec, catalog) -> dict[str, dict]:
+    refs = {}
+    for name in spec.fleet:
+        infra = load_stack(stack_file(name), catalog)
+        invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
+        refs[name] = {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs}}
+    return refs
+
+
+def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
+    """Config as the Pulumi engine hands it to a program: strings, objects as JSON, secrets decrypted."""
+    import yaml
+
+    raw = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    config, secrets = {}, []
+    for key, value in raw.items():
+        full = key if ":" in key else f"{program.PROJECT}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            config[full] = OFFLINE_KUBECONFIG   # ciphertext cannot be read offline; a stand-in value
+            secrets.append(full)
+        else:
+            config[full] = value if isinstance(value, str) else json.dumps(value)
+    return config, secrets
+
+
+def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
+        exclude: tuple[str, ...] = ()) -> OfflineRun:
+    """Validate, then execute the program under mocks. Raises InputError on bad input."""
+    path = Path(config_file) if config_file else stack_file(stack)
+    catalog = load_catalog()
+    spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
+    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog)}
+    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    mocks = _Mocks(references)
+    monitor = _Monitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=program.PROJECT, stack=stack, preview=True, monitor=monitor)
+    config, secrets = _config_for_engine(path)
+    pulumi.runtime.set_all_config(config, secrets)
+    program.LAST.clear()
+    pulumi.runtime.test(lambda: asyncio.ensure_future(program.run(path, exclude)))()
+    for record in monitor.records:
+        record.inputs = mocks.inputs.get((record.type, record.name), {})
+    return OfflineRun(stack, program.LAST[-1], monitor.records)

@@ -1,0 +1,97 @@
+"""Turn an offline run into the plan document (design section 7), manifests and tables."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from .offline import OfflineRun
+
+K8S_SKIP = ("kubernetes:helm.sh/",)
+
+
+def _ints(value):
+    """Mock inputs carry numbers as floats; write whole numbers as integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def _cluster_of(run: OfflineRun) -> dict[str, str]:
+    """urn -> cluster name, from the k8s provider or the InferenceCluster ancestor."""
+    by_urn = {r.urn: r for r in run.records}
+    providers = {r.urn: r.name[:-4] for r in run.records if r.type == "pulumi:providers:kubernetes"}
+    out = {}
+    for r in run.records:
+        prov = r.provider.rsplit("::", 1)[0] if r.provider else ""
+        if prov in providers:
+            out[r.urn] = providers[prov]
+            continue
+        node = r
+        while node is not None:
+            if node.type == "modelplane:index:InferenceCluster":
+                out[r.urn] = node.name
+                break
+            node = by_urn.get(node.parent)
+    return out
+
+
+def is_manifest(r) -> bool:
+    return r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(K8S_SKIP)
+
+
+def document(run: OfflineRun, violations: list[dict]) -> dict:
+    clusters = _cluster_of(run)
+    resources = []
+    for r in run.records:
+        if r.type == "pulumi:pulumi:Stack":
+            continue
+        item = {"type": r.type, "name": r.name}
+        if r.urn in clusters:
+            item["cluster"] = clusters[r.urn]
+        resources.append(item)
+    resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
+    plan = run.result.plan
+    return {
+        "stack": run.stack,
+        "placements": [p.to_json() for p in plan.placements],
+        "unplaced": [u.to_json() for u in plan.unplaced],
+        "resources": resources,
+        "policy": {"violations": violations},
+    }
+
+
+def to_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def _safe(name: str) -> str:
+    return name.replace("/", "__").replace(":", "_")
+
+
+def write_out(run: OfflineRun, out: Path) -> int:
+    """Kubernetes objects as DIR/<cluster>/<namespace>/<kind>-<name>.yaml; every other resource's
+    inputs as YAML in DIR/cloud/<name>.pulumi (a suffix kubectl and schema validators skip)."""
+    clusters = _cluster_of(run)
+    count = 0
+    for r in sorted(run.records, key=lambda r: (r.type, r.name)):
+        if not r.custom or r.type.startswith("pulumi:"):
+            continue
+        inputs = _ints(r.inputs)
+        if is_manifest(r):
+            meta = inputs.get("metadata", {})
+            path = out / clusters.get(r.urn, "_") / (meta.get("namespace") or "_cluster") / \
+                f"{inputs['kind'].lower()}-{meta.get('name')}.yaml"
+            body = inputs
+        else:
+            path = out / "cloud" / f"{_safe(r.name)}.pulumi"
+            body = {"type": r.type, "name": r.name, "inputs": inputs}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(body, sort_keys=True, width=120))
+        count += 1
+    return count

@@ -1,0 +1,46 @@
+"""The Filter/Score table of one deployment: every cluster x pool x GPU role and its verdict."""
+from __future__ import annotations
+
+
+def explain_rows(result, key: str) -> list[tuple[str, ...]]:
+    from ..fleet import demand_from
+
+    md = next(d for d in result.spec.deployments if d.key == key)
+    demand = demand_from(md)
+    plan = result.plan
+    rejected = {}
+    cluster_level = {}
+    for r in plan.rejections.get(key, []):
+        if r.pool is None:
+            cluster_level.setdefault(r.cluster, []).append(r)
+        else:
+            rejected[(r.cluster, r.pool, r.role)] = r
+    used: dict[tuple[str, str, str], list[int]] = {}
+    for p in plan.placements:
+        if p.deployment == key:
+            for role, rp in p.roles.items():
+                used.setdefault((p.cluster, rp.pool, role), []).append(p.replica)
+    rows = []
+    for name, inv in sorted(result.inventories.items()):
+        if not any(c == name for c, _ in plan.free):
+            rows.append((name, "-", "-", "excluded", "what-if", "planned as if this cluster were lost"))
+            continue
+        for r in cluster_level.get(name, []):
+            rows.append((name, "-", "-", "rejected", r.reason, r.detail))
+        if any(r.reason in ("clusterSelector", "queue") for r in cluster_level.get(name, [])):
+            continue
+        for pool in inv["pools"]:
+            for role in demand.roles:
+                hit = rejected.get((name, pool["name"], role.name))
+                if hit:
+                    rows.append((name, pool["name"], role.name, "rejected", hit.reason, hit.detail))
+                    continue
+                free = plan.free.get((name, pool["name"]))
+                replicas = used.get((name, pool["name"], role.name))
+                verdict = f"bound {replicas}" if replicas else "eligible"
+                detail = f"needs {role.nodes} node(s) x {role.gpus_per_node} GPUs; {free}/{pool['maxNodes']} free after plan"
+                rows.append((name, pool["name"], role.name, verdict, "-", detail))
+    for m in plan.moves:
+        if m.deployment == key:
+            rows.append((m.cluster, "-", "-", f"moved #{m.replica}", "retain", m.why))
+    return rows
