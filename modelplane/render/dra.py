@@ -1,9 +1,10 @@
 """DRA: one ResourceClaimTemplate per GPU role, with selectors that match the real device.
 
 Selectors use only what the driver publishes, under its own domain: the class's chosen identity
-attributes, and a memory floor 5% under the usable memory the driver reports (drivers report
-less than the nominal figure: an H100 80GB shows about 81559 MiB), so the claim binds the GPU the
-class describes and never rejects it for being a few MiB short.
+attributes, and a memory band of +-5% around the usable memory the driver reports (drivers report
+less than the nominal figure: an H100 80GB shows about 81559 MiB). The claim binds the GPU the
+class describes, never rejects it for being a few MiB short, and never takes a bigger sibling
+(an H200 is also Hopper).
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ CLAIM_NAME = "gpus"
 MEMORY_HEADROOM = 0.95
 
 
-def memory_floor_gi(memory_mib: int) -> int:
-    return int(memory_mib * MEMORY_HEADROOM) // 1024
+def memory_band_gi(memory_mib: int) -> tuple[int, int]:
+    """(floor, ceiling) in GiB around the reported usable memory."""
+    return int(memory_mib * MEMORY_HEADROOM) // 1024, -(-int(memory_mib * (2 - MEMORY_HEADROOM)) // 1024)
 
 
 def selector(device: dict) -> str:
@@ -26,7 +28,10 @@ def selector(device: dict) -> str:
     terms = []
     for name in device.get("matchAttributes", []):
         terms.append(f"device.attributes[{json.dumps(driver)}].{name} == {json.dumps(attrs[name])}")
-    terms.append(f"device.capacity[{json.dumps(driver)}].memory.compareTo(quantity(\"{memory_floor_gi(device['memoryMiB'])}Gi\")) >= 0")
+    low, high = memory_band_gi(device["memoryMiB"])
+    memory = f"device.capacity[{json.dumps(driver)}].memory"
+    terms.append(f'{memory}.compareTo(quantity("{low}Gi")) >= 0')
+    terms.append(f'{memory}.compareTo(quantity("{high}Gi")) <= 0')
     return " && ".join(terms)
 
 

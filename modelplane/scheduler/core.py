@@ -45,6 +45,10 @@ class DemandError(ValueError):
         super().__init__(f"{deployment} ({role}): nodeSelector.cel {message}")
 
 
+def _order(r: Rejection):
+    return (r.cluster, r.pool or "", r.role or "", r.reason, r.detail)
+
+
 def _fabric_tier(pools) -> int:
     """How well the pools of one replica can move KV cache between roles (higher is better)."""
     if len(pools) < 2 or len({p.name for p in pools}) == 1:
@@ -89,7 +93,7 @@ def _filter(d: Demand, clusters, matcher: Matcher):
                                       "of a replica share one cluster"))
         if not empty:
             eligible[c.name] = per_role
-    return eligible, sorted(rejected)
+    return eligible, sorted(rejected, key=_order)
 
 
 def _best(d: Demand, cluster: str, per_role, free, count: int):
@@ -185,36 +189,43 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> 
                 free[(old.cluster, old.roles[role.name].pool)] -= role.nodes
             kept[d.key][idx] = old
 
-    placements, unplaced = [], []
+    placements, failed_at = [], {}
     for d in demands:
         have = kept[d.key]
         counts = Counter(p.cluster for p in have.values())
         heap = None
-        failed = None
         for idx in range(d.replicas):
             if idx in have:
                 continue
-            if failed is None:
-                if heap is None:
-                    heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
-                    heapq.heapify(heap)
-                if heap:
-                    key = heapq.heappop(heap)
-                    cluster, names = key[4], key[5]
-                    roles = {}
-                    for role, pool in zip(d.roles, names):
-                        free[(cluster, pool)] -= role.nodes
-                        roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
-                    have[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
-                    counts[cluster] += 1
-                    nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
-                    if nxt:
-                        heapq.heappush(heap, nxt)
-                    continue
-                failed = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes))))
-                if not failed:
-                    failed = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
-            unplaced.append(Unplaced(d.key, idx, failed))
+            if heap is None:
+                heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
+                heapq.heapify(heap)
+            if not heap:
+                # Capacity only shrinks during fill: every later index fails as well.
+                failed_at[d.key] = idx
+                break
+            key = heapq.heappop(heap)
+            cluster, names = key[4], key[5]
+            roles = {}
+            for role, pool in zip(d.roles, names):
+                free[(cluster, pool)] -= role.nodes
+                roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
+            have[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
+            counts[cluster] += 1
+            nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
+            if nxt:
+                heapq.heappush(heap, nxt)
         placements.extend(have[i] for i in sorted(have))
+
+    # Reasons are judged against the final ledger, so a re-plan from this plan explains the same way.
+    unplaced = []
+    for d in demands:
+        if d.key not in failed_at:
+            continue
+        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes)),
+                               key=_order))
+        if not reasons:
+            reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
+        unplaced += [Unplaced(d.key, i, reasons) for i in range(failed_at[d.key], d.replicas) if i not in kept[d.key]]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
                 {d.key: d.replicas for d in demands}, free, rejections)

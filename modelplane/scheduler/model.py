@@ -86,7 +86,7 @@ class Placement:
         return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles))
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Rejection:
     cluster: str
     pool: str | None

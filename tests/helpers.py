@@ -1,0 +1,25 @@
+"""Tiny constructors for scheduler tests."""
+from modelplane.scheduler import Cluster, Demand, Pool, Role
+
+
+def caps(product="H200", mem=141, count=8, fabric="roce", features=("fp8",)):
+    return {"gpu": {"vendor": "nvidia", "product": product, "architecture": "Hopper", "memoryGiB": mem,
+                    "count": count, "features": list(features)},
+            "interconnect": {"type": "nvswitch"}, "network": {"fabric": fabric, "bandwidthGbps": 400}}
+
+
+def pool(name="h200", gpus=8, max_nodes=4, cls=None, fabric="roce", **kw):
+    c = caps(count=gpus, fabric=fabric, **kw)
+    return Pool(name, cls or f"class-{name}", gpus, max_nodes, c, fabric)
+
+
+def cluster(name, *pools, labels=None, queues=None):
+    return Cluster(name, tuple(pools or (pool(),)), labels or {}, queues)
+
+
+def role(name="decode", tensor=8, pipeline=1, count=1, cel=""):
+    return Role(name, cel, count, pipeline, tensor)
+
+
+def demand(key="ml/kimi", replicas=1, roles=None, labels=None, queue=None):
+    return Demand(key, replicas, tuple(roles or (role(),)), labels or {}, queue)

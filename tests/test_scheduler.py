@@ -1,0 +1,179 @@
+"""Scheduler rules, table-driven, including the upstream behaviours of seed-spec section 6."""
+import pytest
+
+from modelplane.scheduler import Placement, allocate, schedule
+from modelplane.scheduler.core import DemandError
+from modelplane.scheduler.ratio import RatioError
+
+from helpers import cluster, demand, pool, role
+
+
+def reasons(plan):
+    return {(r.cluster, r.pool, r.reason) for u in plan.unplaced for r in u.reasons}
+
+
+def where(plan):
+    return [(p.replica, p.cluster, {k: v.pool for k, v in p.roles.items()}) for p in plan.placements]
+
+
+def test_cluster_selector_filters_with_reason():
+    plan = schedule([demand(labels={"tier": "production"})],
+                    [cluster("east", labels={"tier": "production"}), cluster("dev", labels={"tier": "development"})])
+    assert [p.cluster for p in plan.placements] == ["east"]
+    assert ("dev", None, "clusterSelector") in {(r.cluster, r.pool, r.reason) for r in plan.rejections["ml/kimi"]}
+
+
+def test_no_eligible_cluster_reports_every_cluster():
+    plan = schedule([demand(labels={"tier": "frontier"})], [cluster("east"), cluster("west")])
+    assert not plan.placements
+    assert {r.cluster for r in plan.unplaced[0].reasons} == {"east", "west"}
+
+
+def test_cel_picks_the_pool():
+    d = demand(roles=[role(cel="gpu.memoryGiB >= 141")])
+    plan = schedule([d], [cluster("c", pool("h100", mem=80, product="H100"), pool("h200"))])
+    assert where(plan) == [(0, "c", {"decode": "h200"})]
+
+
+def test_shape_rejects_small_nodes():
+    plan = schedule([demand()], [cluster("c", pool("small", gpus=4))])
+    assert ("c", "small", "shape") in reasons(plan)
+
+
+def test_capacity_counts_other_deployments():
+    other = demand("ml/aaa", replicas=2, roles=[role(tensor=8)])  # fills first: name order
+    plan = schedule([demand("ml/kimi"), other], [cluster("c", pool(max_nodes=2))])
+    assert sum(p.deployment == "ml/aaa" for p in plan.placements) == 2
+    detail = next(r.detail for u in plan.unplaced for r in u.reasons if r.reason == "capacity")
+    assert "0/2 free" in detail and "needs 1 node" in detail
+
+
+def test_capacity_reserved_across_replicas_spreads_over_clusters():
+    plan = schedule([demand(replicas=3)], [cluster("east", pool(max_nodes=2)), cluster("west", pool(max_nodes=2))])
+    assert [p.cluster for p in plan.placements] == ["east", "west", "east"]
+
+
+def test_oversubscribed_places_partially_and_says_so():
+    plan = schedule([demand(replicas=4)], [cluster("c", pool(max_nodes=2))])
+    assert len(plan.placements) == 2 and [u.replica for u in plan.unplaced] == [2, 3]
+    assert plan.unplaced[0].reasons == plan.unplaced[1].reasons   # same reasons, computed once
+
+
+def test_zero_replicas():
+    assert schedule([demand(replicas=0)], [cluster("c")]).placements == []
+
+
+def test_spread_beats_headroom():
+    plan = schedule([demand(replicas=2)], [cluster("big", pool(max_nodes=10)), cluster("small", pool(max_nodes=2))])
+    assert sorted(p.cluster for p in plan.placements) == ["big", "small"]
+
+
+def _prev(cluster_name, replica=0, pool_name="h200", nodes=1, key="ml/kimi"):
+    return Placement.from_json({"deployment": key, "replica": replica, "cluster": cluster_name,
+                                "roles": {"decode": {"pool": pool_name, "nodes": nodes, "gpusPerNode": 8, "workers": 1}}})
+
+
+def test_sticky_replica_stays_despite_a_better_new_cluster():
+    plan = schedule([demand(replicas=1)], [cluster("east", pool(max_nodes=2)), cluster("a-new", pool(max_nodes=10))],
+                    [_prev("east")])
+    assert where(plan) == [(0, "east", {"decode": "h200"})]
+
+
+def test_sticky_index_kept_and_new_index_placed():
+    plan = schedule([demand(replicas=2)], [cluster("east"), cluster("west")], [_prev("east")])
+    assert [(p.replica, p.cluster) for p in plan.placements] == [(0, "east"), (1, "west")]
+
+
+def test_scale_down_drops_highest_indices_and_frees_capacity():
+    prev = [_prev("c", i) for i in range(3)]
+    other = demand("ml/zz", replicas=3)
+    plan = schedule([demand(replicas=1), other], [cluster("c", pool(max_nodes=4))], prev)
+    assert [p.replica for p in plan.placements if p.deployment == "ml/kimi"] == [0]
+    assert sum(p.deployment == "ml/zz" for p in plan.placements) == 3
+
+
+def test_replica_on_deleted_cluster_is_replaced_with_a_move():
+    plan = schedule([demand()], [cluster("b")], [_prev("a")])
+    assert where(plan) == [(0, "b", {"decode": "h200"})]
+    assert plan.moves[0].why == "cluster a is gone"
+
+
+def test_retained_replica_whose_pool_no_longer_matches_moves():
+    d = demand(roles=[role(cel='gpu.product == "H200"')])
+    plan = schedule([d], [cluster("c", pool("h100", product="H100"), pool("h200"))], [_prev("c", pool_name="h100")])
+    assert where(plan) == [(0, "c", {"decode": "h200"})]
+    assert "no longer fits" in plan.moves[0].why
+
+
+def test_disaggregated_needs_both_roles_on_one_cluster():
+    decode = role("decode", cel="gpu.memoryGiB >= 141")
+    prefill = role("prefill", tensor=1, count=2, cel='gpu.product == "L40S"')
+    west = cluster("west", pool("h200"))
+    east = cluster("east", pool("h200"), pool("l40s", gpus=4, product="L40S", mem=48))
+    plan = schedule([demand(roles=[decode, prefill])], [west, east])
+    assert where(plan) == [(0, "east", {"decode": "h200", "prefill": "l40s"})]
+    assert any(r.cluster == "west" and r.reason == "coLocation" for r in plan.rejections["ml/kimi"])
+
+
+def test_5p3d_footprint():
+    decode = role("decode", tensor=8, pipeline=2, count=3)
+    prefill = role("prefill", tensor=1, count=5)
+    plan = schedule([demand(roles=[decode, prefill])],
+                    [cluster("c", pool("h200", max_nodes=8), pool("l40s", gpus=4, max_nodes=8, product="L40S"))])
+    roles = plan.placements[0].roles
+    assert (roles["decode"].nodes, roles["prefill"].nodes) == (6, 5)
+
+
+def test_same_pool_must_hold_both_roles_and_says_why():
+    d = demand(roles=[role("decode", count=2), role("prefill", count=2)])
+    plan = schedule([d], [cluster("c", pool(max_nodes=3))])
+    assert not plan.placements
+    assert any("no pool combination" in r.detail for r in plan.unplaced[0].reasons)
+
+
+def test_prefers_rdma_pool_pairs_over_tcp_for_kv_transfer():
+    d = demand(roles=[role("decode"), role("prefill")])
+    pools = [pool("a", fabric="tcp", max_nodes=1), pool("b", fabric="tcp", max_nodes=1),
+             pool("r1", fabric="roce", max_nodes=1), pool("r2", fabric="roce", max_nodes=1)]
+    assert where(schedule([d], [cluster("c", *pools)]))[0][2] == {"decode": "r1", "prefill": "r2"}
+
+
+def test_prefers_one_shared_pool_over_two_rdma_pools():
+    d = demand(roles=[role("decode"), role("prefill")])
+    pools = [pool("x", fabric="roce", max_nodes=1), pool("y", fabric="roce", max_nodes=1), pool("z", fabric="tcp", max_nodes=2)]
+    assert where(schedule([d], [cluster("c", *pools)]))[0][2] == {"decode": "z", "prefill": "z"}
+
+
+def test_prefers_pools_that_strand_fewer_gpus():
+    plan = schedule([demand(roles=[role(tensor=1)])], [cluster("c", pool("big", gpus=8), pool("small", gpus=1))])
+    assert where(plan)[0][2] == {"decode": "small"}
+
+
+def test_queue_must_exist_on_cluster():
+    plan = schedule([demand(queue="ml")], [cluster("a", queues=("other",)), cluster("b", queues=("ml",))])
+    assert [p.cluster for p in plan.placements] == ["b"]
+    assert any(r.reason == "queue" and r.cluster == "a" for r in plan.rejections["ml/kimi"])
+
+
+def test_bad_cel_is_an_input_error():
+    with pytest.raises(DemandError, match="does not parse"):
+        schedule([demand(roles=[role(cel="gpu.memoryGiB >=")])], [cluster("c")])
+    with pytest.raises(DemandError, match="no such member"):
+        schedule([demand(roles=[role(cel="gpu.vram >= 1")])], [cluster("c")])
+
+
+@pytest.mark.parametrize("total,preferred,bands,expected", [
+    (8, {"prefill": 5, "decode": 3}, {}, {"prefill": 5, "decode": 3}),
+    (10, {"prefill": 5, "decode": 3}, {}, {"prefill": 6, "decode": 4}),
+    (10, {"prefill": 5, "decode": 3}, {"prefill": (0, 50)}, {"prefill": 5, "decode": 5}),
+    (3, {"prefill": 1, "decode": 1}, {}, {"decode": 2, "prefill": 1}),
+    (7, {"prefill": 1, "decode": 1}, {"decode": (60, 100)}, {"decode": 5, "prefill": 2}),
+])
+def test_ratio_allocation_preserves_total(total, preferred, bands, expected):
+    got = allocate(total, preferred, bands)
+    assert got == expected and sum(got.values()) == total
+
+
+def test_ratio_infeasible_bands():
+    with pytest.raises(RatioError):
+        allocate(10, {"prefill": 1, "decode": 1}, {"prefill": (70, 100), "decode": (70, 100)})

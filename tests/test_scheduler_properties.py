@@ -1,0 +1,98 @@
+"""Scheduler invariants over random fleets and deployments (hypothesis)."""
+import random
+from collections import Counter
+
+from hypothesis import given, settings, strategies as st
+
+from modelplane.scheduler import schedule
+
+from helpers import cluster, demand, pool, role
+
+fleets = st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 4, 8]), st.sampled_from(["roce", "tcp"])),
+                  min_size=1, max_size=3).map(lambda pools: pools)
+
+
+@st.composite
+def scenario(draw):
+    clusters = []
+    for ci in range(draw(st.integers(1, 4))):
+        specs = draw(fleets)
+        clusters.append(cluster(f"c{ci}", *[pool(f"p{pi}", gpus=g, max_nodes=m, fabric=f)
+                                            for pi, (m, g, f) in enumerate(specs)]))
+    demands = []
+    for di in range(draw(st.integers(1, 4))):
+        roles = [role("decode", tensor=draw(st.sampled_from([1, 4, 8])), pipeline=draw(st.integers(1, 2)),
+                      count=draw(st.integers(1, 2)))]
+        if draw(st.booleans()):
+            roles.append(role("prefill", tensor=draw(st.sampled_from([1, 4])), count=draw(st.integers(1, 3))))
+        demands.append(demand(f"ns/d{di}", replicas=draw(st.integers(0, 5)), roles=roles))
+    return demands, clusters
+
+
+def canonical(plan):
+    return ([p.to_json() for p in plan.placements], [u.to_json() for u in plan.unplaced])
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenario(), st.randoms(use_true_random=False))
+def test_deterministic_and_order_independent(sc, rnd):
+    demands, clusters = sc
+    first = canonical(schedule(demands, clusters))
+    shuffled = [c.__class__(c.name, tuple(rnd.sample(c.pools, len(c.pools))), c.labels, c.queues) for c in clusters]
+    assert canonical(schedule(rnd.sample(demands, len(demands)), rnd.sample(shuffled, len(shuffled)))) == first
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenario())
+def test_never_overcommits_and_replicas_are_whole(sc):
+    demands, clusters = sc
+    plan = schedule(demands, clusters)
+    used = Counter()
+    by_key = {d.key: d for d in demands}
+    for p in plan.placements:
+        d = by_key[p.deployment]
+        assert set(p.roles) == {r.name for r in d.roles}          # whole replica, one cluster
+        for r in d.roles:
+            used[(p.cluster, p.roles[r.name].pool)] += r.nodes
+    caps = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
+    assert all(used[k] <= caps[k] for k in used)
+    for d in demands:
+        assert plan.placed(d.key) + sum(u.deployment == d.key for u in plan.unplaced) == d.replicas
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenario())
+def test_idempotent_with_previous_and_stable_when_a_cluster_is_added(sc):
+    demands, clusters = sc
+    plan = schedule(demands, clusters)
+    again = schedule(demands, clusters, plan.placements)
+    assert canonical(again) == canonical(plan)
+    bigger = schedule(demands, clusters + [cluster("zz-new", pool("p", gpus=8, max_nodes=8))], plan.placements)
+    before = {(p.deployment, p.replica): p for p in plan.placements}
+    for p in bigger.placements:
+        if (p.deployment, p.replica) in before:
+            assert before[(p.deployment, p.replica)] == p
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenario())
+def test_removing_a_cluster_moves_only_its_replicas(sc):
+    demands, clusters = sc
+    plan = schedule(demands, clusters)
+    lost = clusters[0].name
+    after = schedule(demands, clusters[1:], plan.placements)
+    now = {(p.deployment, p.replica): p for p in after.placements}
+    for p in plan.placements:
+        if p.cluster != lost:
+            assert now[(p.deployment, p.replica)] == p
+
+
+def test_hash_seed_independence(tmp_path):
+    import subprocess, sys, json
+    code = ("import json,sys; sys.path.insert(0,'tests'); from helpers import *; from modelplane.scheduler import schedule;"
+            "p=schedule([demand(replicas=3)],[cluster('east'),cluster('west')]);"
+            "print(json.dumps([x.to_json() for x in p.placements]))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout for seed in (0, 1, 42, 999)}
+    assert len(outs) == 1
+    _ = random, json
