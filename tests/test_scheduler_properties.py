@@ -1,5 +1,4 @@
 """Scheduler invariants over random fleets and deployments (hypothesis)."""
-import random
 from collections import Counter
 
 from hypothesis import given, settings, strategies as st
@@ -88,11 +87,11 @@ def test_removing_a_cluster_moves_only_its_replicas(sc):
 
 
 def test_hash_seed_independence(tmp_path):
-    import subprocess, sys, json
+    import subprocess
+    import sys
     code = ("import json,sys; sys.path.insert(0,'tests'); from helpers import *; from modelplane.scheduler import schedule;"
             "p=schedule([demand(replicas=3)],[cluster('east'),cluster('west')]);"
             "print(json.dumps([x.to_json() for x in p.placements]))")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout for seed in (0, 1, 42, 999)}
     assert len(outs) == 1
-    _ = random, json
