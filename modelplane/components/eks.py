@@ -8,8 +8,8 @@ import pulumi_aws as aws
 
 from ..api import Catalog, InferenceCluster
 from ..api.cluster import GPU_TAINT, POOL_LABEL
+from .kubeconfig import TAINT_EFFECT, exec_kubeconfig
 
-_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 _CAPACITY = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK", "reservation": "ON_DEMAND"}
 
 
@@ -41,8 +41,8 @@ def launch_template_args(c: InferenceCluster, catalog: Catalog, pool) -> dict | 
 
 def node_group_args(c: InferenceCluster, catalog: Catalog, pool, with_template: bool) -> dict:
     eks = catalog.classes[pool.class_].provisioning.eks
-    taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": _EFFECT[GPU_TAINT["effect"]]}]
-    taints += [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in pool.taints]
+    taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": TAINT_EFFECT[GPU_TAINT["effect"]]}]
+    taints += [{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in pool.taints]
     args = {
         "node_group_name": pool.name, "instance_types": [eks.instance_type], "ami_type": eks.ami_type,
         "capacity_type": _CAPACITY[pool.capacity.type],
@@ -56,23 +56,8 @@ def node_group_args(c: InferenceCluster, catalog: Catalog, pool, with_template: 
 
 
 def kubeconfig(name, endpoint, ca, region: str) -> pulumi.Output:
-    return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca).apply(lambda a: f"""apiVersion: v1
-kind: Config
-clusters:
-- name: {a[0]}
-  cluster: {{server: "{a[1]}", certificate-authority-data: "{a[2]}"}}
-contexts:
-- name: {a[0]}
-  context: {{cluster: {a[0]}, user: {a[0]}}}
-current-context: {a[0]}
-users:
-- name: {a[0]}
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: aws
-      args: [eks, get-token, --cluster-name, {a[0]}, --region, {region}]
-"""))
+    return pulumi.Output.from_input(name).apply(lambda n: exec_kubeconfig(
+        n, endpoint, ca, "aws", ["eks", "get-token", "--cluster-name", n, "--region", region]))
 
 
 def build(c: InferenceCluster, catalog: Catalog, parent: pulumi.Resource) -> pulumi.Output:

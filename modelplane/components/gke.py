@@ -6,10 +6,10 @@ import pulumi_gcp as gcp
 
 from ..api import Catalog, InferenceCluster
 from ..api.cluster import GPU_TAINT, POOL_LABEL
+from .kubeconfig import TAINT_EFFECT, exec_kubeconfig
 
 # With this label GKE leaves GPUs to the NVIDIA DRA driver instead of its device plugin.
 GKE_DRA_LABEL = "cloud.google.com/gke-nvidia-gpu-dra-driver"
-_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
 
 def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
@@ -20,8 +20,8 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     labels = {POOL_LABEL: pool.name, **pool.labels}
     if c.dra:
         labels[GKE_DRA_LABEL] = "true"
-    taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": _EFFECT[GPU_TAINT["effect"]]}]
-    taints += [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in pool.taints]
+    taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": TAINT_EFFECT[GPU_TAINT["effect"]]}]
+    taints += [{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in pool.taints]
     node_config = {
         "machine_type": gke.machine_type,
         "disk_size_gb": gke.disk_size_gb,
@@ -60,23 +60,8 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
 
 
 def kubeconfig(name, endpoint, ca) -> pulumi.Output:
-    return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca).apply(lambda a: f"""apiVersion: v1
-kind: Config
-clusters:
-- name: {a[0]}
-  cluster: {{server: "https://{a[1]}", certificate-authority-data: "{a[2]}"}}
-contexts:
-- name: {a[0]}
-  context: {{cluster: {a[0]}, user: {a[0]}}}
-current-context: {a[0]}
-users:
-- name: {a[0]}
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: gke-gcloud-auth-plugin
-      provideClusterInfo: true
-"""))
+    return exec_kubeconfig(name, pulumi.Output.concat("https://", endpoint), ca, "gke-gcloud-auth-plugin",
+                           provide_cluster_info=True)
 
 
 def build(c: InferenceCluster, catalog: Catalog, parent: pulumi.Resource) -> pulumi.Output:
