@@ -37,7 +37,7 @@ def _read_previous(path: Path | None) -> list[dict] | None:
                                   "pass the output of `modelplane plan STACK --json`")])
 
 
-def _placement_table(doc: dict, desired: dict[str, int]) -> Table:
+def _placement_table(doc: dict) -> Table:
     table = Table(title=f"placements ({doc['stack']})", title_justify="left")
     for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs"):
         table.add_column(col)
@@ -135,7 +135,7 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without):
     if as_json:
         sys.stdout.write(report.to_json(doc))
     else:
-        out.print(_placement_table(doc, run.result.plan.desired))
+        out.print(_placement_table(doc))
         _summary(doc, run.result.plan.desired)
         if without:
             out.print(f"what-if without {', '.join(without)}:")

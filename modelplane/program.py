@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi.runtime import config as runtime_config
 
 from .api import Catalog, StackSpec, load_catalog, parse_stack_config, stack_file
@@ -86,7 +87,6 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
             raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:fleet",
                                       f"stack {infra!r} exports no inventory",
                                       f"run `modelplane up {infra}` first, or remove it from {PROJECT}:fleet")])
-        import pulumi_kubernetes as k8s
         for inv in remote:
             kubeconfig = ref.require_output("kubeconfigs").apply(lambda k, n=inv["name"]: k[n])
             provider = k8s.Provider(f"{inv['name']}-k8s", kubeconfig=kubeconfig, cluster_identifier=inv["name"])

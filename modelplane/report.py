@@ -67,7 +67,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
 
 
 def to_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def _safe(name: str) -> str:
