@@ -42,7 +42,8 @@ def demands(rng, replicas, disaggregated, per_deployment=20):
 CASES = [("10 clusters x 4 pools x 10 replicas", 10, 4, 10, False),
          ("100 x 8 x 400", 100, 8, 400, False),
          ("50 x 8 x 50 disaggregated", 50, 8, 50, True),
-         ("125 x 8 (1,000 pools) x 10,000 replicas", 125, 8, 10_000, False)]
+         ("125 x 8 (1,000 pools) x 10,000 replicas", 125, 8, 10_000, False),
+         ("125 x 8 (1,000 pools) x 2,000 disaggregated", 125, 8, 2_000, True)]
 
 if __name__ == "__main__":
     for label, c, p, r, disagg in CASES:

@@ -177,3 +177,39 @@ def test_ratio_allocation_preserves_total(total, preferred, bands, expected):
 def test_ratio_infeasible_bands():
     with pytest.raises(RatioError):
         allocate(10, {"prefill": 1, "decode": 1}, {"prefill": (70, 100), "decode": (70, 100)})
+
+
+def test_three_replicas_spread_then_pack_by_name():
+    plan = schedule([demand(replicas=3)], [cluster("b", pool(max_nodes=4)), cluster("a", pool(max_nodes=4))])
+    assert [p.cluster for p in plan.placements] == ["a", "b", "a"]
+
+
+def test_capacity_forces_packing_onto_the_cluster_with_room():
+    plan = schedule([demand(replicas=3)], [cluster("a", pool(max_nodes=1)), cluster("b", pool(max_nodes=4))])
+    assert sorted(p.cluster for p in plan.placements) == ["a", "b", "b"]
+
+
+def test_previous_placements_of_unknown_deployments_consume_nothing():
+    stale = [_prev("c", key="ml/deleted"), _prev("c", pool_name="gone", key="ml/other")]
+    plan = schedule([demand(replicas=2)], [cluster("c", pool(max_nodes=2))], stale)
+    assert len(plan.placements) == 2 and plan.free[("c", "h200")] == 0
+
+
+def test_retained_replica_is_charged_at_its_recorded_nodes():
+    two_nodes = Placement.from_json({"deployment": "ml/kimi", "replica": 0, "cluster": "c", "roles": {
+        "decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 1}}})
+    plan = schedule([demand(roles=[role(tensor=8, pipeline=2)])], [cluster("c", pool(max_nodes=3))], [two_nodes])
+    assert where(plan) == [(0, "c", {"decode": "h200"})] and plan.free[("c", "h200")] == 1
+
+
+def test_cel_parse_error_raises_even_when_no_cluster_is_eligible():
+    d = demand(labels={"tier": "nowhere"}, roles=[role(cel="gpu.memoryGiB >=")])
+    with pytest.raises(DemandError, match="does not parse"):
+        schedule([d], [cluster("c")])
+
+
+def test_filter_rejections_are_only_built_when_asked_and_are_complete():
+    d = demand(roles=[role(cel='gpu.product == "H200"')])
+    plan = schedule([d], [cluster("c", pool("h100", product="H100"), pool("small", gpus=4), pool("h200"))])
+    assert where(plan) == [(0, "c", {"decode": "h200"})]
+    assert [(r.pool, r.reason) for r in plan.rejections["ml/kimi"]] == [("h100", "nodeSelector"), ("small", "shape")]

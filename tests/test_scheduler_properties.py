@@ -95,3 +95,19 @@ def test_hash_seed_independence(tmp_path):
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout for seed in (0, 1, 42, 999)}
     assert len(outs) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 4, 8]), st.sampled_from(["roce", "efa", "tcp"])),
+                min_size=1, max_size=6),
+       st.sampled_from([1, 4, 8]), st.integers(1, 3), st.sampled_from([1, 4]), st.integers(1, 3), st.integers(0, 3))
+def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count):
+    from modelplane.scheduler.core import _best, _best_product
+
+    pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
+    d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])
+    per_role = {r.name: [p for p in pools if p.gpus_per_node >= r.gpus_per_node] for r in d.roles}
+    free = {("c", p.name): p.max_nodes for p in pools}
+    options = [[p for p in per_role[r.name] if free[("c", p.name)] >= r.nodes] for r in d.roles]
+    reference = _best_product(d, "c", options, free, count) if all(options) else None
+    assert _best(d, "c", per_role, free, count) == reference

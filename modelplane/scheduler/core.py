@@ -3,8 +3,8 @@
 Entry point: `schedule(demands, clusters, previous)`; pure and deterministic (inputs are sorted
 by name, ties break by name, nothing depends on hash order or input order).
 
-1. Filter (static, once per deployment): cluster selector -> KAI queue -> per pool and GPU role:
-   nodeSelector CEL over the class capabilities -> per-node shape. A cluster where some GPU role
+1. Filter (static, once per deployment; filter.py): cluster selector -> KAI queue -> per pool
+   and GPU role: nodeSelector CEL over the class capabilities -> per-node shape. A cluster where some GPU role
    has no pool left is rejected (`coLocation`): all roles of a replica share a cluster.
 2. Retain: a previous replica (index < replicas) keeps its cluster and pools while they exist,
    still pass the filter, still have its recorded size and still have room; it is charged at
@@ -18,10 +18,12 @@ by name, ties break by name, nothing depends on hash order or input order).
    cluster and pool names. Bind reserves the nodes. A replica is placed whole or not at all;
    once one index fails the later ones fail for the same reasons (capacity only shrinks).
 
-Complexity: Filter is O(deployments x pools) (CEL is cached per expression and class). Fill
-keeps one best candidate per cluster in a heap and re-scores only the cluster it binds to, so
-it costs O(eligible pool pairs) per deployment plus O(pools of a cluster + log clusters) per
-replica: close to linear in replicas x eligible pools.
+Complexity: Filter decides each (role, class) once (CEL compiled once per expression, evaluated
+once per class) and then costs a dictionary lookup per pool: O(deployments x pools). Fill keeps
+one best candidate per cluster in a heap and re-scores only the cluster it binds to: O(eligible
+pool combinations) per deployment plus O(pools of a cluster + log clusters) per replica, so the
+whole run is close to linear in replicas x eligible pools. Rejection details are built lazily
+(only for unplaced replicas and `--explain`), so the happy path allocates no per-pool records.
 """
 from __future__ import annotations
 
@@ -30,23 +32,11 @@ import itertools
 from collections import Counter, defaultdict
 from types import MappingProxyType
 
-from .cel import CelError, Matcher
-from .model import (CAPACITY, CLUSTER_SELECTOR, CO_LOCATION, NO_CLUSTER, NODE_SELECTOR, QUEUE, SHAPE, Cluster,
-                    Demand, Move, Placement, Plan, Rejection, RolePlacement, Unplaced)
+from .cel import CelError, Matcher, compile_expr
+from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
+from .model import CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Placement, Plan, Rejection, RolePlacement, Unplaced
 
 RDMA = frozenset({"roce", "efa", "infiniband"})
-
-
-class DemandError(ValueError):
-    """Bad deployment input found while scheduling (e.g. a nodeSelector that does not compile)."""
-
-    def __init__(self, deployment: str, role: str, message: str):
-        self.deployment, self.role = deployment, role
-        super().__init__(f"{deployment} ({role}): nodeSelector.cel {message}")
-
-
-def _order(r: Rejection):
-    return (r.cluster, r.pool or "", r.role or "", r.reason, r.detail)
 
 
 def _fabric_tier(pools) -> int:
@@ -56,62 +46,64 @@ def _fabric_tier(pools) -> int:
     return 1 if all(p.fabric in RDMA for p in pools) else 0
 
 
-def _filter(d: Demand, clusters, matcher: Matcher):
-    """Static Filter: eligible pools per role per cluster, and every rejection with its reason."""
-    eligible, rejected = {}, []
-    for c in clusters:
-        missing = {k: v for k, v in sorted(d.match_labels.items()) if c.labels.get(k) != v}
-        if missing:
-            want = ", ".join(f"{k}={v}" for k, v in missing.items())
-            have = ", ".join(f"{k}={c.labels[k]}" for k in missing if k in c.labels)
-            rejected.append(Rejection(c.name, None, CLUSTER_SELECTOR, f"needs {want}" + (f"; has {have}" if have else "")))
-            continue
-        if d.queue and c.queues is not None and d.queue not in c.queues:
-            have = ", ".join(c.queues) or "none"
-            rejected.append(Rejection(c.name, None, QUEUE, f"no KAI queue {d.queue!r} (queues: {have})"))
-            continue
-        per_role = {}
-        for role in d.roles:
-            fits = []
-            for p in c.pools:
-                try:
-                    ok = matcher.matches(role.cel, p.class_name, p.capabilities)
-                except CelError as exc:
-                    raise DemandError(d.key, role.name, str(exc)) from None
-                if not ok:
-                    rejected.append(Rejection(c.name, p.name, NODE_SELECTOR,
-                                              f"{role.name}: false for class {p.class_name}", role.name))
-                elif p.gpus_per_node < role.gpus_per_node:
-                    rejected.append(Rejection(c.name, p.name, SHAPE, f"{role.name} needs {role.gpus_per_node} "
-                                              f"GPUs per node, {p.class_name} has {p.gpus_per_node}", role.name))
-                else:
-                    fits.append(p)
-            per_role[role.name] = fits
-        empty = [r for r, fits in per_role.items() if not fits]
-        if empty and len(empty) < len(per_role):
-            rejected.append(Rejection(c.name, None, CO_LOCATION, f"no pool fits {', '.join(empty)}; all roles "
-                                      "of a replica share one cluster"))
-        if not empty:
-            eligible[c.name] = per_role
-    return eligible, sorted(rejected, key=_order)
-
-
 def _best(d: Demand, cluster: str, per_role, free, count: int):
-    """The best (score, pools) for one more replica of `d` on this cluster, or None."""
-    best = None
-    for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
-        need = Counter()
-        for role, pool in zip(d.roles, combo):
-            need[pool.name] += role.nodes
-        if any(free[(cluster, name)] < n for name, n in need.items()):
-            continue
-        stranded = sum(role.nodes * (pool.gpus_per_node - role.gpus_per_node) for role, pool in zip(d.roles, combo))
-        leftover = sum(free[(cluster, name)] - n for name, n in need.items())
-        names = tuple(p.name for p in combo)
-        key = (count, -_fabric_tier(combo), stranded, leftover, cluster, names)
-        if best is None or key < best:
-            best = key
-    return best
+    """Score: the lowest key (count, -fabric tier, stranded, leftover, cluster, pools) of one more
+    replica of `d` on this cluster, or None when no pool combination has room."""
+    options = []
+    for role in d.roles:     # each role alone must fit before any combination can
+        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= role.nodes]
+        if not fits:
+            return None
+        options.append(fits)
+    if len(d.roles) == 1:
+        role, gpn, nodes = d.roles[0], d.roles[0].gpus_per_node, d.roles[0].nodes
+        return min((count, -2, nodes * (p.gpus_per_node - gpn), free[(cluster, p.name)] - nodes, cluster, (p.name,))
+                   for p in options[0])
+    if len(d.roles) == 2:
+        return _best_pair(d, cluster, options, free, count)
+    return _best_product(d, cluster, options, free, count)
+
+
+def _best_pair(d: Demand, cluster: str, options, free, count: int):
+    """Two roles without the full product. A pool holding both wins outright (best fabric tier).
+    Otherwise the key of a pair of distinct pools is a per-role sum, so the best pair is among
+    each role's two best pools (one may collide with the other role's pick), tried first over
+    RDMA pools only (tier 1), then over all pools (tier 0)."""
+    (r1, r2), (o1, o2) = d.roles, options
+    both = {p.name for p in o2}
+    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.nodes + r2.nodes]
+    if shared:
+        return min((count, -2, r1.nodes * (p.gpus_per_node - r1.gpus_per_node)
+                    + r2.nodes * (p.gpus_per_node - r2.gpus_per_node),
+                    free[(cluster, p.name)] - r1.nodes - r2.nodes, cluster, (p.name, p.name)) for p in shared)
+
+    def top2(role, pools):
+        return sorted(pools, key=lambda p: (role.nodes * (p.gpus_per_node - role.gpus_per_node),
+                                            free[(cluster, p.name)] - role.nodes, p.name))[:2]
+
+    for tier, keep in ((1, lambda p: p.fabric in RDMA), (0, lambda p: True)):
+        pairs = [(a, b) for a in top2(r1, filter(keep, o1)) for b in top2(r2, filter(keep, o2)) if a.name != b.name]
+        if pairs:
+            return min(_key(d, cluster, pair, free, count) for pair in pairs)
+    return None
+
+
+def _key(d: Demand, cluster: str, combo, free, count: int):
+    need: dict[str, int] = {}
+    stranded = 0
+    for role, pool in zip(d.roles, combo):
+        need[pool.name] = need.get(pool.name, 0) + role.nodes
+        stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
+    if len(need) < len(combo) and any(free[(cluster, name)] < n for name, n in need.items()):
+        return None     # a pool shared by roles must hold their sum
+    leftover = sum(free[(cluster, name)] - n for name, n in need.items())
+    return (count, -_fabric_tier(combo), stranded, leftover, cluster, tuple(p.name for p in combo))
+
+
+def _best_product(d: Demand, cluster: str, options, free, count: int):
+    """Every combination of pools; the reference the faster paths must agree with."""
+    keys = [k for combo in itertools.product(*options) if (k := _key(d, cluster, combo, free, count))]
+    return min(keys) if keys else None
 
 
 def _capacity_reasons(d: Demand, eligible, free, max_nodes) -> list[Rejection]:
@@ -171,9 +163,17 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> 
     for p in sorted(previous, key=lambda p: (p.deployment, p.replica, p.cluster)):
         prev[p.deployment].setdefault(p.replica, p)
 
-    eligible, rejections = {}, {}
+    verdicts = {}
     for d in demands:
-        eligible[d.key], rejections[d.key] = _filter(d, clusters, matcher)
+        for role in d.roles:
+            if role.cel.strip():
+                try:
+                    compile_expr(role.cel)   # a parse error is an input error even if no cluster is eligible
+                except CelError as exc:
+                    raise DemandError(d.key, role.name, str(exc)) from None
+        verdicts[d.key] = Verdicts(d, matcher)
+    eligible = {d.key: _eligible(d, clusters, verdicts[d.key]) for d in demands}
+    rejections = LazyRejections(demands, clusters, verdicts)
 
     kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
     moves = []

@@ -126,7 +126,7 @@ class Plan:
     moves: list[Move]
     desired: dict[str, int]
     free: dict[tuple[str, str], int]          # free nodes per (cluster, pool) after binding
-    rejections: dict[str, list[Rejection]]    # per deployment: static Filter verdicts
+    rejections: Mapping[str, list[Rejection]]  # per deployment: static Filter verdicts (built lazily)
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)

@@ -1,0 +1,118 @@
+"""Filter: which pools of which clusters may hold each GPU role of a deployment, and why not.
+
+The hot path (`eligible`) decides each (role, class) pair once and keeps no per-pool records;
+the reasons for every rejected candidate (`rejections`) are rebuilt from the same verdicts only
+when someone asks (an unplaced replica, `--explain`), so a fleet of thousands of pools costs a
+dictionary lookup per pool and deployment.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .cel import CelError, Matcher
+from .model import CLUSTER_SELECTOR, CO_LOCATION, NODE_SELECTOR, QUEUE, SHAPE, Demand, Rejection
+
+
+class DemandError(ValueError):
+    """Bad deployment input found while scheduling (e.g. a nodeSelector that does not compile)."""
+
+    def __init__(self, deployment: str, role: str, message: str):
+        self.deployment, self.role = deployment, role
+        super().__init__(f"{deployment} ({role}): nodeSelector.cel {message}")
+
+
+def order(r: Rejection):
+    return (r.cluster, r.pool or "", r.role or "", r.reason, r.detail)
+
+
+class Verdicts:
+    """nodeSelector verdicts of one deployment's roles, per class, evaluated on first use."""
+
+    def __init__(self, d: Demand, matcher: Matcher):
+        self.d, self.matcher = d, matcher
+        self.cache: dict[str, dict[str, bool]] = {r.name: {} for r in d.roles}
+
+    def ok(self, role, pool) -> bool:
+        seen = self.cache[role.name]
+        hit = seen.get(pool.class_name)
+        if hit is None:
+            try:
+                hit = seen[pool.class_name] = self.matcher.matches(role.cel, pool.class_name, pool.capabilities)
+            except CelError as exc:
+                raise DemandError(self.d.key, role.name, str(exc)) from None
+        return hit
+
+
+def _cluster_problem(d: Demand, c) -> Rejection | None:
+    missing = {k: v for k, v in sorted(d.match_labels.items()) if c.labels.get(k) != v}
+    if missing:
+        want = ", ".join(f"{k}={v}" for k, v in missing.items())
+        have = ", ".join(f"{k}={c.labels[k]}" for k in missing if k in c.labels)
+        return Rejection(c.name, None, CLUSTER_SELECTOR, f"needs {want}" + (f"; has {have}" if have else ""))
+    if d.queue and c.queues is not None and d.queue not in c.queues:
+        return Rejection(c.name, None, QUEUE, f"no KAI queue {d.queue!r} (queues: {', '.join(c.queues) or 'none'})")
+    return None
+
+
+def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
+    """{cluster: {role: [pools]}} for clusters where every GPU role has at least one pool."""
+    out = {}
+    for c in clusters:
+        if _cluster_problem(d, c):
+            continue
+        per_role = {}
+        for role in d.roles:
+            fits = [p for p in c.pools if p.gpus_per_node >= role.gpus_per_node and verdicts.ok(role, p)]
+            if not fits:
+                break
+            per_role[role.name] = fits
+        else:
+            out[c.name] = per_role
+    return out
+
+
+def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
+    """Every static Filter rejection of `d`, sorted; recomputed from the cached verdicts."""
+    out = []
+    for c in clusters:
+        problem = _cluster_problem(d, c)
+        if problem:
+            out.append(problem)
+            continue
+        empty = []
+        for role in d.roles:
+            fits = 0
+            for p in c.pools:
+                if not verdicts.ok(role, p):
+                    out.append(Rejection(c.name, p.name, NODE_SELECTOR,
+                                         f"{role.name}: false for class {p.class_name}", role.name))
+                elif p.gpus_per_node < role.gpus_per_node:
+                    out.append(Rejection(c.name, p.name, SHAPE, f"{role.name} needs {role.gpus_per_node} GPUs "
+                                         f"per node, {p.class_name} has {p.gpus_per_node}", role.name))
+                else:
+                    fits += 1
+            if not fits:
+                empty.append(role.name)
+        if empty and len(empty) < len(d.roles):
+            out.append(Rejection(c.name, None, CO_LOCATION, f"no pool fits {', '.join(empty)}; all roles "
+                                 "of a replica share one cluster"))
+    return sorted(out, key=order)
+
+
+class LazyRejections(Mapping):
+    """deployment key -> its Filter rejections, built on first access and then kept."""
+
+    def __init__(self, demands, clusters, verdicts):
+        self._demands = {d.key: d for d in demands}
+        self._clusters, self._verdicts, self._done = clusters, verdicts, {}
+
+    def __getitem__(self, key):
+        if key not in self._done:
+            self._done[key] = rejections(self._demands[key], self._clusters, self._verdicts[key])
+        return self._done[key]
+
+    def __iter__(self):
+        return iter(self._demands)
+
+    def __len__(self):
+        return len(self._demands)
