@@ -52,6 +52,18 @@ def _placement_table(doc: dict) -> Table:
     return table
 
 
+def _cluster_table(run) -> Table:
+    """The clusters this stack creates or adopts, with their GPU pools (what it exports)."""
+    table = Table(title=f"clusters ({run.stack})", title_justify="left")
+    for col in ("cluster", "source", "region", "pool", "class", "nodes", "GPUs/node", "capacity"):
+        table.add_column(col)
+    for c in sorted(run.result.spec.clusters, key=lambda c: c.name):
+        for p in run.result.inventories[c.name]["pools"]:
+            table.add_row(c.name, c.source, c.region, p["name"], p["class"], f"{p['minNodes']}-{p['maxNodes']}",
+                          str(p["gpusPerNode"]), p["capacityType"])
+    return table
+
+
 def _summary(doc: dict, desired: dict[str, int]) -> None:
     placed = {}
     for p in doc["placements"]:
@@ -135,7 +147,10 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without):
     if as_json:
         sys.stdout.write(report.to_json(doc))
     else:
-        out.print(_placement_table(doc))
+        if run.result.spec.clusters:
+            out.print(_cluster_table(run))
+        if run.result.spec.deployments:
+            out.print(_placement_table(doc))
         _summary(doc, run.result.plan.desired)
         if without:
             out.print(f"what-if without {', '.join(without)}:")

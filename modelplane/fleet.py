@@ -9,6 +9,7 @@ from .api import Catalog, InferenceCluster, ModelDeployment
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
 INVENTORY_VERSION = 1
+DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
 
 
 def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
@@ -22,11 +23,16 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
         })
-    drivers = sorted({p["device"]["driver"] for p in pools})
+    # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
+    # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
+    installed = set(DRA_DRIVERS) if cluster.substrate.dra_driver else set()
+    installed |= set(cluster.existing.device_classes) if cluster.existing else set()
+    installed = installed if cluster.dra else set()
+    drivers = sorted({p["device"]["driver"] for p in pools} & installed)
     return {
         "version": INVENTORY_VERSION, "name": cluster.name, "cloud": cluster.cloud, "region": cluster.region,
         "source": cluster.source, "labels": dict(sorted(cluster.labels.items())),
-        "dra": {"enabled": cluster.dra, "deviceClasses": drivers if cluster.dra else []},
+        "dra": {"enabled": cluster.dra, "deviceClasses": drivers},
         "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
                 "priorityClass": "modelplane-inference"},
         "pools": pools,

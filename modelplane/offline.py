@@ -26,7 +26,8 @@ _COMPUTED = {
     "gcp:container/cluster:Cluster": {"endpoint": "203.0.113.10",
                                       "masterAuth": {"clusterCaCertificate": "b2ZmbGluZQ=="}},
     "aws:eks/cluster:Cluster": {"endpoint": "https://offline.eks.invalid",
-                                "certificateAuthority": {"data": "b2ZmbGluZQ=="}},
+                                "certificateAuthority": {"data": "b2ZmbGluZQ=="},
+                                "vpcConfig": {"vpcId": "vpc-0ff1ine", "clusterSecurityGroupId": "sg-0ff1ine"}},
     "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
     "aws:iam/role:Role": {"arn": "arn:aws:iam::000000000000:role/offline"},
 }
@@ -43,6 +44,13 @@ class Record:
     inputs: dict = field(default_factory=dict)
 
 
+def _merge(inputs: dict, computed: dict) -> dict:
+    out = dict(inputs)
+    for key, value in computed.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def __init__(self, references: dict[str, dict]):
         self.references = references
@@ -54,7 +62,7 @@ class _Mocks(pulumi.runtime.Mocks):
             return args.resource_id, {"outputs": self.references.get(stack, {}),
                                       "secretOutputNames": ["kubeconfigs"]}
         self.inputs[(args.typ, args.name)] = args.inputs
-        return f"{args.name}-id", {**args.inputs, **_COMPUTED.get(args.typ, {})}
+        return f"{args.name}-id", _merge(args.inputs, _COMPUTED.get(args.typ, {}))
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         return {}

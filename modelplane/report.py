@@ -5,14 +5,21 @@ import json
 from pathlib import Path
 
 import yaml
+from pulumi.output import Unknown
 
 from .offline import OfflineRun
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
 
+UNKNOWN = "(known after apply)"
+
+
 def _ints(value):
-    """Mock inputs carry numbers as floats; write whole numbers as integers."""
+    """Mock inputs carry numbers as floats (written back as integers where whole) and unknown
+    values for outputs of resources not yet created (written as a marker, as `pulumi preview` does)."""
+    if isinstance(value, Unknown):
+        return UNKNOWN
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):

@@ -62,9 +62,10 @@ def test_nominal_memory_threshold_would_reject_the_real_h200():
     assert not cel_select('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("141Gi")) >= 0', DEVICES["H200"])
 
 
-def inventory(catalog, dra=True, kai=True, pool_class="gke-h200-8x-a3ultra", queues=("ml",)):
+def inventory(catalog, dra=True, kai=True, pool_class="gke-h200-8x-a3ultra", queues=("ml",), classes=None):
     cls = catalog.classes[pool_class]
-    return {"name": "east", "dra": {"enabled": dra}, "kai": {"enabled": kai, "queues": list(queues)},
+    classes = [cls.device.driver] if classes is None and dra else (classes or [])
+    return {"name": "east", "dra": {"enabled": dra, "deviceClasses": classes}, "kai": {"enabled": kai, "queues": list(queues)},
             "pools": [{"name": "h200", "device": cls.device.model_dump(by_alias=True), "maxNodes": 8}]}
 
 
@@ -160,6 +161,16 @@ def test_amd_uses_its_driver_domain(catalog, schema_catalog):
     exactly = by_kind(objs)["ResourceClaimTemplate"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["deviceClassName"] == "gpu.amd.com" and 'device.attributes["gpu.amd.com"].type == "amdgpu"' in \
         exactly["selectors"][0]["cel"]["expression"]
+
+
+def test_amd_on_a_cluster_without_its_dra_driver_uses_the_device_plugin(catalog, schema_catalog):
+    spec = md()
+    inv = inventory(catalog, pool_class="mi300x-8x", classes=["gpu.nvidia.com"])
+    objs = render_replica(spec, placement(spec), inv)
+    assert_valid(schema_catalog, objs)
+    assert "ResourceClaimTemplate" not in by_kind(objs)
+    pod = by_kind(objs)["LLMInferenceService"][0]["spec"]["template"]
+    assert pod["containers"][0]["resources"]["limits"] == {"amd.com/gpu": 8} and "resourceClaims" not in pod
 
 
 def test_missing_queue_refuses_to_render(catalog):

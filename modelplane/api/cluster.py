@@ -41,7 +41,8 @@ class NodePool(Model):
     class_: str = Field(alias="class")
     min_nodes: int = Field(default=0, ge=0)
     max_nodes: int = Field(ge=0)
-    zones: list[str] = []
+    zones: list[str] = []              # GKE: node locations within the cluster's region
+    subnet_ids: list[str] = []         # EKS: subnets for this pool (default: the cluster's)
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     capacity: Capacity = Capacity()
@@ -77,6 +78,9 @@ class Existing(Model):
     kubeconfig_secret: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     cloud: Literal["gcp", "aws", "azure", "oci", "on-prem", "other"] = "other"
     region: str = "unknown"
+    # DRA device classes the cluster's own drivers provide (e.g. gpu.amd.com), beyond the ones
+    # modelplane installs; devices without a class are claimed through their device plugin.
+    device_classes: list[str] = []
 
 
 class Queue(Model):

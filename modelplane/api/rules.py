@@ -157,10 +157,42 @@ def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass])
             out.append(Finding("pool-zones", ("nodePools", i, "zones"),
                                f"pool {pool.name!r} has no zones; GKE GPUs exist only in some zones of a region",
                                f"list the zones of {cluster.region} that offer this GPU, e.g. [{cluster.region}-a]"))
+        out += _placement_findings(cluster, pool, i, cls)
         if pool.capacity.type == "capacity-block" and cluster.source != "eks":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "capacity blocks are an EC2 feature", "use reservation, spot or flex-start on GKE"))
         if pool.capacity.type == "flex-start" and cluster.source != "gke":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "flex-start is a GKE feature", "use spot or capacity-block on EKS"))
+    return out
+
+
+def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:
+    """Where a pool's nodes may go: GKE zones inside the region (one zone for compact placement),
+    EKS subnets (one Availability Zone's subnets for a Capacity Block)."""
+    out = []
+    if cluster.source == "gke":
+        for j, zone in enumerate(pool.zones):
+            if not zone.startswith(f"{cluster.region}-"):
+                out.append(Finding("pool-zones", ("nodePools", i, "zones", j),
+                                   f"zone {zone!r} of pool {pool.name!r} is not in region {cluster.region}",
+                                   f"use zones of {cluster.region}, e.g. {cluster.region}-a"))
+        gke = cls.provisioning.gke if cls and cls.provisioning else None
+        if gke and gke.placement == "compact" and len(pool.zones) > 1 and pool.capacity.type != "flex-start":
+            out.append(Finding("pool-zones", ("nodePools", i, "zones"),
+                               f"pool {pool.name!r} uses class {cls.name!r} with compact placement, which keeps "
+                               f"nodes in one zone, but lists {len(pool.zones)} zones",
+                               "list exactly one zone, or split the pool into one pool per zone"))
+        if pool.subnet_ids:
+            out.append(Finding("pool-subnets", ("nodePools", i, "subnetIds"),
+                               "subnetIds is for EKS pools", "on GKE, choose node locations with zones"))
+    if cluster.source == "eks":
+        if pool.zones:
+            out.append(Finding("pool-zones", ("nodePools", i, "zones"),
+                               "EKS node groups are placed by subnet, not by zone",
+                               "replace zones with subnetIds (subnets of the wanted Availability Zones)"))
+        if pool.capacity.type == "capacity-block" and not pool.subnet_ids:
+            out.append(Finding("pool-subnets", ("nodePools", i, "subnetIds"),
+                               f"pool {pool.name!r} uses Capacity Block {pool.capacity.reservation}, which lives in "
+                               "one Availability Zone", "set subnetIds to the subnet(s) of the reservation's zone"))
     return out

@@ -18,14 +18,18 @@ def _assume(service: str) -> str:
         {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
 
 
-def launch_template_args(c: InferenceCluster, catalog: Catalog, pool) -> dict | None:
-    """EFA interfaces (card 0 EFA with ENA, the others efa-only) and capacity-block market options."""
+def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=()) -> dict | None:
+    """EFA interfaces (card 0 EFA with ENA, the others efa-only) and capacity-block market options.
+
+    Interfaces declared in a launch template replace the ones EKS would attach, so they carry the
+    cluster security group and the EFA group (EFA traffic must be allowed to and from itself)."""
     eks = catalog.classes[pool.class_].provisioning.eks
     args = {}
     if eks.efa_interfaces:
         args["network_interfaces"] = [
             {"device_index": 0 if i == 0 else 1, "network_card_index": i,
-             "interface_type": "efa" if i == 0 else "efa-only", "delete_on_termination": "true"}
+             "interface_type": "efa" if i == 0 else "efa-only", "delete_on_termination": "true",
+             "security_groups": list(security_groups)}
             for i in range(eks.efa_interfaces)]
     if pool.capacity.type == "capacity-block":
         args["instance_market_options"] = {"market_type": "capacity-block"}
@@ -55,6 +59,16 @@ def node_group_args(c: InferenceCluster, catalog: Catalog, pool, with_template: 
     return args
 
 
+def efa_security_group(c: InferenceCluster, cluster, opts) -> aws.ec2.SecurityGroup:
+    """All traffic to and from itself, as EFA requires, plus egress for everything else."""
+    return aws.ec2.SecurityGroup(
+        f"{c.name}-efa", vpc_id=cluster.vpc_config.vpc_id, description=f"EFA traffic within {c.name}",
+        ingress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}],
+        egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True},
+                {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"]}],
+        tags={"Name": f"{c.name}-efa"}, opts=opts)
+
+
 def kubeconfig(name, endpoint, ca, region: str) -> pulumi.Output:
     return pulumi.Output.from_input(name).apply(lambda n: exec_kubeconfig(
         n, endpoint, ca, "aws", ["eks", "get-token", "--cluster-name", n, "--region", region]))
@@ -80,13 +94,16 @@ def build(c: InferenceCluster, catalog: Catalog, parent: pulumi.Resource) -> pul
                       node_role_arn=node_role.arn, subnet_ids=list(e.subnet_ids),
                       instance_types=[e.system_instance_type], ami_type="AL2023_x86_64_STANDARD",
                       scaling_config={"min_size": 1, "max_size": 3, "desired_size": 1}, opts=group_opts)
+    groups = []
+    if any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools):
+        groups = [cluster.vpc_config.cluster_security_group_id, efa_security_group(c, cluster, opts).id]
     for pool in sorted(c.node_pools, key=lambda p: p.name):
-        lt_args = launch_template_args(c, catalog, pool)
+        lt_args = launch_template_args(c, catalog, pool, groups)
         extra = {}
         if lt_args:
             lt = aws.ec2.LaunchTemplate(f"{c.name}-{pool.name}", **lt_args, opts=opts)
             extra["launch_template"] = {"id": lt.id, "version": lt.latest_version.apply(str)}
         aws.eks.NodeGroup(f"{c.name}-{pool.name}", cluster_name=cluster.name, node_role_arn=node_role.arn,
-                          subnet_ids=list(e.subnet_ids), **node_group_args(c, catalog, pool, bool(lt_args)),
+                          subnet_ids=list(pool.subnet_ids or e.subnet_ids), **node_group_args(c, catalog, pool, bool(lt_args)),
                           **extra, opts=group_opts)
     return kubeconfig(cluster.name, cluster.endpoint, cluster.certificate_authority.data, e.region)

@@ -6,6 +6,8 @@ Helm choice per operator:
   only a real Helm release runs.
 - LeaderWorkerSet, KEDA: `helm.v4.Chart`. Plain manifests without hooks, so every object becomes
   its own Pulumi resource that transforms and the policy pack can see.
+- Gateway API and Inference Extension CRDs (KServe needs both): `yaml.v2.ConfigFile` of the
+  upstream release manifests, applied before KServe.
 """
 from __future__ import annotations
 
@@ -17,19 +19,24 @@ from ..render import namespace, priority_class, queues
 from .k8s import register
 
 
+def chart_ref(spec: dict) -> tuple[str, dict | None]:
+    """(chart, repository_opts): an OCI chart is addressed by its full reference, others by repo."""
+    if spec["repository"].startswith("oci://"):
+        return f"{spec['repository']}/{spec['chart']}", None
+    return spec["chart"], {"repo": spec["repository"]}
+
+
 def _release(name: str, spec: dict, values: dict, opts) -> pulumi.Resource:
-    return k8s.helm.v3.Release(name, chart=spec["chart"], version=str(spec["version"]),
-                               repository_opts={"repo": spec["repository"]} if not spec["repository"].startswith("oci://") else None,
+    chart, repo = chart_ref(spec)
+    return k8s.helm.v3.Release(name, chart=chart, version=str(spec["version"]), repository_opts=repo,
                                namespace=spec["namespace"], create_namespace=True, atomic=True,
                                cleanup_on_fail=True, values=values, opts=opts)
 
 
 def _chart(name: str, spec: dict, values: dict, opts) -> pulumi.Resource:
-    oci = spec["repository"].startswith("oci://")
-    return k8s.helm.v4.Chart(name, chart=f"{spec['repository']}/{spec['chart']}" if oci else spec["chart"],
-                             version=str(spec["version"]), namespace=spec["namespace"],
-                             repository_opts=None if oci else {"repo": spec["repository"]},
-                             values=values, opts=opts)
+    chart, repo = chart_ref(spec)
+    return k8s.helm.v4.Chart(name, chart=chart, version=str(spec["version"]), namespace=spec["namespace"],
+                             repository_opts=repo, values=values, opts=opts)
 
 
 def install(c: InferenceCluster, versions: dict, team_namespaces: list[str], opts: pulumi.ResourceOptions) -> list:
@@ -37,14 +44,21 @@ def install(c: InferenceCluster, versions: dict, team_namespaces: list[str], opt
     s, ready = c.substrate, []
     if s.dra_driver and c.dra:
         driver_root = "/home/kubernetes/bin/nvidia" if c.source == "gke" else "/"
+        # GPU allocation through DRA is opt-in in the 25.x charts (the override acknowledges it).
         ready.append(_release(f"{c.name}-dra-driver", versions["draDriver"],
-                              {"nvidiaDriverRoot": driver_root, "resources": {"gpus": {"enabled": True}}}, opts))
+                              {"nvidiaDriverRoot": driver_root, "resources": {"gpus": {"enabled": True}},
+                               "gpuResourcesEnabledOverride": True}, opts))
     if s.kai:
         ready.append(_release(f"{c.name}-kai", versions["kai"], {}, opts))
     if s.lws:
         ready.append(_chart(f"{c.name}-lws", versions["lws"], {}, opts))
     if s.kserve:
-        crds = _release(f"{c.name}-kserve-crd", {**versions["kserve"], "chart": versions["kserve"]["crdChart"]}, {}, opts)
+        kserve = versions["kserve"]
+        apis = [k8s.yaml.v2.ConfigFile(f"{c.name}-{key}", file=kserve[url], opts=opts)
+                for key, url in (("gateway-api", "gatewayApi"), ("inference-extension", "inferenceExtension"))]
+        ready += apis
+        crds = _release(f"{c.name}-kserve-crd", {**kserve, "chart": kserve["crdChart"]}, {},
+                        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=apis)))
         ready.append(crds)
         ready.append(_release(f"{c.name}-kserve", versions["kserve"], {},
                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[crds]))))

@@ -54,7 +54,8 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list
         topology = workers.topology
         device = pools[rp.pool]["device"]
         lbls = labels(md.name, idx, role, rp.pool)
-        template_name = f"{base}-{role}-gpus" if use_dra else None
+        dra_here = use_dra and device["driver"] in inv["dra"]["deviceClasses"]
+        template_name = f"{base}-{role}-gpus" if dra_here else None
         if template_name:
             objects.append(claim_template(template_name, md.namespace, lbls, device, rp.gpus_per_node))
         gpu = GpuWiring(rp.gpus_per_node, device["driver"], template_name)

@@ -1,0 +1,36 @@
+"""Every example stack plans clean offline, and every object it renders passes the upstream schemas."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from modelplane import offline, report
+from modelplane.policy import evaluate
+
+STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (Path(__file__).resolve().parents[1] / "stacks").glob("Pulumi.*.yaml"))
+
+
+def test_the_examples_are_all_there():
+    assert {"dev", "lab", "prod", "infra-gke-us-central1", "infra-eks-us-east-1", "infra-gke-europe-west4"} <= set(STACKS)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_example_stack_plans_clean_and_renders_valid_manifests(stack, tmp_path, schema_catalog):
+    run = offline.run(stack)
+    violations = evaluate(run)
+    assert run.result.plan.unplaced == [] and violations == []
+    report.write_out(run, tmp_path)
+    for path in sorted(tmp_path.rglob("*.yaml")):
+        status, line = schema_catalog.report(yaml.safe_load(path.read_text()))
+        assert status == "ok", f"{path.relative_to(tmp_path)}: {line}"
+
+
+def test_prod_spans_both_clouds_and_keeps_eu_data_in_europe():
+    run = offline.run("prod")
+    invs = run.result.inventories
+    placed = [(p.deployment, invs[p.cluster]) for p in run.result.plan.placements]
+    assert {inv["cloud"] for _, inv in placed} == {"gcp", "aws"}
+    assert {inv["region"] for d, inv in placed if d == "eu-support/mistral-small-24b"} == {"europe-west4"}
+    assert all(inv["labels"]["modelplane.ai/residency"] == "us" for d, inv in placed if d.startswith("chat/"))
+    providers = {r.name for r in run.records if r.type == "pulumi:providers:kubernetes"}
+    assert providers == {"gke-usc1-k8s", "eks-use1-k8s", "gke-euw4-k8s"}
