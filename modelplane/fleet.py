@@ -35,6 +35,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         "dra": {"enabled": cluster.dra, "deviceClasses": drivers},
         "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
                 "priorityClass": "modelplane-inference"},
+        "keda": {"enabled": cluster.substrate.keda},
         "pools": pools,
     }
 
@@ -49,6 +50,9 @@ def cluster_from_inventory(inv: dict) -> Cluster:
 def role_workers(md: ModelDeployment) -> dict[str, int]:
     """Workers per GPU role: the declared counts, or the ratio bands' split of totalWorkers."""
     declared = {name: w.count for name, (_, w, _) in md.gpu_roles().items()}
+    for auto in md.autoscaling:     # room for the most workers KEDA may start
+        if auto.role in declared:
+            declared[auto.role] = max(declared[auto.role], auto.max_replicas)
     if md.coordination is None:
         return declared
     bands = {b.role: (b.min, b.max) for b in md.coordination.bands}

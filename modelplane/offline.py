@@ -41,6 +41,7 @@ class Record:
     parent: str
     provider: str
     custom: bool
+    dependencies: tuple[str, ...] = ()
     inputs: dict = field(default_factory=dict)
 
 
@@ -76,7 +77,7 @@ class _Monitor(MockMonitor):
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
-                                   request.provider, request.custom))
+                                   request.provider, request.custom, tuple(sorted(request.dependencies))))
         return response
 
 

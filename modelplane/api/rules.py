@@ -88,6 +88,27 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
                                f"role {auto.role!r} already has an autoscaler (autoscaling[{seen[auto.role]}])",
                                "keep one autoscaler per role; two would fight over its replica count"))
         seen.setdefault(auto.role, i)
+        if auto.role in md.gpu_roles():
+            out += _gpu_autoscaling(md, auto, i)
+    return out
+
+
+def _gpu_autoscaling(md: ModelDeployment, auto, i: int) -> list[Finding]:
+    """A GPU role's workers may be autoscaled only where KEDA can scale them and the gang holds."""
+    out = []
+    if md.backend == "kserve":
+        out.append(Finding("autoscaling-target", ("autoscaling", i, "role"),
+                           f"KServe's LLMInferenceService (v1alpha1, KServe v0.15-v0.20) has no scale subresource, "
+                           f"so KEDA cannot scale role {auto.role!r}",
+                           "set backend: native to autoscale GPU workers, or autoscale an extra role"))
+    if auto.min_replicas < 1:
+        out.append(Finding("autoscaling-target", ("autoscaling", i, "minReplicas"),
+                           f"GPU role {auto.role!r} cannot scale to zero: its KAI gang needs at least one pod",
+                           "set minReplicas: 1 or more (extra roles may scale to zero)"))
+    if md.coordination is not None:
+        out.append(Finding("autoscaling-target", ("autoscaling", i, "role"),
+                           f"role {auto.role!r} has its worker count fixed by coordination bands",
+                           "drop coordination, or autoscale an extra role instead"))
     return out
 
 

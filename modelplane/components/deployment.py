@@ -4,6 +4,7 @@ from __future__ import annotations
 import pulumi
 
 from ..api import ModelDeployment as DeploymentSpec
+from ..api.deployment import GPU_ROLES
 from ..render import render_replica
 from ..render.names import ROLE
 from .k8s import register
@@ -34,7 +35,10 @@ class ModelDeployment(pulumi.ComponentResource):
                 needs = [res for dep in deps.get(role, []) for res in by_role.get(dep, [])]
                 opts_ = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=needs)) if needs else base
                 res = register(placement.cluster, obj, opts_)
-                by_role.setdefault(role, []).append(res)
+                # One LLMInferenceService runs every GPU role of the replica.
+                provides = GPU_ROLES if obj["kind"] == "LLMInferenceService" else (role,)
+                for r in provides:
+                    by_role.setdefault(r, []).append(res)
                 self.resources.append(res)
         self.register_outputs({})
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
 from ..scheduler import Placement
-from . import kai, kserve, native
+from . import kai, keda, kserve, native
 from .dra import claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, labels, meta, replica_name
 from .pod import GpuWiring, engine_container, env_list, pod_spec
@@ -21,6 +21,19 @@ def _check_queue(md: ModelDeployment, inv: dict) -> None:
                           f"add {{namespace: {md.queue_name}}} to that cluster's queues")
 
 
+def _check_keda(md: ModelDeployment, inv: dict) -> None:
+    if md.autoscaling and not inv.get("keda", {}).get("enabled"):
+        raise RenderError(f"deployment {md.key} autoscales {', '.join(a.role for a in md.autoscaling)} with KEDA, "
+                          f"which cluster {inv['name']} does not run; enable substrate.keda on that cluster")
+
+
+def _autoscaled(workload: dict, auto, lbls: dict) -> list[dict]:
+    """KEDA owns the replica count: leave it out of the workload so an update never resets it."""
+    workload["spec"].pop("replicas", None)
+    name = workload["metadata"]["name"]
+    return [workload, keda.scaled_object(name, workload["metadata"]["namespace"], lbls, keda.target_of(workload), auto)]
+
+
 def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> list[dict]:
     name = f"{base}-{role.name}"
     lbls = labels(md.name, idx, role.name)
@@ -35,11 +48,15 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> li
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, md.namespace, lbls),
                   "spec": {"replicas": role.replicas, "selector": {"matchLabels": selector},
                            "template": {"metadata": {"labels": lbls}, "spec": {"containers": [container]}}}}
-    return [deployment, native.service(name, md.namespace, lbls, selector, role.port)]
+    auto = next((a for a in md.autoscaling if a.role == role.name), None)
+    objs = _autoscaled(deployment, auto, lbls) if auto else [deployment]
+    return [*objs, native.service(name, md.namespace, lbls, selector, role.port)]
 
 
 def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list[dict]:
     _check_queue(md, inv)
+    _check_keda(md, inv)
+    autos = {a.role: a for a in md.autoscaling}
     idx = placement.replica
     base = replica_name(md.name, idx)
     pools = {p["name"]: p for p in inv["pools"]}
@@ -47,8 +64,10 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list
     objects, workloads = [], {}
     gpu_roles = md.gpu_roles()
     if use_kai:
-        objects.append(kai.pod_group(base, md.namespace, labels(md.name, idx), md.queue_name, md.priority_class,
-                                     {role: rp.nodes for role, rp in placement.roles.items()}))
+        # An autoscaled role's gang minimum is its minReplicas; the scheduler reserved room for its max.
+        pods = {role: (autos[role].min_replicas * (rp.nodes // rp.workers) if role in autos else rp.nodes)
+                for role, rp in placement.roles.items()}
+        objects.append(kai.pod_group(base, md.namespace, labels(md.name, idx), md.queue_name, md.priority_class, pods))
     for role, rp in placement.roles.items():
         _, workers, engine = gpu_roles[role]
         topology = workers.topology
@@ -68,8 +87,9 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list
             pod = pod_spec(engine_container(engine, gpu, native.CONTAINER, args), gpu, rp.pool, use_kai)
             selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role}
             name = f"{base}-{role}"
-            objects.append(native.workload(name, md.namespace, lbls, selector, rp.workers, topology.nodes_per_worker,
-                                           pod_labels, pod_annotations, pod))
+            work = native.workload(name, md.namespace, lbls, selector, rp.workers, topology.nodes_per_worker,
+                                   pod_labels, pod_annotations, pod)
+            objects += _autoscaled(work, autos[role], lbls) if role in autos else [work]
             objects.append(native.service(name, md.namespace, lbls, selector, engine.port))
     if md.backend == "kserve":
         objects.append(kserve.llm_inference_service(meta(base, md.namespace, labels(md.name, idx)), md.model.uri,
