@@ -169,24 +169,31 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without):
         sys.exit(1)
 
 
-def _operate(operation: str, stack: str, backend: str | None) -> None:
-    from .automation.driver import DriverError, MissingCli, operate
+def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,
+             policy_config: Path | None) -> None:
+    from .automation.console import run_command
 
-    try:
-        changes = operate(operation, stack, backend)
-    except MissingCli as exc:
-        _fail(str(exc))
-    except DriverError as exc:
-        _fail(str(exc))
-    out.print(f"{operation} {stack}: " + (", ".join(f"{k} {v}" for k, v in sorted(changes.items())) or "no changes"))
+    names = [*stacks, *([env] if env else [])]
+    if not names:
+        _fail(f"name the stacks to {operation}, or an environment with --env ENV (its apps stack and fleet)")
+    sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out, errors=err))
 
 
 for _op in ("preview", "up", "destroy", "refresh"):
-    def _command(stack, backend, _op=_op):
-        _operate(_op, stack, backend)
-    _command.__doc__ = f"Run `pulumi {_op}` for STACK through the Automation API (needs the pulumi CLI)."
-    main.command(name=_op)(click.option("--backend", help="State backend URL (default: a file backend under the project).")(
-        click.argument("stack")(_command)))
+    def _command(stacks, env, backend, parallel, policy_config, _op=_op):
+        _operate(_op, stacks, env, backend, parallel, policy_config)
+    _command.__doc__ = (f"Run `pulumi {_op}` through the Automation API for STACKS, or for a whole environment "
+                        "(--env: an apps stack plus the infra stacks of its modelplane:fleet); infra first, "
+                        f"{'apps first on destroy' if _op == 'destroy' else 'then apps'}. Needs the pulumi CLI.")
+    _command = click.argument("stacks", nargs=-1)(_command)
+    _command = click.option("--env", help="An apps stack: run it and the infra stacks its fleet names.")(_command)
+    _command = click.option("--backend", help="State backend URL (default: PULUMI_BACKEND_URL, else a file "
+                            "backend under .pulumi-state/).")(_command)
+    _command = click.option("--parallel", default=4, show_default=True, type=click.IntRange(1, 32),
+                            help="Stacks run at the same time.")(_command)
+    _command = click.option("--policy-config", type=click.Path(path_type=Path, exists=True),
+                            help="Policy pack config (the CLI's JSON format) for preview and up.")(_command)
+    main.command(name=_op)(_command)
 
 
 @main.command()

@@ -129,10 +129,11 @@ def test_preview_without_pulumi_binary_says_so_in_one_line():
     import shutil
     if shutil.which("pulumi"):
         pytest.skip("a pulumi binary is installed; this checks the missing-CLI path")
-    result = cli("preview", "dev", env={"PULUMI_CONFIG_PASSPHRASE": "x", "PATH": os.path.dirname(sys.executable)})
-    assert result.returncode == 1
-    assert result.stderr.count("\n") == 1 and "pulumi` CLI is not installed" in result.stderr
-    assert "modelplane plan" in result.stderr
+    for args in (("preview", "dev"), ("up", "--env", "prod")):
+        result = cli(*args, env={"PULUMI_CONFIG_PASSPHRASE": "x", "PATH": os.path.dirname(sys.executable)})
+        assert result.returncode == 1
+        assert result.stderr.count("\n") == 1 and "pulumi` CLI is not installed" in result.stderr
+        assert "modelplane plan" in result.stderr and result.stdout == ""
 
 
 def test_report_document_is_pure_data(dev_run):

@@ -24,6 +24,10 @@ class DriverError(RuntimeError):
     pass
 
 
+class StackLocked(DriverError):
+    """Another update holds the stack's lock (a concurrent `up`, or a crashed one: `pulumi cancel`)."""
+
+
 def backend_url(explicit: str | None = None) -> str:
     if explicit:
         return explicit
@@ -33,13 +37,29 @@ def backend_url(explicit: str | None = None) -> str:
     return f"file://{STATE_DIR}"
 
 
+def preflight(command=None) -> None:
+    """Fail before touching any stack: the CLI must exist and the state's passphrase be set."""
+    from pulumi import automation as auto
+
+    if command is None:
+        try:
+            auto.PulumiCommand()
+        except FileNotFoundError as exc:
+            raise MissingCli(INSTALL_HINT) from exc
+    _passphrase()
+
+
+def _passphrase() -> None:
+    if not (os.environ.get("PULUMI_CONFIG_PASSPHRASE") or os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")):
+        raise DriverError("set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) for the state's secrets")
+
+
 def select_stack(stack: str, backend: str | None = None, command=None):
     """A Stack bound to this project directory (its Pulumi.yaml and stacks/ config dir)."""
     from pulumi import automation as auto
 
     env = {"PULUMI_BACKEND_URL": backend_url(backend)}
-    if not (os.environ.get("PULUMI_CONFIG_PASSPHRASE") or os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")):
-        raise DriverError("set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) for the state's secrets")
+    _passphrase()
     opts = auto.LocalWorkspaceOptions(work_dir=str(ROOT), env_vars=env, pulumi_command=command)
     try:
         return auto.create_or_select_stack(stack_name=stack, work_dir=str(ROOT), opts=opts)
@@ -47,23 +67,54 @@ def select_stack(stack: str, backend: str | None = None, command=None):
         raise MissingCli(INSTALL_HINT) from exc
 
 
-def operate(operation: str, stack: str, backend: str | None = None, on_output=print, command=None) -> dict:
-    """Run one operation; return its change summary. Raises MissingCli, DriverError."""
+def operate(operation: str, stack: str, backend: str | None = None, on_output=print, command=None,
+            on_event=None, policy_config: Path | None = None) -> dict:
+    """Run one operation; return its change summary. Raises MissingCli, StackLocked, DriverError.
+
+    The policy pack is attached to preview and up (absolute paths: the CLI runs in the work dir)."""
     from pulumi import automation as auto
 
     st = select_stack(stack, backend, command)
     packs = [str(POLICY_PACK)] if POLICY_PACK.joinpath("PulumiPolicy.yaml").exists() else []
+    gate = {"policy_packs": packs}
+    if packs and policy_config:
+        gate["policy_pack_configs"] = [str(Path(policy_config).resolve())]
+    streams = {"on_output": on_output, "on_event": on_event}
     try:
         if operation == "preview":
-            return dict(st.preview(on_output=on_output, policy_packs=packs).change_summary or {})
+            return dict(st.preview(**streams, **gate).change_summary or {})
         if operation == "up":
-            return dict(st.up(on_output=on_output, policy_packs=packs).summary.resource_changes or {})
+            return dict(st.up(**streams, **gate).summary.resource_changes or {})
         if operation == "refresh":
-            return dict(st.refresh(on_output=on_output).summary.resource_changes or {})
+            return dict(st.refresh(**streams).summary.resource_changes or {})
         if operation == "destroy":
-            return dict(st.destroy(on_output=on_output).summary.resource_changes or {})
+            return dict(st.destroy(**streams).summary.resource_changes or {})
     except auto.ConcurrentUpdateError as exc:
-        raise DriverError(f"stack {stack} is locked by another update: {str(exc).splitlines()[0]}") from None
+        raise StackLocked(f"stack {stack} is locked by another update ({_first_line(exc)}); "
+                          f"wait for it, or run `pulumi cancel --stack {stack}` if it crashed") from None
     except auto.CommandError as exc:
-        raise DriverError(f"{operation} of stack {stack} failed:\n{getattr(exc, 'stderr', '') or exc}") from None
+        raise DriverError(f"{operation} of stack {stack} failed: {_first_line(exc)}") from None
     raise ValueError(f"unknown operation {operation!r}")
+
+
+def _first_line(exc) -> str:
+    """The most telling line of a CLI failure: the first `error:` line of stderr, else its first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines:     # str(CommandError) is " code: N / stdout: ... / stderr: ..." line by line
+        at = ln.lower().find("error:")
+        if at >= 0:
+            return ln[at:]
+    return next((ln for ln in lines if not ln.startswith("code:")), "no output")
+
+
+def stack_runner(backend: str | None = None, command=None, on_output=None, policy_config: Path | None = None):
+    """A runner for environment.run: drives one stack and feeds its live progress into the outcome."""
+    def runner(operation: str, stack: str, outcome) -> dict:
+        def on_event(event):
+            pre = getattr(event, "resource_pre_event", None)
+            if pre is not None and pre.metadata is not None:
+                outcome.current = f"{pre.metadata.op} {pre.metadata.urn.rsplit('::', 1)[-1]}"
+            if getattr(event, "res_outputs_event", None) is not None:
+                outcome.done += 1
+        return operate(operation, stack, backend, on_output or (lambda line: None), command, on_event, policy_config)
+    return runner
