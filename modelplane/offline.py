@@ -17,7 +17,15 @@ from pulumi.runtime.mocks import MockMonitor
 
 from . import program
 from .api import load_catalog, load_stack, stack_file
+from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(stack_file("x").parents[1]))
+    except ValueError:
+        return str(path)
 
 OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
 
@@ -88,8 +96,18 @@ class OfflineRun:
     records: list[Record]
 
 
-def _fleet_references(spec, catalog) -> dict[str, dict]:
-    refs = {}
+def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
+    """Plan each infra stack of `modelplane:fleet` from its own file; name the reference if one is missing."""
+    refs, problems = {}, []
+    known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stack_file("x").parent.glob("Pulumi.*.yaml"))
+    for i, name in enumerate(spec.fleet):
+        if not stack_file(name).exists():
+            guess = did_you_mean(name, known)
+            problems.append(Problem(_display(path), f"config.{program.PROJECT}:fleet[{i}]",
+                                    f"fleet names stack {name!r}, which has no stacks/Pulumi.{name}.yaml",
+                                    f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}"))
+    if problems:
+        raise InputError(problems)
     for name in spec.fleet:
         infra = load_stack(stack_file(name), catalog)
         invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
@@ -119,7 +137,7 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     path = Path(config_file) if config_file else stack_file(stack)
     catalog = load_catalog()
     spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
-    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog)}
+    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
     os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
     asyncio.set_event_loop(asyncio.new_event_loop())
     mocks = _Mocks(references)

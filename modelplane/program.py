@@ -16,7 +16,7 @@ from .api import Catalog, StackSpec, load_catalog, parse_stack_config, stack_fil
 from .api.loader import Source, read_yaml
 from .components import InferenceCluster, ModelDeployment, Target
 from .errors import InputError, Problem
-from .fleet import cluster_from_inventory, demand_from
+from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError
 from .scheduler import DemandError, Placement, Plan, schedule
 
@@ -87,6 +87,12 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
             raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:fleet",
                                       f"stack {infra!r} exports no inventory",
                                       f"run `modelplane up {infra}` first, or remove it from {PROJECT}:fleet")])
+        stale = [inv.get("name", "?") for inv in remote if inv.get("version") != INVENTORY_VERSION]
+        if stale:
+            raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:fleet",
+                                      f"stack {infra!r} exports inventory of an older format for {', '.join(stale)} "
+                                      f"(this modelplane reads version {INVENTORY_VERSION})",
+                                      f"run `modelplane up {infra}` with this version to refresh its inventory")])
         for inv in remote:
             kubeconfig = ref.require_output("kubeconfigs").apply(lambda k, n=inv["name"]: k[n])
             provider = k8s.Provider(f"{inv['name']}-k8s", kubeconfig=kubeconfig, cluster_identifier=inv["name"])

@@ -34,3 +34,30 @@ def test_prod_spans_both_clouds_and_keeps_eu_data_in_europe():
     assert all(inv["labels"]["modelplane.ai/residency"] == "us" for d, inv in placed if d.startswith("chat/"))
     providers = {r.name for r in run.records if r.type == "pulumi:providers:kubernetes"}
     assert providers == {"gke-usc1-k8s", "eks-use1-k8s", "gke-euw4-k8s"}
+
+
+def _apps(tmp_path, fleet):
+    path = tmp_path / "Pulumi.apps.yaml"
+    path.write_text(yaml.safe_dump({"config": {"modelplane:fleet": fleet, "modelplane:deployments": []}}))
+    return path
+
+
+def test_fleet_naming_a_missing_stack_is_an_input_error_with_a_suggestion(tmp_path):
+    from modelplane.errors import InputError
+    with pytest.raises(InputError) as err:
+        offline.run("apps", _apps(tmp_path, ["infra-gke-us-centrl1"]))
+    (p,) = err.value.problems
+    assert p.path == "config.modelplane:fleet[0]" and "infra-gke-us-centrl1" in p.message
+    assert p.fix == "did you mean 'infra-gke-us-central1'?"
+
+
+@pytest.mark.parametrize("outputs,words", [
+    ({}, "exports no inventory"),
+    ({"inventory": [{"version": 0, "name": "old"}], "kubeconfigs": {}}, "older format for old"),
+])
+def test_stale_or_missing_references_name_the_stack(tmp_path, monkeypatch, outputs, words):
+    from modelplane.errors import InputError
+    monkeypatch.setattr(offline, "_fleet_references", lambda spec, catalog, path: {"infra-gke-us-central1": outputs})
+    with pytest.raises(InputError) as err:
+        offline.run("apps", _apps(tmp_path, ["infra-gke-us-central1"]))
+    assert "infra-gke-us-central1" in err.value.render() and words in err.value.render()
