@@ -120,10 +120,13 @@ def main():
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
 @click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
-def plan(stack, config_file, as_json, out_dir, previous, explain, without):
+@click.option("--policy-config", type=click.Path(path_type=Path),
+              help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
+                   "production.json for production stacks).")
+def plan(stack, config_file, as_json, out_dir, previous, explain, without, policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     from . import offline, report
-    from .policy import evaluate
+    from .policy import PolicyConfigError, default_config, evaluate, read_config
 
     try:
         prev = _read_previous(previous)
@@ -136,10 +139,13 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without):
             base = [p.to_json() for p in run.result.plan.placements]
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
             run = offline.run(stack, config_file, base, tuple(without))
+        policy_file = policy_config or default_config(run.result.spec.production)
+        violations = evaluate(run, read_config(policy_file))
     except InputError as exc:
         err.print(exc.render(), markup=False)
         sys.exit(1)
-    violations = evaluate(run)
+    except PolicyConfigError as exc:
+        _fail(str(exc))
     doc = report.document(run, violations)
     if out_dir:
         n = report.write_out(run, out_dir)
@@ -161,12 +167,25 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without):
             for u in doc["unplaced"]:
                 if (u["deployment"], u["replica"]) in before:
                     out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
-        for v in violations:
-            out.print(f"policy {v['level']}: {v['policy']}: {v['message']}")
+        _print_violations(violations, policy_file)
         if explain:
             _explain(run, explain)
     if any(v["level"] == "mandatory" for v in violations):
         sys.exit(1)
+
+
+def _print_violations(violations: list[dict], policy_file: Path) -> None:
+    """Grouped by policy, mandatory first; one line per violation with the resource it names."""
+    if not violations:
+        out.print(f"policy: no violations ({policy_file.name})")
+        return
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for v in violations:
+        groups.setdefault((v["level"], v["policy"]), []).append(v)
+    for (level, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "mandatory", kv[0][1])):
+        out.print(f"policy {name} ({level}, {len(items)}):")
+        for v in items:
+            out.print(f"  {v.get('resource', '-')}: {v['message']}")
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,

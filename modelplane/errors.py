@@ -11,10 +11,12 @@ class Problem:
     message: str
     fix: str
     line: int | None = None
+    rule: str | None = None     # the policy this input breaks, when a named rule found it
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}\n    fix: {self.fix}"
+        rule = f" [{self.rule}]" if self.rule else ""
+        return f"{where}: {self.path}: {self.message}{rule}\n    fix: {self.fix}"
 
 
 class InputError(Exception):

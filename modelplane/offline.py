@@ -51,6 +51,7 @@ class Record:
     custom: bool
     dependencies: tuple[str, ...] = ()
     inputs: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
 
 
 def _merge(inputs: dict, computed: dict) -> dict:
@@ -81,6 +82,12 @@ class _Monitor(MockMonitor):
     def __init__(self, mocks: _Mocks):
         super().__init__(mocks)
         self.records: list[Record] = []
+        self.outputs: dict[str, dict] = {}
+
+    def RegisterResourceOutputs(self, request):
+        from google.protobuf import json_format
+        self.outputs[request.urn] = json_format.MessageToDict(request.outputs)
+        return super().RegisterResourceOutputs(request)
 
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
@@ -149,4 +156,5 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     pulumi.runtime.test(lambda: asyncio.ensure_future(program.run(path, exclude)))()
     for record in monitor.records:
         record.inputs = mocks.inputs.get((record.type, record.name), {})
+        record.outputs = monitor.outputs.get(record.urn, {})
     return OfflineRun(stack, program.LAST[-1], monitor.records)

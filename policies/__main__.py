@@ -1,23 +1,38 @@
-"""modelplane CrossGuard pack: `pulumi preview --policy-pack policies`."""
+"""modelplane CrossGuard pack: `pulumi preview --policy-pack policies`.
+
+The rules live in modelplane.policy (one definition for this pack, `modelplane plan` and tests).
+"""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy  # noqa: E402
+from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, PolicyPack,  # noqa: E402
+                           ResourceValidationPolicy, StackValidationPolicy)
 
-import rules  # noqa: E402
+from modelplane.policy import POLICIES  # noqa: E402
+
+LEVEL = {"advisory": EnforcementLevel.ADVISORY, "mandatory": EnforcementLevel.MANDATORY,
+         "disabled": EnforcementLevel.DISABLED}
 
 
-def _resource_policy(name, description, check):
+def _resource(p):
     def validate(args, report_violation):
-        for message in check(args.resource_type, dict(args.props)):
+        for message in p.check(args.resource_type, args.props, args.get_config()):
             report_violation(message)
-    return ResourceValidationPolicy(name=name, description=description, validate=validate)
+    return ResourceValidationPolicy(name=p.name, description=p.description, validate=validate,
+                                    enforcement_level=LEVEL[p.level],
+                                    config_schema=PolicyConfigSchema(properties=p.config) if p.config else None)
 
 
-PolicyPack(name="modelplane", enforcement_level=EnforcementLevel.MANDATORY, policies=[
-    _resource_policy(name, (check.__doc__ or name).strip().splitlines()[0], check)
-    for name, check in sorted(rules.RESOURCE_RULES.items())
-])
+def _stack(p):
+    def validate(args, report_violation):
+        for message, urn in p.check(args.resources, args.get_config()):
+            report_violation(message, urn)
+    return StackValidationPolicy(name=p.name, description=p.description, validate=validate,
+                                 enforcement_level=LEVEL[p.level],
+                                 config_schema=PolicyConfigSchema(properties=p.config) if p.config else None)
+
+
+PolicyPack(name="modelplane", enforcement_level=EnforcementLevel.MANDATORY,
+           policies=[_resource(p) if p.kind == "resource" else _stack(p) for _, p in sorted(POLICIES.items())])

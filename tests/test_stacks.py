@@ -17,8 +17,8 @@ def test_the_examples_are_all_there():
 @pytest.mark.parametrize("stack", STACKS)
 def test_example_stack_plans_clean_and_renders_valid_manifests(stack, tmp_path, schema_catalog):
     run = offline.run(stack)
-    violations = evaluate(run)
-    assert run.result.plan.unplaced == [] and violations == []
+    mandatory = [v for v in evaluate(run) if v["level"] == "mandatory"]
+    assert run.result.plan.unplaced == [] and mandatory == []
     report.write_out(run, tmp_path)
     for path in sorted(tmp_path.rglob("*.yaml")):
         status, line = schema_catalog.report(yaml.safe_load(path.read_text()))

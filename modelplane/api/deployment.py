@@ -161,6 +161,7 @@ GPU_ROLES = ("decode", "prefill")
 class ModelDeployment(Model):
     name: Name
     namespace: Namespace
+    labels: dict[str, str] = {}    # facts about the deployment for policies, e.g. modelplane.ai/residency: eu
     model: ModelSource
     replicas: int = Field(ge=0, le=1000)
     cluster_selector: ClusterSelector = ClusterSelector()

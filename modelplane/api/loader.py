@@ -154,9 +154,9 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
     def key_of(name):
         return values.get(name, (f"{NAMESPACE}:{name}",))[0]
 
-    def add(top, path, message, fix):
+    def add(top, path, message, fix, rule=None):
         full = ("config", key_of(top), *path)
-        out.append(Problem(src.file, format_path(full[1:]), message, fix, src.line(full)))
+        out.append(Problem(src.file, format_path(full[1:]), message, fix, src.line(full), rule))
 
     for i, name in duplicates([c.name for c in spec.clusters]):
         add("clusters", (i, "name"), f"cluster name {name!r} is used twice", "give every cluster its own name")
@@ -166,7 +166,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
         add("services", (i, "name"), f"service {name!r} is declared twice", "rename one or merge them")
     for i, cluster in enumerate(spec.clusters):
         for f in check_cluster(cluster, catalog.classes):
-            add("clusters", (i, *f.path), f.message, f.fix)
+            add("clusters", (i, *f.path), f.message, f.fix, f.rule)
         if cluster.existing and cluster.existing.kubeconfig_secret not in secret_keys:
             add("clusters", (i, "existing", "kubeconfigSecret"),
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
@@ -174,7 +174,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"\"$(cat kubeconfig)\" --stack <stack>")
     for i, md in enumerate(spec.deployments):
         for f in check_deployment(md):
-            add("deployments", (i, *f.path), f.message, f.fix)
+            add("deployments", (i, *f.path), f.message, f.fix, f.rule)
     keys = {d.key for d in spec.deployments}
     for i, svc in enumerate(spec.services):
         for j, ep in enumerate(svc.endpoints):

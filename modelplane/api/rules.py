@@ -62,29 +62,29 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     names = md.role_names()
     for i, name in duplicates(names):
         index = i - len(GPU_ROLES if md.disaggregated else GPU_ROLES[:1])
-        out.append(Finding("roles-unique", ("roles", index, "name"), f"role name {name!r} is used twice",
+        out.append(Finding("roles", ("roles", index, "name"), f"role name {name!r} is used twice",
                            "give every role its own name ('decode' and 'prefill' are taken by the GPU roles)"))
     known = set(names)
     for i, role in enumerate(md.roles):
         for j, dep in enumerate(role.depends_on):
             if dep not in known:
                 guess = did_you_mean(dep, known)
-                out.append(Finding("roles-depends-on", ("roles", i, "dependsOn", j),
+                out.append(Finding("roles", ("roles", i, "dependsOn", j),
                                    f"role {role.name!r} depends on unknown role {dep!r}",
                                    f"did you mean {guess!r}?" if guess else f"use one of {sorted(known)}"))
     cycle = dependency_cycle({r.name: list(r.depends_on) for r in md.roles})
     if cycle:
-        out.append(Finding("roles-depends-on", ("roles",), f"dependsOn forms a cycle: {' -> '.join(cycle)}",
+        out.append(Finding("roles", ("roles",), f"dependsOn forms a cycle: {' -> '.join(cycle)}",
                            "remove one of the dependencies so roles can start in order"))
     seen: dict[str, int] = {}
     for i, auto in enumerate(md.autoscaling):
         if auto.role not in known:
             guess = did_you_mean(auto.role, known)
-            out.append(Finding("autoscaling-one-per-role", ("autoscaling", i, "role"),
+            out.append(Finding("roles", ("autoscaling", i, "role"),
                                f"autoscaler targets unknown role {auto.role!r}",
                                f"did you mean {guess!r}?" if guess else f"use one of {sorted(known)}"))
         elif auto.role in seen:
-            out.append(Finding("autoscaling-one-per-role", ("autoscaling", i, "role"),
+            out.append(Finding("roles", ("autoscaling", i, "role"),
                                f"role {auto.role!r} already has an autoscaler (autoscaling[{seen[auto.role]}])",
                                "keep one autoscaler per role; two would fight over its replica count"))
         seen.setdefault(auto.role, i)

@@ -40,7 +40,12 @@ class ModelDeployment(pulumi.ComponentResource):
                 for r in provides:
                     by_role.setdefault(r, []).append(res)
                 self.resources.append(res)
-        self.register_outputs({})
+        # What the policy pack's stack rules read: the spec, where it landed and those clusters' facts.
+        self.register_outputs({
+            "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            "placements": [p.to_json() for p in placements],
+            "clusters": {c: targets[c].inventory for c in sorted({p.cluster for p in placements})},
+        })
 
 
 def _rank(obj: dict, deps: dict[str, list[str]]) -> int:

@@ -9,6 +9,17 @@ def pod_metadata(pod_group: str, queue: str, role: str) -> tuple[dict, dict]:
     return {KAI_QUEUE_LABEL: queue, KAI_SUBGROUP_LABEL: role}, {KAI_POD_GROUP_ANNOTATION: pod_group}
 
 
+def gang_pods(placement_roles: dict, autoscaling: dict) -> dict[str, int]:
+    """Pods per role the gang waits for: every node of every worker, or for an autoscaled role its
+    minReplicas workers (the scheduler reserved room for maxReplicas). `placement_roles`:
+    role -> {nodes, workers}; `autoscaling`: role -> minReplicas."""
+    out = {}
+    for role, rp in placement_roles.items():
+        nodes, workers = int(rp["nodes"]), int(rp["workers"])
+        out[role] = int(autoscaling[role]) * (nodes // workers) if role in autoscaling else nodes
+    return out
+
+
 def pod_group(name: str, namespace: str, lbls: dict, queue: str, priority_class: str,
               pods_per_role: dict[str, int]) -> dict:
     """minMember is every pod of the replica: the gang starts whole or not at all."""

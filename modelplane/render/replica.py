@@ -65,8 +65,8 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list
     gpu_roles = md.gpu_roles()
     if use_kai:
         # An autoscaled role's gang minimum is its minReplicas; the scheduler reserved room for its max.
-        pods = {role: (autos[role].min_replicas * (rp.nodes // rp.workers) if role in autos else rp.nodes)
-                for role, rp in placement.roles.items()}
+        pods = kai.gang_pods({role: {"nodes": rp.nodes, "workers": rp.workers} for role, rp in placement.roles.items()},
+                             {role: a.min_replicas for role, a in autos.items()})
         objects.append(kai.pod_group(base, md.namespace, labels(md.name, idx), md.queue_name, md.priority_class, pods))
     for role, rp in placement.roles.items():
         _, workers, engine = gpu_roles[role]

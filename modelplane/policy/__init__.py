@@ -1,0 +1,37 @@
+"""Validation rules as a CrossGuard policy pack: defined once here, served by `policies/`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import resource, stack  # noqa: F401  (registers the policies)
+from .gate import PACK_DIR, Analyzer, PolicyConfigError, Resource, read_config, resolve
+from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES, Policy
+
+CONFIG_DIR = PACK_DIR / "config"
+
+__all__ = ["ADVISORY", "DISABLED", "MANDATORY", "POLICIES", "Analyzer", "Policy", "PolicyConfigError", "Resource",
+           "default_config", "evaluate", "read_config", "resolve", "resources_of"]
+
+
+def default_config(production: bool) -> Path:
+    """The example config a stack gets when none is given: production.json for production stacks."""
+    return CONFIG_DIR / ("production.json" if production else "dev.json")
+
+
+def resources_of(run) -> list[Resource]:
+    """The offline run's resources as the analyzer sees them: custom resources with their inputs,
+    components with the outputs they registered."""
+    return [Resource(r.type, r.urn, r.name, r.outputs if not r.custom else r.inputs, r.parent, r.custom)
+            for r in run.records]
+
+
+def evaluate(run, config: dict | None = None, analyzer: Analyzer | None = None) -> list[dict]:
+    """Violations of the pack over an offline run, through the analyzer's gRPC protocol."""
+    if config is None:
+        config = read_config(default_config(run.result.spec.production))
+    if analyzer is not None:
+        analyzer.configure(config)
+        return analyzer.analyze(resources_of(run))
+    with Analyzer(stack=run.stack) as a:
+        a.configure(config)
+        return a.analyze(resources_of(run))

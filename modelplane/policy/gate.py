@@ -1,0 +1,158 @@
+"""Run the CrossGuard pack in `policies/` exactly as the Pulumi CLI does: as a subprocess speaking
+the analyzer gRPC protocol (GetAnalyzerInfo, Configure, Analyze per resource, AnalyzeStack)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
+
+PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+LEVELS = {ADVISORY: 0, MANDATORY: 1, DISABLED: 2, "remediate": 3}
+NAMES = {v: k for k, v in LEVELS.items()}
+
+
+class PolicyConfigError(ValueError):
+    """A policy config file the CLI would refuse too."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource as the analyzer sees it (the offline engine's record, flattened)."""
+
+    type: str
+    urn: str
+    name: str
+    props: dict
+    parent: str = ""
+    custom: bool = True
+
+
+def read_config(path: Path | None) -> dict:
+    """The CLI's policy config format: {"all": level, "<policy>": level | {"enforcementLevel": .., ...}}."""
+    if path is None:
+        return {}
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise PolicyConfigError(f"{path}: cannot read policy config: {exc}") from None
+    if not isinstance(doc, dict):
+        raise PolicyConfigError(f"{path}: a policy config is a JSON object of policy names")
+    for key, value in doc.items():
+        if key != "all" and key not in POLICIES:
+            raise PolicyConfigError(f"{path}: {key!r} is not a policy of this pack "
+                                    f"(policies: {', '.join(sorted(POLICIES))})")
+        level = value if isinstance(value, str) else (value or {}).get("enforcementLevel")
+        if level is not None and level not in LEVELS:
+            raise PolicyConfigError(f"{path}: {key}: enforcement level {level!r} is not one of "
+                                    f"{', '.join(LEVELS)}")
+    return doc
+
+
+def resolve(config: dict) -> dict[str, tuple[str, dict]]:
+    """policy -> (level, properties). Every policy is listed: a policy config the analyzer gets
+    without a level counts as advisory, which would quietly downgrade mandatory rules."""
+    out = {}
+    for name, p in POLICIES.items():
+        entry = config.get(name)
+        props = dict(entry) if isinstance(entry, dict) else {}
+        level = props.pop("enforcementLevel", None) or (entry if isinstance(entry, str) else None) \
+            or config.get("all") or p.level
+        out[name] = (level, props)
+    return out
+
+
+class Analyzer:
+    """The pack as a running analyzer plugin; use as a context manager."""
+
+    def __init__(self, project: str = "modelplane", stack: str = "offline", pack_dir: Path = PACK_DIR):
+        self.project, self.stack, self.pack_dir = project, stack, pack_dir
+        self.proc = None
+
+    def __enter__(self):
+        import grpc
+        from pulumi.runtime.proto import analyzer_pb2_grpc
+
+        env = {**os.environ, "PULUMI_PROJECT": self.project, "PULUMI_STACK": self.stack, "PULUMI_DRY_RUN": "true",
+               "PYTHONPATH": os.pathsep.join([str(self.pack_dir.parent), os.environ.get("PYTHONPATH", "")])}
+        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", "."],
+                                     cwd=self.pack_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
+        line = self.proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.close()
+            raise RuntimeError(f"the policy pack did not start: {line or self.proc.stderr.read()[-2000:]}")
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(self.channel).result(timeout=20)
+        self.stub = analyzer_pb2_grpc.AnalyzerStub(self.channel)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if getattr(self, "channel", None):
+            self.channel.close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr) if self.proc else ():
+            stream.close()
+
+    def info(self):
+        from google.protobuf import empty_pb2
+        return self.stub.GetAnalyzerInfo(empty_pb2.Empty())
+
+    def configure(self, config: dict) -> None:
+        from google.protobuf.struct_pb2 import Struct
+        from pulumi.runtime.proto import analyzer_pb2 as pb
+
+        policies = {}
+        for name, (level, props) in resolve(config).items():
+            s = Struct()
+            s.update(props)
+            policies[name] = pb.PolicyConfig(enforcementLevel=LEVELS[level], properties=s)
+        self.stub.Configure(pb.ConfigureAnalyzerRequest(policyConfig=policies))
+
+    def analyze(self, resources: list[Resource]) -> list[dict]:
+        """Analyze each custom resource, then the stack; violations sorted for stable output."""
+        from google.protobuf.struct_pb2 import Struct
+        from pulumi.runtime.proto import analyzer_pb2 as pb
+
+        def struct(props):
+            s = Struct()
+            s.update(_plain(props))
+            return s
+
+        diags = []     # (diagnostic, the resource it was raised for, if a resource policy)
+        for r in resources:
+            if r.custom:
+                found = self.stub.Analyze(pb.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name,
+                                                            properties=struct(r.props))).diagnostics
+                diags += [(d, r.name) for d in found]
+        stack = [pb.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props), parent=r.parent)
+                 for r in resources]
+        by_urn = {r.urn: r.name for r in resources}
+        diags += [(d, by_urn.get(d.urn, d.urn) or None)
+                  for d in self.stub.AnalyzeStack(pb.AnalyzeStackRequest(resources=stack)).diagnostics]
+        out = []
+        for d, resource in diags:
+            message = d.message.split("\n", 1)[1] if "\n" in d.message else d.message   # drop the description
+            out.append({"policy": d.policyName, "level": NAMES.get(d.enforcementLevel, ADVISORY),
+                        "message": message.strip(), **({"resource": resource} if resource else {})})
+        return sorted(out, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
+
+
+def _plain(value):
+    """Protobuf Structs hold JSON: drop what is not (unknowns become the engine's unknown sentinel)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return "04da6b54-80e4-46f7-96ec-b56ff0331ba9"

@@ -1,0 +1,31 @@
+"""The policy catalogue: each rule once, with its name, default level and config.
+
+`policies/__main__.py` turns these into a CrossGuard pack; `modelplane plan` runs that pack over
+the recorded resources through the analyzer's gRPC protocol (gate.py). Rule bodies are plain
+functions, so tests also call them directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ADVISORY, MANDATORY, DISABLED = "advisory", "mandatory", "disabled"
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    description: str
+    level: str
+    kind: str                         # "resource": check(type, props, config) -> [message]
+    check: object                     # "stack": check(resources, config) -> [(message, urn | None)]
+    config: dict = field(default_factory=dict)   # JSON schema properties of the policy's config
+
+
+POLICIES: dict[str, Policy] = {}
+
+
+def policy(name: str, description: str, kind: str, level: str = MANDATORY, config: dict | None = None):
+    def register(fn):
+        POLICIES[name] = Policy(name, description, level, kind, fn, config or {})
+        return fn
+    return register

@@ -1,0 +1,154 @@
+"""Resource policies: each looks at one resource's properties (engine camelCase names)."""
+from __future__ import annotations
+
+import re
+
+from ..api.cluster import GPU_TAINT, POOL_LABEL
+from ..api.deployment import _SECRET_NAME
+from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
+from .registry import policy
+
+NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
+# Machine families built for multi-node gangs (GPUDirect / RDMA): their pools must be compact.
+COMPACT_MACHINES = re.compile(r"^(a3-(high|mega|ultra)gpu|a4-highgpu|a4x-)")
+EFA_INSTANCES = re.compile(r"^(p4d|p4de|p5|p5e|p5en|p6-[a-z0-9]+|p6e-[a-z0-9]+|g6e\.(12|16|24|48)xlarge)")
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def pod_templates(props: dict):
+    """(where, metadata, pod spec) for every pod template in a Kubernetes object's props."""
+    spec = props.get("spec") or {}
+    kind = props.get("kind")
+    if kind == "LLMInferenceService":
+        for where, w in (("spec", spec), ("spec.prefill", spec.get("prefill"))):
+            if not w:
+                continue
+            meta = {"labels": w.get("labels") or {}, "annotations": w.get("annotations") or {}}
+            for part in ("template", "worker"):
+                if w.get(part):
+                    yield f"{where}.{part}", meta, w[part]
+    elif kind in ("Deployment", "StatefulSet", "Job"):
+        t = spec.get("template") or {}
+        yield "spec.template", t.get("metadata") or {}, t.get("spec") or {}
+    elif kind == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        for part in ("leaderTemplate", "workerTemplate"):
+            t = lwt.get(part)
+            if t:
+                yield f"spec.leaderWorkerTemplate.{part}", t.get("metadata") or {}, t.get("spec") or {}
+
+
+def uses_gpus(pod: dict) -> bool:
+    if pod.get("resourceClaims"):
+        return True
+    return any(set((c.get("resources") or {}).get("limits") or {}) & set(GPU_RESOURCE.values())
+               for c in pod.get("containers") or [])
+
+
+@policy("gpu-pool-taint-and-label", "GPU node pools carry the GPU taint and the modelplane pool label.", "resource")
+def gpu_pool_tainted_and_labelled(resource_type: str, props: dict, config=None) -> list[str]:
+    if resource_type == NODE_POOL:
+        node = props.get("nodeConfig") or {}
+        if not node.get("guestAccelerators"):
+            return []
+        taints, labels = node.get("taints") or [], node.get("labels") or {}
+    elif resource_type == NODE_GROUP:
+        if "NVIDIA" not in str(props.get("amiType", "")):
+            return []
+        taints, labels = props.get("taints") or [], props.get("labels") or {}
+    else:
+        return []
+    out = []
+    if not any(t.get("key") == GPU_TAINT["key"] and t.get("effect") == "NO_SCHEDULE" for t in taints):
+        out.append(f"GPU pool lacks the taint {GPU_TAINT['key']}={GPU_TAINT['value']}:NoSchedule")
+    if POOL_LABEL not in labels:
+        out.append(f"GPU pool lacks the node label {POOL_LABEL}")
+    return out
+
+
+@policy("node-pool-bounds", "Node pool autoscaling bounds are ordered (min <= desired <= max).", "resource")
+def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
+    if resource_type == NODE_POOL:
+        a = props.get("autoscaling") or {}
+        lo, hi = a.get("minNodeCount"), a.get("maxNodeCount")
+    elif resource_type == NODE_GROUP:
+        s = props.get("scalingConfig") or {}
+        lo, hi = s.get("minSize"), s.get("maxSize")
+        if lo is not None and hi is not None and not lo <= s.get("desiredSize", lo) <= hi:
+            return [f"desiredSize {int(s['desiredSize'])} is outside {int(lo)}..{int(hi)}"]
+    else:
+        return []
+    if lo is not None and hi is not None and lo > hi:
+        return [f"autoscaling minimum {int(lo)} is greater than maximum {int(hi)}"]
+    return []
+
+
+@policy("multi-node-placement", "Pools of multi-node GPU machines use compact placement (GKE) or EFA (EKS).", "resource")
+def multi_node_placement(resource_type: str, props: dict, config=None) -> list[str]:
+    if resource_type == NODE_POOL:
+        machine = (props.get("nodeConfig") or {}).get("machineType", "")
+        queued = (props.get("queuedProvisioning") or {}).get("enabled")
+        if COMPACT_MACHINES.match(machine) and not queued and (props.get("placementPolicy") or {}).get("type") != "COMPACT":
+            return [f"{machine} pool has no COMPACT placement policy; its nodes may land far apart for a gang"]
+    if resource_type == NODE_GROUP:
+        types = [t for t in props.get("instanceTypes") or [] if EFA_INSTANCES.match(t)]
+        if types and not props.get("launchTemplate"):
+            return [f"{types[0]} node group has no launch template, so no EFA interfaces are attached"]
+    return []
+
+
+@policy("kai-wiring", "Every GPU pod uses the KAI scheduler, a queue label and a pod-group annotation.", "resource")
+def kai_wired(resource_type: str, props: dict, config=None) -> list[str]:
+    if not resource_type.startswith("kubernetes:"):
+        return []
+    out = []
+    for where, meta, pod in pod_templates(props):
+        if not uses_gpus(pod):
+            continue
+        if pod.get("schedulerName") != KAI_SCHEDULER:
+            out.append(f"{where} does not use schedulerName {KAI_SCHEDULER}")
+        if KAI_QUEUE_LABEL not in (meta.get("labels") or {}):
+            out.append(f"{where} lacks the label {KAI_QUEUE_LABEL}")
+        if KAI_POD_GROUP_ANNOTATION not in (meta.get("annotations") or {}):
+            out.append(f"{where} lacks the annotation {KAI_POD_GROUP_ANNOTATION}")
+    return out
+
+
+@policy("image-pinned", "Container images are pinned: a tag other than latest, or a digest where required.",
+        "resource", config={"requireDigest": {"type": "boolean", "default": False}})
+def image_pinned(resource_type: str, props: dict, config=None) -> list[str]:
+    need_digest = bool((config or {}).get("requireDigest", False))
+    out = []
+    for where, _, pod in pod_templates(props):
+        for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+            image = c.get("image", "")
+            last = image.rsplit("/", 1)[-1]
+            if need_digest and not DIGEST.search(image):
+                out.append(f"{where} container {c.get('name')}: image {image} is not pinned by digest (@sha256:...)")
+            elif "@" not in last and (":" not in last or last.endswith(":latest")):
+                out.append(f"{where} container {c.get('name')}: image {image} is not pinned (no tag, or :latest)")
+    return out
+
+
+@policy("no-plain-secrets", "Secret-looking environment variables come from a secretKeyRef, not a plain value.",
+        "resource")
+def no_plain_secrets(resource_type: str, props: dict, config=None) -> list[str]:
+    return [f"{where} container {c.get('name')}: env {e['name']} has a plain value; use valueFrom.secretKeyRef"
+            for where, _, pod in pod_templates(props) for c in pod.get("containers") or []
+            for e in c.get("env") or [] if e.get("value") and _SECRET_NAME.search(e.get("name", ""))]
+
+
+@policy("resource-names", "Kubernetes names and label values fit their limits.", "resource")
+def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
+    if not resource_type.startswith("kubernetes:") or "metadata" not in props:
+        return []
+    meta, out = props.get("metadata") or {}, []
+    name, kind = meta.get("name", ""), props.get("kind", "")
+    limit = 63 if kind in ("Service", "Namespace", "LeaderWorkerSet") else 253
+    if len(name) > limit:
+        out.append(f"{kind} name {name!r} is {len(name)} characters; the limit is {limit}")
+    if name and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name):
+        out.append(f"{kind} name {name!r} is not a lowercase DNS name")
+    out += [f"label {k} value {v!r} is longer than 63 characters" for k, v in (meta.get("labels") or {}).items()
+            if len(str(v)) > 63]
+    return out

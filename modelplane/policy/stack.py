@@ -1,0 +1,226 @@
+"""Stack policies: rules across resources. They read the ModelDeployment components' outputs
+(`spec`, `placements`, and the inventory of each target cluster) and the rendered objects."""
+from __future__ import annotations
+
+from ..api import ModelDeployment
+from ..api.catalog import MULTI_NODE_FABRICS
+from ..api.rules import check_bands, check_roles
+from ..render.kai import gang_pods
+from ..render.names import DEPLOYMENT, REPLICA, ROLE
+from .registry import ADVISORY, policy
+
+MODEL_DEPLOYMENT = "modelplane:index:ModelDeployment"
+
+
+def deployments(resources):
+    """(resource, spec, placements, clusters) for each ModelDeployment component."""
+    for r in resources:
+        if r.resource_type == MODEL_DEPLOYMENT and r.props.get("spec"):
+            yield r, r.props["spec"], list(r.props.get("placements") or []), dict(r.props.get("clusters") or {})
+
+
+def objects(resources, kind: str):
+    for r in resources:
+        if r.resource_type.startswith("kubernetes:") and r.props.get("kind") == kind:
+            yield r
+
+
+def _key(spec) -> str:
+    return f"{spec['namespace']}/{spec['name']}"
+
+
+def _spec_findings(resources, check) -> list[tuple[str, str]]:
+    out = []
+    for r, spec, _, _ in deployments(resources):
+        try:
+            md = ModelDeployment.model_validate(spec)
+        except ValueError as exc:
+            out.append((f"{_key(spec)}: spec does not validate: {str(exc).splitlines()[0]}", r.urn))
+            continue
+        out += [(f"{md.key}: {f.message} (fix: {f.fix})", r.urn) for f in check(md)]
+    return out
+
+
+@policy("roles", "Roles are valid: a disaggregated deployment has decode and prefill, names are unique, "
+        "dependsOn resolves without cycles, at most one autoscaler per role.", "stack")
+def roles(resources, config=None):
+    out = _spec_findings(resources, check_roles)
+    for r, spec, placements, _ in deployments(resources):
+        want = {"decode", "prefill"} if spec.get("prefill") is not None else {"decode"}
+        for p in placements:
+            if set(p["roles"]) != want:
+                out.append((f"{_key(spec)} replica {int(p['replica'])}: placed roles {sorted(p['roles'])}, "
+                            f"expected {sorted(want)} (a disaggregated replica runs decode and prefill)", r.urn))
+    return out
+
+
+@policy("ratio-bands", "Ratio bands are valid (0 <= min <= max <= 100, sum(min) <= 100 <= sum(max), known "
+        "roles) and the workers they imply add up to totalWorkers.", "stack")
+def ratio_bands(resources, config=None):
+    out = _spec_findings(resources, check_bands)
+    for r, spec, placements, _ in deployments(resources):
+        total = (spec.get("coordination") or {}).get("totalWorkers")
+        autoscaled = {a["role"] for a in spec.get("autoscaling") or []}
+        for p in placements:
+            got = sum(int(rp["workers"]) for role, rp in p["roles"].items() if role not in autoscaled)
+            if total is not None and got != int(total):
+                out.append((f"{_key(spec)} replica {int(p['replica'])}: workers add up to {got}, "
+                            f"not totalWorkers {int(total)}", r.urn))
+    return out
+
+
+def _role_topology(spec, role):
+    block = spec if role == "decode" else spec.get("prefill") or {}
+    t = (block.get("workers") or {}).get("topology") or {}
+    tensor, pipeline, data, local = (int(t.get(k, 1)) for k in ("tensor", "pipeline", "data", "dataLocal"))
+    return tensor, pipeline, data, local
+
+
+@policy("topology-fits", "Every worker fits its pool: GPUs per node within the class, the declared shape "
+        "intact, and multi-node workers only on pools with a multi-node fabric.", "stack")
+def topology_fits(resources, config=None):
+    out = []
+    for r, spec, placements, clusters in deployments(resources):
+        for p in placements:
+            pools = {q["name"]: q for q in (clusters.get(p["cluster"]) or {}).get("pools", [])}
+            for role, rp in p["roles"].items():
+                pool = pools.get(rp["pool"])
+                where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"
+                if pool is None:
+                    out.append((f"{where}: the cluster has no such pool", r.urn))
+                    continue
+                gpn, nodes, workers = int(rp["gpusPerNode"]), int(rp["nodes"]), int(rp["workers"])
+                if gpn > int(pool["gpusPerNode"]):
+                    out.append((f"{where}: needs {gpn} GPUs per node, class {pool['class']} has "
+                                f"{int(pool['gpusPerNode'])}", r.urn))
+                tensor, pipeline, data, local = _role_topology(spec, role)
+                per_worker = nodes // max(workers, 1)
+                if gpn * per_worker != tensor * pipeline * data:
+                    out.append((f"{where}: {per_worker} node(s) x {gpn} GPUs per worker does not hold tensor "
+                                f"{tensor} x pipeline {pipeline} x data {data}", r.urn))
+                fabric = ((pool.get("capabilities") or {}).get("network") or {}).get("fabric")
+                if per_worker > 1 and fabric not in MULTI_NODE_FABRICS:
+                    out.append((f"{where}: a {per_worker}-node worker needs a multi-node fabric "
+                                f"({', '.join(sorted(MULTI_NODE_FABRICS))}); pool {rp['pool']} has {fabric}", r.urn))
+    return out
+
+
+@policy("placement-co-located", "All roles of a replica (prefill and decode) run on one cluster.", "stack")
+def placement_co_located(resources, config=None):
+    seen: dict[tuple, set] = {}
+    urns = {}
+    for r in resources:
+        labels = ((r.props.get("metadata") or {}).get("labels") or {}) if r.resource_type.startswith("kubernetes:") else {}
+        if DEPLOYMENT in labels and REPLICA in labels:
+            key = ((r.props.get("metadata") or {}).get("namespace"), labels[DEPLOYMENT], labels[REPLICA])
+            seen.setdefault(key, set()).add(r.name.split("/", 1)[0])
+            urns.setdefault(key, r.urn)
+    return [(f"{ns}/{d} replica {rep}: objects on clusters {', '.join(sorted(cs))}", urns[(ns, d, rep)])
+            for (ns, d, rep), cs in sorted(seen.items(), key=lambda kv: tuple(map(str, kv[0]))) if len(cs) > 1]
+
+
+@policy("placement-complete", "Every deployment is fully placed (mandatory in production configs).", "stack",
+        level=ADVISORY)
+def placement_complete(resources, config=None):
+    out = []
+    for r, spec, placements, _ in deployments(resources):
+        want = int(spec.get("replicas", 0))
+        if len(placements) < want:
+            out.append((f"{_key(spec)}: {len(placements)}/{want} replicas placed", r.urn))
+    return out
+
+
+def _placement_of(resources, obj):
+    labels = (obj.props.get("metadata") or {}).get("labels") or {}
+    ns = (obj.props.get("metadata") or {}).get("namespace")
+    for r, spec, placements, clusters in deployments(resources):
+        if spec["name"] == labels.get(DEPLOYMENT) and spec["namespace"] == ns:
+            for p in placements:
+                if str(int(p["replica"])) == labels.get(REPLICA):
+                    return spec, p, clusters.get(p["cluster"]) or {}
+    return None
+
+
+@policy("kai-gang", "Each replica's PodGroup waits for all its pods and names a queue its cluster has.", "stack")
+def kai_gang(resources, config=None):
+    out = []
+    for obj in objects(resources, "PodGroup"):
+        found = _placement_of(resources, obj)
+        if not found:
+            continue
+        spec, p, inv = found
+        autos = {a["role"]: a.get("minReplicas", 1) for a in spec.get("autoscaling") or []}
+        want = sum(gang_pods(p["roles"], autos).values())
+        got = int((obj.props.get("spec") or {}).get("minMember", 0))
+        if got != want:
+            out.append((f"PodGroup {obj.props['metadata']['name']}: minMember {got}, but the replica has {want} pods",
+                        obj.urn))
+        queue = (obj.props.get("spec") or {}).get("queue")
+        queues = ((inv.get("kai") or {}).get("queues")) or []
+        if queue not in queues:
+            out.append((f"PodGroup {obj.props['metadata']['name']}: queue {queue!r} does not exist on cluster "
+                        f"{p['cluster']} (queues: {', '.join(queues) or 'none'})", obj.urn))
+    return out
+
+
+@policy("dra-claims", "DRA claims ask for the GPUs per node, name a device class the cluster has, and only "
+        "exist on DRA clusters.", "stack")
+def dra_claims(resources, config=None):
+    out = []
+    for obj in objects(resources, "ResourceClaimTemplate"):
+        found = _placement_of(resources, obj)
+        if not found:
+            continue
+        _, p, inv = found
+        role = ((obj.props.get("metadata") or {}).get("labels") or {}).get(ROLE)
+        name = obj.props["metadata"]["name"]
+        dra = inv.get("dra") or {}
+        if not dra.get("enabled"):
+            out.append((f"ResourceClaimTemplate {name}: cluster {p['cluster']} does not run DRA", obj.urn))
+            continue
+        for req in (((obj.props.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []:
+            exactly = req.get("exactly") or {}
+            want = int(p["roles"].get(role, {}).get("gpusPerNode", 0))
+            if int(exactly.get("count", 0)) != want:
+                out.append((f"ResourceClaimTemplate {name}: count {int(exactly.get('count', 0))}, but the worker "
+                            f"uses {want} GPUs per node", obj.urn))
+            if exactly.get("deviceClassName") not in (dra.get("deviceClasses") or []):
+                out.append((f"ResourceClaimTemplate {name}: device class {exactly.get('deviceClassName')!r} does not "
+                            f"exist on cluster {p['cluster']}", obj.urn))
+    return out
+
+
+@policy("gpu-budget", "The stack's placed GPUs stay within a budget.", "stack",
+        config={"maxGpus": {"type": "integer", "minimum": 0}})
+def gpu_budget(resources, config=None):
+    limit = (config or {}).get("maxGpus")
+    if limit is None:
+        return []
+    used = sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for _, _, placements, _ in deployments(resources)
+               for p in placements for rp in p["roles"].values())
+    return [(f"the stack places {used} GPUs; the budget is {int(limit)}", None)] if used > int(limit) else []
+
+
+RESIDENCY_DEFAULT = {"label": "modelplane.ai/residency", "regions": {"eu": ["europe-", "eu-"], "us": ["us-"]}}
+
+
+@policy("data-residency", "Deployments labelled for a jurisdiction land only on clusters in its regions.", "stack",
+        config={"label": {"type": "string"}, "regions": {"type": "object"}})
+def data_residency(resources, config=None):
+    cfg = {**RESIDENCY_DEFAULT, **(config or {})}
+    out = []
+    for r, spec, placements, clusters in deployments(resources):
+        want = (spec.get("labels") or {}).get(cfg["label"])
+        if not want:
+            continue
+        prefixes = cfg["regions"].get(want)
+        if prefixes is None:
+            out.append((f"{_key(spec)}: {cfg['label']}={want} names no jurisdiction in the policy config "
+                        f"(known: {', '.join(sorted(cfg['regions']))})", r.urn))
+            continue
+        for p in placements:
+            region = (clusters.get(p["cluster"]) or {}).get("region", "")
+            if not any(region.startswith(x) for x in prefixes):
+                out.append((f"{_key(spec)} replica {int(p['replica'])} is on {p['cluster']} in {region}, outside "
+                            f"{want} ({', '.join(prefixes)}*)", r.urn))
+    return out
