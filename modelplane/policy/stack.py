@@ -19,6 +19,13 @@ def deployments(resources):
             yield r, r.props["spec"], list(r.props.get("placements") or []), dict(r.props.get("clusters") or {})
 
 
+def replicas(resources):
+    """(component, spec, placement, that cluster's inventory) for every placed replica."""
+    for r, spec, placements, clusters in deployments(resources):
+        for p in placements:
+            yield r, spec, p, clusters.get(p["cluster"]) or {}
+
+
 def objects(resources, kind: str):
     for r in resources:
         if r.resource_type.startswith("kubernetes:") and r.props.get("kind") == kind:
@@ -45,12 +52,11 @@ def _spec_findings(resources, check) -> list[tuple[str, str]]:
         "dependsOn resolves without cycles, at most one autoscaler per role.", "stack")
 def roles(resources, config=None):
     out = _spec_findings(resources, check_roles)
-    for r, spec, placements, _ in deployments(resources):
+    for r, spec, p, _ in replicas(resources):
         want = {"decode", "prefill"} if spec.get("prefill") is not None else {"decode"}
-        for p in placements:
-            if set(p["roles"]) != want:
-                out.append((f"{_key(spec)} replica {int(p['replica'])}: placed roles {sorted(p['roles'])}, "
-                            f"expected {sorted(want)} (a disaggregated replica runs decode and prefill)", r.urn))
+        if set(p["roles"]) != want:
+            out.append((f"{_key(spec)} replica {int(p['replica'])}: placed roles {sorted(p['roles'])}, "
+                        f"expected {sorted(want)} (a disaggregated replica runs decode and prefill)", r.urn))
     return out
 
 
@@ -58,14 +64,12 @@ def roles(resources, config=None):
         "roles) and the workers they imply add up to totalWorkers.", "stack")
 def ratio_bands(resources, config=None):
     out = _spec_findings(resources, check_bands)
-    for r, spec, placements, _ in deployments(resources):
+    for r, spec, p, _ in replicas(resources):
         total = (spec.get("coordination") or {}).get("totalWorkers")
-        autoscaled = {a["role"] for a in spec.get("autoscaling") or []}
-        for p in placements:
-            got = sum(int(rp["workers"]) for role, rp in p["roles"].items() if role not in autoscaled)
-            if total is not None and got != int(total):
-                out.append((f"{_key(spec)} replica {int(p['replica'])}: workers add up to {got}, "
-                            f"not totalWorkers {int(total)}", r.urn))
+        got = sum(int(rp["workers"]) for rp in p["roles"].values())
+        if total is not None and got != int(total):
+            out.append((f"{_key(spec)} replica {int(p['replica'])}: workers add up to {got}, "
+                        f"not totalWorkers {int(total)}", r.urn))
     return out
 
 
@@ -80,28 +84,27 @@ def _role_topology(spec, role):
         "intact, and multi-node workers only on pools with a multi-node fabric.", "stack")
 def topology_fits(resources, config=None):
     out = []
-    for r, spec, placements, clusters in deployments(resources):
-        for p in placements:
-            pools = {q["name"]: q for q in (clusters.get(p["cluster"]) or {}).get("pools", [])}
-            for role, rp in p["roles"].items():
-                pool = pools.get(rp["pool"])
-                where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"
-                if pool is None:
-                    out.append((f"{where}: the cluster has no such pool", r.urn))
-                    continue
-                gpn, nodes, workers = int(rp["gpusPerNode"]), int(rp["nodes"]), int(rp["workers"])
-                if gpn > int(pool["gpusPerNode"]):
-                    out.append((f"{where}: needs {gpn} GPUs per node, class {pool['class']} has "
-                                f"{int(pool['gpusPerNode'])}", r.urn))
-                tensor, pipeline, data, local = _role_topology(spec, role)
-                per_worker = nodes // max(workers, 1)
-                if gpn * per_worker != tensor * pipeline * data:
-                    out.append((f"{where}: {per_worker} node(s) x {gpn} GPUs per worker does not hold tensor "
-                                f"{tensor} x pipeline {pipeline} x data {data}", r.urn))
-                fabric = ((pool.get("capabilities") or {}).get("network") or {}).get("fabric")
-                if per_worker > 1 and fabric not in MULTI_NODE_FABRICS:
-                    out.append((f"{where}: a {per_worker}-node worker needs a multi-node fabric "
-                                f"({', '.join(sorted(MULTI_NODE_FABRICS))}); pool {rp['pool']} has {fabric}", r.urn))
+    for r, spec, p, inv in replicas(resources):
+        pools = {q["name"]: q for q in inv.get("pools", [])}
+        for role, rp in p["roles"].items():
+            pool = pools.get(rp["pool"])
+            where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"
+            if pool is None:
+                out.append((f"{where}: the cluster has no such pool", r.urn))
+                continue
+            gpn, nodes, workers = int(rp["gpusPerNode"]), int(rp["nodes"]), int(rp["workers"])
+            if gpn > int(pool["gpusPerNode"]):
+                out.append((f"{where}: needs {gpn} GPUs per node, class {pool['class']} has "
+                            f"{int(pool['gpusPerNode'])}", r.urn))
+            tensor, pipeline, data, local = _role_topology(spec, role)
+            per_worker = nodes // max(workers, 1)
+            if gpn * per_worker != tensor * pipeline * data:
+                out.append((f"{where}: {per_worker} node(s) x {gpn} GPUs per worker does not hold tensor "
+                            f"{tensor} x pipeline {pipeline} x data {data}", r.urn))
+            fabric = ((pool.get("capabilities") or {}).get("network") or {}).get("fabric")
+            if per_worker > 1 and fabric not in MULTI_NODE_FABRICS:
+                out.append((f"{where}: a {per_worker}-node worker needs a multi-node fabric "
+                            f"({', '.join(sorted(MULTI_NODE_FABRICS))}); pool {rp['pool']} has {fabric}", r.urn))
     return out
 
 
@@ -196,8 +199,8 @@ def gpu_budget(resources, config=None):
     limit = (config or {}).get("maxGpus")
     if limit is None:
         return []
-    used = sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for _, _, placements, _ in deployments(resources)
-               for p in placements for rp in p["roles"].values())
+    used = sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for _, _, p, _ in replicas(resources)
+               for rp in p["roles"].values())
     return [(f"the stack places {used} GPUs; the budget is {int(limit)}", None)] if used > int(limit) else []
 
 
@@ -209,18 +212,13 @@ RESIDENCY_DEFAULT = {"label": "modelplane.ai/residency", "regions": {"eu": ["eur
 def data_residency(resources, config=None):
     cfg = {**RESIDENCY_DEFAULT, **(config or {})}
     out = []
-    for r, spec, placements, clusters in deployments(resources):
+    for r, spec, p, inv in replicas(resources):
         want = (spec.get("labels") or {}).get(cfg["label"])
-        if not want:
-            continue
-        prefixes = cfg["regions"].get(want)
-        if prefixes is None:
-            out.append((f"{_key(spec)}: {cfg['label']}={want} names no jurisdiction in the policy config "
-                        f"(known: {', '.join(sorted(cfg['regions']))})", r.urn))
-            continue
-        for p in placements:
-            region = (clusters.get(p["cluster"]) or {}).get("region", "")
-            if not any(region.startswith(x) for x in prefixes):
-                out.append((f"{_key(spec)} replica {int(p['replica'])} is on {p['cluster']} in {region}, outside "
-                            f"{want} ({', '.join(prefixes)}*)", r.urn))
+        prefixes = cfg["regions"].get(want) if want else None
+        if want and prefixes is None:
+            out.append((f"{_key(spec)} replica {int(p['replica'])}: {cfg['label']}={want} names no jurisdiction "
+                        f"in the policy config (known: {', '.join(sorted(cfg['regions']))})", r.urn))
+        elif want and not any(inv.get("region", "").startswith(x) for x in prefixes):
+            out.append((f"{_key(spec)} replica {int(p['replica'])} is on {p['cluster']} in {inv.get('region')}, "
+                        f"outside {want} ({', '.join(prefixes)}*)", r.urn))
     return out
