@@ -105,3 +105,27 @@ def test_explicit_stack_list_without_their_fleet(tmp_path):
 def test_real_cli_previews_dev_on_a_file_backend(tmp_path):
     code, text = go("preview", None, tmp_path, names=("dev",))
     assert code == 0, text
+
+
+def test_invalid_input_anywhere_stops_the_run_before_any_stack_is_touched(tmp_path, monkeypatch):
+    from modelplane import offline
+    from modelplane.errors import InputError, Problem
+
+    real = offline.run
+
+    def run(stack, *a, **kw):
+        if stack == "prod":
+            raise InputError([Problem("stacks/Pulumi.prod.yaml", "config.modelplane:deployments[0].replicas",
+                                      "must be at least 0", "use a count")])
+        return real(stack, *a, **kw)
+    monkeypatch.setattr(offline, "run", run)
+    fake = FakePulumi()
+    code, text = go("up", fake, tmp_path)
+    assert code == 1 and fake.calls == [] and "deployments[0].replicas" in text
+
+
+def test_progress_totals_come_from_the_offline_plan():
+    totals = environment.expected_resources(environment.steps_for(["dev"]))
+    assert totals["dev"] > 20
+    outcomes = environment.run(environment.steps_for(["dev"]), "preview", lambda op, st, out: {}, totals=totals)
+    assert outcomes["dev"].total == totals["dev"]

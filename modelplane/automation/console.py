@@ -23,7 +23,8 @@ def progress_table(operation: str, outcomes: dict) -> Table:
     for col in ("stack", "status", "resources done", "current"):
         table.add_column(col)
     for name, o in outcomes.items():
-        table.add_row(name, f"[{STYLE[o.status]}]{o.status}[/]", str(o.done), o.current or o.message)
+        done = f"{o.done}/{o.total}" if o.total is not None else str(o.done)
+        table.add_row(name, f"[{STYLE[o.status]}]{o.status}[/]", done, o.current or o.message)
     return table
 
 
@@ -48,6 +49,7 @@ def run_command(operation: str, names: list[str], backend: str | None = None, pa
         steps = environment.steps_for(names)
         environment.order(steps, operation)
         preflight(command)
+        totals = environment.expected_resources(steps) if operation != "destroy" else None
     except InputError as exc:
         errors.print(exc.render(), markup=False)
         return 1
@@ -57,6 +59,6 @@ def run_command(operation: str, names: list[str], backend: str | None = None, pa
     runner = stack_runner(backend, command, policy_config=policy_config)
     with Live(console=console, auto_refresh=console.is_terminal, transient=True) as live:
         outcomes = environment.run(steps, operation, runner, parallel,
-                                   on_change=lambda o: live.update(progress_table(operation, o)))
+                                   on_change=lambda o: live.update(progress_table(operation, o)), totals=totals)
     console.print(summary_table(operation, outcomes))
     return 0 if environment.succeeded(outcomes) else 1

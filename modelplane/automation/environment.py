@@ -35,6 +35,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     done: int = 0                    # resources finished so far (live progress)
+    total: int | None = None         # resources the offline plan records for the stack
     current: str = ""                # the operation in flight, e.g. "create gke-usc1-h200"
 
 
@@ -55,6 +56,22 @@ def steps_for(names: list[str], root: Path | None = None) -> list[Step]:
         out.append(Step(name, tuple(spec.fleet)))
         pending += [f for f in spec.fleet if f not in seen]
     return sorted(out, key=lambda s: s.stack)
+
+
+def expected_resources(steps: list[Step]) -> dict[str, int]:
+    """Plan every stack offline first: invalid input stops the run before any stack is touched,
+    and the number of recorded resources is the progress total."""
+    from .. import offline
+
+    totals, problems = {}, []
+    for s in steps:
+        try:
+            totals[s.stack] = len(offline.run(s.stack).records)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    return totals
 
 
 def order(steps: list[Step], operation: str) -> dict[str, set[str]]:
@@ -90,7 +107,8 @@ def _check_acyclic(before: dict[str, set[str]]) -> None:
         visit(n, [])
 
 
-def run(steps: list[Step], operation: str, runner, parallel: int = 4, on_change=None) -> dict[str, Outcome]:
+def run(steps: list[Step], operation: str, runner, parallel: int = 4, on_change=None,
+        totals: dict[str, int] | None = None) -> dict[str, Outcome]:
     """Run `runner(operation, stack, outcome)` per stack in dependency order.
 
     `runner` returns the change summary, raises StackLocked for a locked stack and any other
@@ -98,7 +116,7 @@ def run(steps: list[Step], operation: str, runner, parallel: int = 4, on_change=
     if operation not in OPERATIONS:
         raise ValueError(f"unknown operation {operation!r}")
     before = order(steps, operation)
-    outcomes = {s: Outcome(s) for s in sorted(before)}
+    outcomes = {s: Outcome(s, total=(totals or {}).get(s)) for s in sorted(before)}
     lock = threading.Lock()
 
     def notify():
