@@ -49,16 +49,23 @@ def _fabric_tier(pools) -> int:
 def _best(d: Demand, cluster: str, per_role, free, count: int):
     """Score: the lowest key (count, -fabric tier, stranded, leftover, cluster, pools) of one more
     replica of `d` on this cluster, or None when no pool combination has room."""
+    if len(d.roles) == 1:    # the hot path: one loop, no intermediate lists
+        role = d.roles[0]
+        gpn, nodes, best = role.gpus_per_node, role.nodes, None
+        for p in per_role[role.name]:
+            have = free[(cluster, p.name)]
+            if have >= nodes:
+                key = (count, -2, nodes * (p.gpus_per_node - gpn), have - nodes, cluster, (p.name,))
+                if best is None or key < best:
+                    best = key
+        return best
     options = []
     for role in d.roles:     # each role alone must fit before any combination can
-        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= role.nodes]
+        nodes = role.nodes
+        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= nodes]
         if not fits:
             return None
         options.append(fits)
-    if len(d.roles) == 1:
-        role, gpn, nodes = d.roles[0], d.roles[0].gpus_per_node, d.roles[0].nodes
-        return min((count, -2, nodes * (p.gpus_per_node - gpn), free[(cluster, p.name)] - nodes, cluster, (p.name,))
-                   for p in options[0])
     if len(d.roles) == 2:
         return _best_pair(d, cluster, options, free, count)
     return _best_product(d, cluster, options, free, count)

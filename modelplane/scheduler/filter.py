@@ -62,7 +62,12 @@ def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
             continue
         per_role = {}
         for role in d.roles:
-            fits = [p for p in c.pools if p.gpus_per_node >= role.gpus_per_node and verdicts.ok(role, p)]
+            seen, gpn, fits = verdicts.cache[role.name], role.gpus_per_node, []
+            for p in c.pools:
+                if p.gpus_per_node >= gpn:
+                    ok = seen.get(p.class_name)
+                    if ok if ok is not None else verdicts.ok(role, p):
+                        fits.append(p)
             if not fits:
                 break
             per_role[role.name] = fits
