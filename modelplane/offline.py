@@ -17,15 +17,9 @@ from pulumi.runtime.mocks import MockMonitor
 
 from . import program
 from .api import load_catalog, load_stack, stack_file
+from .api.loader import display_path, stack_names
 from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(stack_file("x").parents[1]))
-    except ValueError:
-        return str(path)
 
 OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
 
@@ -106,11 +100,11 @@ class OfflineRun:
 def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
     """Plan each infra stack of `modelplane:fleet` from its own file; name the reference if one is missing."""
     refs, problems = {}, []
-    known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stack_file("x").parent.glob("Pulumi.*.yaml"))
+    known = stack_names()
     for i, name in enumerate(spec.fleet):
         if not stack_file(name).exists():
             guess = did_you_mean(name, known)
-            problems.append(Problem(_display(path), f"config.{program.PROJECT}:fleet[{i}]",
+            problems.append(Problem(display_path(path), f"config.{program.PROJECT}:fleet[{i}]",
                                     f"fleet names stack {name!r}, which has no stacks/Pulumi.{name}.yaml",
                                     f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}"))
     if problems:

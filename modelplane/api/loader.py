@@ -55,7 +55,7 @@ class Source:
 
 
 def read_yaml(path: Path, display: str | None = None) -> Source:
-    display = display or _display(path)
+    display = display or display_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -71,7 +71,8 @@ def read_yaml(path: Path, display: str | None = None) -> Source:
     return Source(display, data, node)
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """A path as problems show it: relative to the project when inside it."""
     try:
         return str(path.resolve().relative_to(ROOT))
     except ValueError:
@@ -111,6 +112,11 @@ def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
 
 def stack_file(stack: str, root: Path = ROOT) -> Path:
     return root / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def stack_names(root: Path = ROOT) -> list[str]:
+    """Every stack with a config file under stacks/."""
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (root / "stacks").glob("Pulumi.*.yaml"))
 
 
 def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec:
