@@ -2,17 +2,30 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+from ..api import load_catalog
 from ..api.cluster import GPU_TAINT, POOL_LABEL
 from ..api.deployment import _SECRET_NAME
 from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
 from .registry import policy
 
 NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
-# Machine families built for multi-node gangs (GPUDirect / RDMA): their pools must be compact.
-COMPACT_MACHINES = re.compile(r"^(a3-(high|mega|ultra)gpu|a4-highgpu|a4x-)")
-EFA_INSTANCES = re.compile(r"^(p4d|p4de|p5|p5e|p5en|p6-[a-z0-9]+|p6e-[a-z0-9]+|g6e\.(12|16|24|48)xlarge)")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+@lru_cache(maxsize=1)
+def multi_node_machines() -> tuple[frozenset, frozenset]:
+    """(GKE machine types whose class asks for compact placement, EKS instance types with EFA),
+    from the catalog: the recipes are the one source of these facts."""
+    gke, eks = set(), set()
+    for cls in load_catalog().classes.values():
+        prov = cls.provisioning
+        if prov and prov.gke and prov.gke.placement == "compact":
+            gke.add(prov.gke.machine_type)
+        if prov and prov.eks and prov.eks.efa_interfaces:
+            eks.add(prov.eks.instance_type)
+    return frozenset(gke), frozenset(eks)
 
 
 def pod_templates(props: dict):
@@ -83,15 +96,16 @@ def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
     return []
 
 
-@policy("multi-node-placement", "Pools of multi-node GPU machines use compact placement (GKE) or EFA (EKS).", "resource")
+@policy("multi-node-placement", "Pools of multi-node GPU classes use compact placement (GKE) or EFA (EKS).", "resource")
 def multi_node_placement(resource_type: str, props: dict, config=None) -> list[str]:
+    compact, efa = multi_node_machines()
     if resource_type == NODE_POOL:
         machine = (props.get("nodeConfig") or {}).get("machineType", "")
         queued = (props.get("queuedProvisioning") or {}).get("enabled")
-        if COMPACT_MACHINES.match(machine) and not queued and (props.get("placementPolicy") or {}).get("type") != "COMPACT":
+        if machine in compact and not queued and (props.get("placementPolicy") or {}).get("type") != "COMPACT":
             return [f"{machine} pool has no COMPACT placement policy; its nodes may land far apart for a gang"]
     if resource_type == NODE_GROUP:
-        types = [t for t in props.get("instanceTypes") or [] if EFA_INSTANCES.match(t)]
+        types = [t for t in props.get("instanceTypes") or [] if t in efa]
         if types and not props.get("launchTemplate"):
             return [f"{types[0]} node group has no launch template, so no EFA interfaces are attached"]
     return []
