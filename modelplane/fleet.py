@@ -6,9 +6,11 @@ StackReferences, so both paths schedule and render identically.
 from __future__ import annotations
 
 from .api import Catalog, InferenceCluster, ModelDeployment
+from .api.fabric import fabric_wiring
+from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
-INVENTORY_VERSION = 1
+INVENTORY_VERSION = 2
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
 
 
@@ -16,23 +18,30 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
     pools = []
     for pool in sorted(cluster.node_pools, key=lambda p: p.name):
         cls = catalog.classes[pool.class_]
+        prov = getattr(cls.provisioning, cluster.source, None) if cls.provisioning else None
         pools.append({
             "name": pool.name, "class": cls.name, "minNodes": pool.min_nodes, "maxNodes": pool.max_nodes,
             "gpusPerNode": cls.capabilities.gpu.count, "zones": list(pool.zones),
             "capacityType": pool.capacity.type,
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
+            "fabric": fabric_wiring(cls, cluster.source).to_json(),
+            # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
+            # clusters modelplane does not build.
+            **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
         })
     # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
     # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
     installed = set(DRA_DRIVERS) if cluster.substrate.dra_driver else set()
     installed |= set(cluster.existing.device_classes) if cluster.existing else set()
     installed = installed if cluster.dra else set()
-    drivers = sorted({p["device"]["driver"] for p in pools} & installed)
+    drivers = {p["device"]["driver"] for p in pools} & installed
+    drivers |= {p["fabric"]["nicDeviceClass"] for p in pools if p["fabric"].get("nicDeviceClass")}
     return {
         "version": INVENTORY_VERSION, "name": cluster.name, "cloud": cluster.cloud, "region": cluster.region,
-        "source": cluster.source, "labels": dict(sorted(cluster.labels.items())),
-        "dra": {"enabled": cluster.dra, "deviceClasses": drivers},
+        "source": cluster.source, "kubernetesVersion": cluster.version, "labels": dict(sorted(cluster.labels.items())),
+        "dra": {"enabled": cluster.dra, "deviceClasses": sorted(drivers)},
+        "gateway": gateway_of(cluster),
         "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
                 "priorityClass": "modelplane-inference"},
         "keda": {"enabled": cluster.substrate.keda},
@@ -40,9 +49,21 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
     }
 
 
+def gateway_of(cluster: InferenceCluster) -> dict | None:
+    """The inference Gateway routes attach to: the one the substrate installs, or the cluster's own."""
+    if cluster.gateway_ref is not None:
+        return cluster.gateway_ref.model_dump(by_alias=True)
+    if not cluster.substrate.gateway:
+        return None
+    # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
+    kind = "Hostname" if cluster.source == "eks" else "IPAddress"
+    return {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+
+
 def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
-                       p["capabilities"]["network"]["fabric"]) for p in inv["pools"])
+                       p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
+                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None) for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
 
@@ -59,8 +80,12 @@ def role_workers(md: ModelDeployment) -> dict[str, int]:
     return allocate(md.coordination.total_workers, declared, bands)
 
 
-def demand_from(md: ModelDeployment) -> Demand:
+def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
+    """The deployment as the scheduler sees it; with a catalog, roles carry the model's weights
+    so Filter can check GPU memory and node storage."""
     counts = role_workers(md)
-    roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node)
+    weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
+    roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
+                       weights, w.topology.tensor * w.topology.pipeline)
                   for name, (sel, w, _) in md.gpu_roles().items())
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name)

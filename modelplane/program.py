@@ -14,7 +14,7 @@ from pulumi.runtime import config as runtime_config
 
 from .api import Catalog, StackSpec, load_catalog, parse_stack_config, stack_file
 from .api.loader import Source, read_yaml
-from .components import InferenceCluster, ModelDeployment, Target
+from .components import InferenceCluster, ModelDeployment, ModelNamespace, Target
 from .errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError
@@ -73,7 +73,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     catalog = load_catalog()
     spec = load_spec(stack, catalog, source)
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues})
-    targets, inventories, kubeconfigs = {}, {}, {}
+    targets, inventories, kubeconfigs, gateways = {}, {}, {}, {}
     cfg = pulumi.Config(PROJECT)
     for c in sorted(spec.clusters, key=lambda c: c.name):
         secret = cfg.require_secret(c.existing.kubeconfig_secret) if c.existing else None
@@ -81,6 +81,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
         targets[c.name] = Target(comp.inventory, comp.provider, comp.substrate)
         inventories[c.name] = comp.inventory
         kubeconfigs[c.name] = comp.kubeconfig
+        gateways[c.name] = comp.gateway_address
     for infra in spec.fleet:
         ref, remote = await _reference(infra, "inventory")
         if not remote:
@@ -101,7 +102,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     _, prev_doc = await _reference(stack, "placements")
     previous = [Placement.from_json(p) for p in (prev_doc or [])]
     try:
-        plan = schedule([demand_from(d) for d in spec.deployments],
+        plan = schedule([demand_from(d, catalog) for d in spec.deployments],
                         [cluster_from_inventory(inv) for name, inv in inventories.items() if name not in exclude],
                         previous)
     except DemandError as exc:
@@ -111,10 +112,12 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
     by_key = {d.key: d for d in spec.deployments}
+    namespaces = model_namespaces(spec, plan, targets)
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
-            ModelDeployment(md, mine, targets)
+            ModelDeployment(md, mine, targets, weights_gib=catalog.weights_gib(md),
+                            namespaces={c: namespaces[(c, md.namespace)] for c in {p.cluster for p in mine}})
     except RenderError as exc:
         raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
@@ -123,9 +126,17 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     return {
         "inventory": local,
         "kubeconfigs": pulumi.Output.secret(pulumi.Output.all(**kubeconfigs)) if kubeconfigs else {},
+        "gateways": pulumi.Output.all(**gateways) if gateways else {},
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
+
+
+def model_namespaces(spec: StackSpec, plan: Plan, targets: dict) -> dict:
+    """One ModelNamespace per (cluster, team namespace) that hosts a placed replica."""
+    tokens = {d.namespace: d.model.token_secret for d in spec.deployments if d.model.token_secret}
+    spots = sorted({(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements})
+    return {(c, ns): ModelNamespace(c, ns, tokens.get(ns), targets[c]) for c, ns in spots}
 
 
 def main() -> None:

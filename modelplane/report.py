@@ -15,17 +15,26 @@ K8S_SKIP = ("kubernetes:helm.sh/",)
 UNKNOWN = "(known after apply)"
 
 
-def _ints(value):
-    """Mock inputs carry numbers as floats (written back as integers where whole) and unknown
-    values for outputs of resources not yet created (written as a marker, as `pulumi preview` does)."""
+SECRET_SIG = "4dabf18193072939515e22adb298388d"   # Pulumi's marker of a secret value
+REDACTED = "(secret)"
+
+
+def _ints(value, secret: bool = False):
+    """Mock inputs carry numbers as floats (written back as integers where whole), unknown values
+    for outputs of resources not yet created (written as a marker, as `pulumi preview` does) and
+    secrets (written as a marker: their values never reach a file)."""
     if isinstance(value, Unknown):
         return UNKNOWN
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
+        if SECRET_SIG in value:
+            return _ints(value.get("value"), True)
+        return {k: _ints(v, secret) for k, v in value.items()}
     if isinstance(value, list):
-        return [_ints(v) for v in value]
+        return [_ints(v, secret) for v in value]
+    if secret and isinstance(value, str):
+        return REDACTED
     return value
 
 
@@ -49,7 +58,17 @@ def _cluster_of(run: OfflineRun) -> dict[str, str]:
 
 
 def is_manifest(r) -> bool:
-    return r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(K8S_SKIP)
+    """A Kubernetes object to apply as it is (not a Helm release, manifest file or patch)."""
+    return (r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(K8S_SKIP)
+            and not r.type.endswith("Patch"))
+
+
+def type_file(type_token: str) -> str:
+    """A resource type as a file-name prefix: gcp:container/nodePool:NodePool -> gcp.container.NodePool,
+    kubernetes:helm.sh/v3:Release -> kubernetes.helm.sh.v3.Release."""
+    pkg, module, cls = type_token.split(":")
+    module = module.replace("/", ".") if pkg == "kubernetes" else module.split("/")[0]
+    return f"{pkg}.{module}.{cls}"
 
 
 def document(run: OfflineRun, violations: list[dict]) -> dict:
@@ -83,11 +102,12 @@ def _safe(name: str) -> str:
 
 def write_out(run: OfflineRun, out: Path) -> int:
     """Kubernetes objects as DIR/<cluster>/<namespace>/<kind>-<name>.yaml; every other resource's
-    inputs as YAML in DIR/cloud/<name>.pulumi (a suffix kubectl and schema validators skip)."""
+    inputs (cloud resources, Helm releases, manifest files, patches) as YAML in
+    DIR/cloud/<type>--<name>.pulumi, one file per resource (a suffix kubectl and schema validators skip)."""
     clusters = _cluster_of(run)
     count = 0
     for r in sorted(run.records, key=lambda r: (r.type, r.name)):
-        if not r.custom or r.type.startswith("pulumi:"):
+        if r.type.startswith(("pulumi:", "modelplane:")) or not (r.custom or r.inputs):
             continue
         inputs = _ints(r.inputs)
         if is_manifest(r):
@@ -96,7 +116,7 @@ def write_out(run: OfflineRun, out: Path) -> int:
                 f"{inputs['kind'].lower()}-{meta.get('name')}.yaml"
             body = inputs
         else:
-            path = out / "cloud" / f"{_safe(r.name)}.pulumi"
+            path = out / "cloud" / f"{type_file(r.type)}--{_safe(r.name)}.pulumi"
             body = {"type": r.type, "name": r.name, "inputs": inputs}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(body, sort_keys=True, width=120))

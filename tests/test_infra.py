@@ -51,18 +51,19 @@ def test_gke_cluster_and_pools_from_recipes(gke):
     acc = h200["nodeConfig"]["guestAccelerators"][0]
     assert (h200["nodeConfig"]["machineType"], acc["type"], int(acc["count"])) == \
         ("a3-ultragpu-8g", "nvidia-h200-141gb", 8)
-    assert acc["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "LATEST"}
-    assert h200["placementPolicy"] == {"type": "COMPACT"} and h200["nodeLocations"] == ["us-central1-b"]
+    assert acc["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "INSTALLATION_DISABLED"}   # DRA pool
+    assert "placementPolicy" not in h200 and h200["nodeLocations"] == ["us-central1-b"]   # the reservation places it
     assert h200["nodeConfig"]["reservationAffinity"] == {
         "consumeReservationType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
         "values": ["a3u-usc1-prod"]}
-    assert h200["autoscaling"]["minNodeCount"] == 0 and h200["autoscaling"]["maxNodeCount"] == 8
+    assert h200["autoscaling"]["totalMinNodeCount"] == 0 and h200["autoscaling"]["totalMaxNodeCount"] == 8
     h100 = pools["gke-usc1-h100"].inputs
-    assert h100["queuedProvisioning"] == {"enabled": True} and h100["nodeConfig"]["flexStart"] is True
-    assert "placementPolicy" not in h100      # queued provisioning places the whole request itself
+    assert "queuedProvisioning" not in h100 and h100["nodeConfig"]["flexStart"] is True
+    assert "placementPolicy" not in h100      # the Dynamic Workload Scheduler obtains flex-start VMs
     l4 = pools["gke-usc1-l4"].inputs
-    assert l4["nodeConfig"]["guestAccelerators"][0]["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "DEFAULT"}
-    assert l4["autoscaling"]["locationPolicy"] == "BALANCED" and l4["initialNodeCount"] == 1
+    assert l4["nodeConfig"]["guestAccelerators"][0]["gpuDriverInstallationConfig"] == {
+        "gpuDriverVersion": "INSTALLATION_DISABLED"}
+    assert l4["autoscaling"]["locationPolicy"] == "BALANCED" and l4["initialNodeCount"] == 1   # per zone
     for name in ("gke-usc1-h200", "gke-usc1-h100", "gke-usc1-l4"):
         nc = pools[name].inputs["nodeConfig"]
         assert nc["labels"]["modelplane.ai/pool"] == name.rsplit("-", 1)[1]
@@ -75,10 +76,10 @@ def test_eks_node_groups_launch_templates_and_efa(eks):
     groups = by_name(eks, "aws:eks/nodeGroup:NodeGroup")
     assert set(groups) == {"eks-use1-system", "eks-use1-h200", "eks-use1-h100", "eks-use1-l40s"}
     h200 = groups["eks-use1-h200"].inputs
-    assert (h200["instanceTypes"], h200["amiType"], h200["capacityType"]) == \
-        (["p5en.48xlarge"], "AL2023_x86_64_NVIDIA", "CAPACITY_BLOCK")
+    assert "instanceTypes" not in h200 and (h200["amiType"], h200["capacityType"]) == \
+        ("AL2023_x86_64_NVIDIA", "CAPACITY_BLOCK")   # a Capacity Block's launch template names the type
     assert h200["subnetIds"] == ["subnet-0a11c0ffee0000001"]
-    assert h200["scalingConfig"] == {"minSize": 0, "maxSize": 4, "desiredSize": 0}
+    assert h200["scalingConfig"] == {"minSize": 4, "maxSize": 4, "desiredSize": 4}
     assert h200["labels"]["modelplane.ai/pool"] == "h200"
     assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in h200["taints"]
     l40s = groups["eks-use1-l40s"].inputs
@@ -93,6 +94,7 @@ def test_eks_node_groups_launch_templates_and_efa(eks):
     assert all(len(n["securityGroups"]) == 2 for n in nics["eks-use1-h100"])
     h200_lt = templates["eks-use1-h200"].inputs
     assert h200_lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert h200_lt["instanceType"] == "p5en.48xlarge"
     assert h200_lt["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
     sg = by_name(eks, "aws:ec2/securityGroup:SecurityGroup")["eks-use1-efa"].inputs
@@ -114,8 +116,9 @@ def test_existing_cluster_creates_no_cloud_resources_and_keeps_the_kubeconfig_se
 
 def test_inventory_is_what_the_scheduler_and_other_stacks_read(gke):
     inv = gke.result.inventories["gke-usc1"]
-    assert set(inv) == {"version", "name", "cloud", "region", "source", "labels", "dra", "kai", "keda", "pools"}
-    assert inv["kai"]["queues"] == ["chat", "search"] and inv["dra"]["deviceClasses"] == ["gpu.nvidia.com"]
+    assert set(inv) == {"version", "name", "cloud", "region", "source", "kubernetesVersion", "labels", "dra", "kai",
+                        "keda", "gateway", "pools"}
+    assert inv["kai"]["queues"] == ["chat", "search"] and inv["dra"]["deviceClasses"] == ["gpu.nvidia.com", "mrdma.google.com"]
     pool = next(p for p in inv["pools"] if p["name"] == "h200")
     assert (pool["class"], pool["gpusPerNode"], pool["minNodes"], pool["maxNodes"], pool["capacityType"]) == \
         ("gke-h200-8x-a3ultra", 8, 0, 8, "reservation")
@@ -158,13 +161,14 @@ def test_cluster_config_errors_name_cluster_pool_and_fix(cluster, path, words):
 
 def test_substrate_charts_are_addressed_as_helm_expects(gke):
     releases = {r.name: r for r in gke.records if r.type == "kubernetes:helm.sh/v3:Release"}
-    kai = releases["gke-usc1-kai"].inputs
+    kai = releases["gke-usc1-kai-scheduler"].inputs
     assert kai["chart"] == "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler" and "repositoryOpts" not in kai
-    dra = releases["gke-usc1-dra-driver"].inputs
-    assert (dra["chart"], dra["repositoryOpts"]) == ("nvidia-dra-driver-gpu", {"repo": "https://helm.ngc.nvidia.com/nvidia"})
-    assert dra["values"]["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"     # GKE installs drivers there
-    assert releases["gke-usc1-kserve-crd"].inputs["chart"] == "oci://ghcr.io/kserve/charts/kserve-llmisvc-crd"
+    assert kai["name"] == "kai-scheduler" and kai["createNamespace"] is True      # `helm ls` names, namespaces made
+    dra = releases["gke-usc1-dra-driver-nvidia-gpu"].inputs
+    assert dra["chart"] == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu" and dra["version"] == "0.4.1"
+    assert dra["values"]["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"     # where the COS installer puts it
+    assert releases["gke-usc1-kserve-llmisvc-crd"].inputs["chart"] == "oci://ghcr.io/kserve/charts/kserve-llmisvc-crd"
+    assert releases["gke-usc1-keda"].inputs["repositoryOpts"] == {"repo": "https://kedacore.github.io/charts"}
     files = {r.name: r.inputs["file"] for r in gke.records if r.type == "kubernetes:yaml/v2:ConfigFile"}
-    assert files["gke-usc1-gateway-api"].endswith("/gateway-api/releases/download/v1.6.1/standard-install.yaml")
-    charts = {r.name: r.inputs["chart"] for r in gke.records if r.type == "kubernetes:helm.sh/v4:Chart"}
-    assert charts == {"gke-usc1-lws": "oci://registry.k8s.io/lws/charts/lws", "gke-usc1-keda": "keda"}
+    assert files["gke-usc1-gateway-api-crds"].endswith("/gateway-api/releases/download/v1.6.1/standard-install.yaml")
+    assert not [r for r in gke.records if r.type == "kubernetes:helm.sh/v4:Chart"]

@@ -81,9 +81,11 @@ def test_every_rendered_object_passes_upstream_schemas(tmp_path, schema_catalog)
         kinds.add(obj["kind"])
     assert {"LLMInferenceService", "PodGroup", "ResourceClaimTemplate", "Queue", "PriorityClass", "Namespace"} <= kinds
     cloud = sorted(p.name for p in (tmp_path / "cloud").iterdir())
-    assert "dev-gke-h100.pulumi" in cloud
+    assert "gcp.container.NodePool--dev-gke-h100.pulumi" in cloud
     tool = ROOT.parent / "shared" / "tools" / "validate_manifests.py"
-    assert subprocess.run([sys.executable, str(tool), str(tmp_path)], capture_output=True).returncode == 0
+    checked = subprocess.run([sys.executable, str(tool), "--schemas", str(ROOT / "tests" / "schemas"), str(tmp_path)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
 
 
 def test_scale_down_removes_only_the_highest_replicas_objects(tmp_path):

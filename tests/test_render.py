@@ -104,18 +104,19 @@ def test_single_node_llmis(catalog, schema_catalog):
     assert_valid(schema_catalog, objs)
     kinds = by_kind(objs)
     llmis = kinds["LLMInferenceService"][0]["spec"]
-    assert llmis["model"] == {"uri": "hf://moonshotai/Kimi-K2-Instruct", "name": "ml/kimi"}
+    assert llmis["model"] == {"uri": "hf://moonshotai/Kimi-K2-Instruct", "name": "kimi"}
     assert llmis["replicas"] == 1 and llmis["parallelism"] == {"tensor": 8}
     assert "worker" not in llmis and "prefill" not in llmis
     pod = llmis["template"]
     main = pod["containers"][0]
     assert main["args"] == ["--max-model-len=131072", "--trust-remote-code"]
-    assert main["resources"] == {"claims": [{"name": "gpus"}]}            # DRA: no nvidia.com/gpu limit
+    assert main["resources"]["claims"] == [{"name": "gpus"}] and "limits" not in main["resources"]   # DRA: no limit
     assert pod["resourceClaims"][0]["resourceClaimTemplateName"] == "kimi-0-decode-gpus"
     assert pod["schedulerName"] == "kai-scheduler" and pod["nodeSelector"] == {"modelplane.ai/pool": "h200"}
     assert pod["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "32Gi"}
     assert main["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "hf", "key": "token"}
-    assert llmis["labels"]["kai.scheduler/queue"] == "ml" and llmis["annotations"] == {"pod-group-name": "kimi-0"}
+    assert llmis["labels"]["kai.scheduler/queue"] == "ml" and llmis["annotations"] == {"pod-group-name": "kimi-0",
+                                                                     "kai.scheduler/skip-podgrouper": "true"}
     claim = kinds["ResourceClaimTemplate"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert claim["count"] == 8 and claim["deviceClassName"] == "gpu.nvidia.com"
     assert kinds["PodGroup"][0]["spec"]["minMember"] == 1

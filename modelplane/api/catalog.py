@@ -5,13 +5,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from ..scheduler.model import MULTI_NODE_FABRICS, RDMA_FABRICS  # noqa: F401  (the one definition)
 from .base import Model, Name, invalid
 
 Fabric = Literal["none", "tcp", "gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"]
-
-# Fabrics that carry multi-node collectives at GPU speed (GPUDirect of some kind).
-MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
-RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
 
 
 class Gpu(Model):
@@ -56,6 +53,10 @@ class Device(Model):
         return self
 
 
+CapacityType = Literal["on-demand", "spot", "reservation", "flex-start", "capacity-block"]
+LOCAL_SSD_GIB = 375   # one GCE local SSD disk
+
+
 class GkeAccelerator(Model):
     type: str
     count: int = Field(ge=1, le=16)
@@ -71,6 +72,16 @@ class GkeProvisioning(Model):
     disk_type: str = "pd-balanced"
     placement: Literal["none", "compact"] = "none"
     gpudirect: Literal["none", "tcpx", "tcpxo", "rdma"] = "none"
+    # How Compute Engine sells this machine (G1: A3 Mega/Ultra and A4 have no on-demand capacity
+    # without a reservation; Spot, Flex-start or a reservation only).
+    capacity_types: list[CapacityType] = ["on-demand", "spot", "reservation", "flex-start"]
+    local_ssd_count: int | None = Field(default=None, ge=1, le=32)   # local SSDs used as ephemeral storage
+
+    def node_disk_gib(self) -> int:
+        """Ephemeral storage a pod on this node can fill (local SSD, else the boot disk)."""
+        if self.local_ssd_count:
+            return self.local_ssd_count * LOCAL_SSD_GIB
+        return self.disk_size_gb * 1000**3 // 1024**3
 
 
 class EksProvisioning(Model):
@@ -79,6 +90,12 @@ class EksProvisioning(Model):
                       "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
     disk_size_gb: int = Field(default=200, ge=10)
     efa_interfaces: int = Field(default=0, ge=0, le=32)
+    capacity_types: list[CapacityType] = ["on-demand", "spot", "reservation", "capacity-block"]
+    instance_store_gb: int | None = Field(default=None, ge=1)   # local NVMe (EC2 reports GB), RAID0 at boot
+
+    def node_disk_gib(self) -> int:
+        """Ephemeral storage a pod on this node can fill (instance store in RAID0, else the root volume)."""
+        return (self.instance_store_gb or self.disk_size_gb) * 1000**3 // 1024**3
 
 
 class Provisioning(Model):
@@ -109,5 +126,16 @@ class InferenceClass(Model):
         return [c for c, block in (("gke", p and p.gke), ("eks", p and p.eks)) if block]
 
 
+class ModelFacts(Model):
+    """What the catalog knows of a model checkpoint (catalog/models.yaml)."""
+
+    uri: str
+    size_gib: float = Field(alias="sizeGiB", gt=0)
+    gated: bool = False
+    source: str = ""
+    unconfirmed: list[str] = []
+
+
 class CatalogFile(Model):
     classes: list[InferenceClass] = []
+    models: list[ModelFacts] = []

@@ -11,6 +11,10 @@ from .base import Model, Name, Namespace, invalid
 # The label and taint every GPU node carries; renderers pin and tolerate with the same values.
 POOL_LABEL = "modelplane.ai/pool"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# The node label the NVIDIA DRA driver's kubelet plugin and device plugin select GPU nodes by
+# when Node Feature Discovery is not installed (dra-driver-nvidia-gpu v0.4.1 values.yaml,
+# k8s-device-plugin v0.18.2 values.yaml).
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 
 class Taint(Model):
@@ -55,32 +59,47 @@ class NodePool(Model):
         return self
 
 
+# DRA's resource.k8s.io/v1 is served from Kubernetes 1.34 on (GKE and EKS alike).
+DRA_MIN_VERSION = (1, 34)
+_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"
+
+
+def minor_version(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
 class Gke(Model):
     project: str
     region: str
-    version: str | None = None
+    version: str = Field(default="1.34", pattern=_VERSION)   # control plane (min_master_version)
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
     network: str = "default"
     subnetwork: str | None = None
     system_machine_type: str = "e2-standard-4"
+    deletion_protection: bool = True    # set false before `modelplane destroy`
 
 
 class Eks(Model):
     region: str
-    version: str = "1.34"
+    version: str = Field(default="1.34", pattern=r"^1\.\d+$")
     subnet_ids: list[str] = Field(min_length=2)
     system_instance_type: str = "m6i.xlarge"
+    # IAM principals (CI, admins) that get cluster-admin access entries besides the creator.
+    admin_role_arns: list[str] = []
 
 
 class Existing(Model):
     """Bring your own cluster: the kubeconfig is a secret stack config key."""
 
     kubeconfig_secret: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    version: str | None = Field(default=None, pattern=_VERSION)   # the cluster's Kubernetes version
     cloud: Literal["gcp", "aws", "azure", "oci", "on-prem", "other"] = "other"
     region: str = "unknown"
     # DRA device classes the cluster's own drivers provide (e.g. gpu.amd.com), beyond the ones
     # modelplane installs; devices without a class are claimed through their device plugin.
     device_classes: list[str] = []
+    nvidia_driver_root: str = "/"      # where the nodes' NVIDIA driver lives (for the DRA driver)
 
 
 class Queue(Model):
@@ -93,13 +112,25 @@ class Queue(Model):
 
 
 class Substrate(Model):
-    """Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml)."""
+    """Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml).
+    Turn one off when the cluster already runs it (e.g. an existing cert-manager)."""
 
     dra_driver: bool = True
     kai: bool = True
     lws: bool = True
     kserve: bool = True
     keda: bool = True
+    cert_manager: bool = True
+    gateway: bool = True        # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
+    autoscaler: bool = True     # EKS: the cluster autoscaler (GKE scales its node pools itself)
+
+
+class GatewayRef(Model):
+    """A Gateway the cluster already runs (then set substrate.gateway: false)."""
+
+    name: str
+    namespace: str
+    address_type: Literal["IPAddress", "Hostname"] = "IPAddress"
 
 
 class InferenceCluster(Model):
@@ -113,6 +144,7 @@ class InferenceCluster(Model):
     node_pools: list[NodePool] = Field(min_length=1)
     queues: list[Queue] = []
     substrate: Substrate = Substrate()
+    gateway_ref: GatewayRef | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -142,6 +174,10 @@ class InferenceCluster(Model):
     @property
     def region(self) -> str:
         return (self.gke or self.eks or self.existing).region
+
+    @property
+    def version(self) -> str | None:
+        return (self.gke or self.eks or self.existing).version
 
     def queue_names(self) -> list[str]:
         return sorted(q.namespace for q in self.queues)

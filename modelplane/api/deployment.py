@@ -71,7 +71,9 @@ class EnvVar(Model):
 
 
 class Engine(Model):
-    image: str
+    # On the kserve backend leave it out to run the image of KServe's LLMInferenceServiceConfig
+    # preset (it runs as non-root, as the preset's securityContext demands).
+    image: str | None = None
     args: list[str] = []
     env: list[EnvVar] = []
     port: int = Field(default=8000, ge=1, le=65535)
@@ -79,7 +81,9 @@ class Engine(Model):
 
     @field_validator("image")
     @classmethod
-    def _pinned(cls, image: str) -> str:
+    def _pinned(cls, image: str | None) -> str | None:
+        if image is None:
+            return image
         tail = image.rsplit("/", 1)[-1]
         if "@" not in image and (":" not in tail or tail.endswith(":latest")):
             raise invalid(f"image {image!r} is not pinned to a version",
@@ -100,7 +104,7 @@ class Prefill(Model):
 
     node_selector: NodeSelector = NodeSelector()
     workers: Workers = Workers()
-    engine: Engine
+    engine: Engine = Engine()
 
 
 class ExtraRole(Model):
@@ -152,7 +156,11 @@ class Coordination(Model):
 
 class ModelSource(Model):
     uri: str = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://.+")
-    name: str | None = None
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
+    size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0)   # weights; default from catalog/models.yaml
+    # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
+    # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
+    token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 GPU_ROLES = ("decode", "prefill")
@@ -167,7 +175,7 @@ class ModelDeployment(Model):
     cluster_selector: ClusterSelector = ClusterSelector()
     node_selector: NodeSelector = NodeSelector()
     workers: Workers = Workers()
-    engine: Engine
+    engine: Engine = Engine()
     prefill: Prefill | None = None
     roles: list[ExtraRole] = []
     autoscaling: list[Autoscaling] = []
@@ -190,7 +198,8 @@ class ModelDeployment(Model):
 
     @property
     def served_name(self) -> str:
-        return self.model.name or self.key
+        """What clients put in `model`: model.name, else the deployment's name."""
+        return self.model.name or self.name
 
     def gpu_roles(self) -> dict[str, tuple[NodeSelector, Workers, Engine]]:
         """GPU roles in a fixed order: decode (or the unified engine) first, then prefill."""

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
-from .catalog import CatalogFile, InferenceClass
+from .catalog import CatalogFile, InferenceClass, ModelFacts
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment, ModelService
 from .errors import format_path, problems_from
@@ -83,6 +83,14 @@ def display_path(path: Path) -> str:
 class Catalog:
     classes: dict[str, InferenceClass] = field(default_factory=dict)
     substrate: dict = field(default_factory=dict)
+    models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
+
+    def weights_gib(self, md) -> float:
+        """The deployment's model size: its own `model.sizeGiB`, else the catalog's, else 0 (unknown)."""
+        if md.model.size_gib:
+            return md.model.size_gib
+        facts = self.models.get(md.model.uri)
+        return facts.size_gib if facts else 0.0
 
 
 def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
@@ -105,6 +113,12 @@ def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
                                         src.line(("classes", i, "name"))))
             catalog.classes[cls.name] = cls
             origin.setdefault(cls.name, src.file)
+        for i, model in enumerate(parsed.models):
+            if model.uri in catalog.models:
+                problems.append(Problem(src.file, format_path(("models", i, "uri")),
+                                        f"model {model.uri!r} is already described", "keep one entry per model",
+                                        src.line(("models", i, "uri"))))
+            catalog.models[model.uri] = model
     if problems:
         raise InputError(problems)
     return catalog
@@ -181,6 +195,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
     for i, md in enumerate(spec.deployments):
         for f in check_deployment(md):
             add("deployments", (i, *f.path), f.message, f.fix, f.rule)
+    _model_credentials(spec, catalog, secret_keys, add)
     keys = {d.key for d in spec.deployments}
     for i, svc in enumerate(spec.services):
         for j, ep in enumerate(svc.endpoints):
@@ -192,6 +207,28 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 add("services", (i, "endpoints", j, "deployment"), f"endpoint names unknown deployment {ref!r}",
                     f"did you mean {guess!r}?" if guess else "name a deployment of this stack")
     return out
+
+
+def _model_credentials(spec: StackSpec, catalog: Catalog, secret_keys, add) -> None:
+    """Gated models carry a token; a token is a secret config key; one token per namespace."""
+    by_namespace: dict[str, tuple[int, str]] = {}
+    for i, md in enumerate(spec.deployments):
+        key = md.model.token_secret
+        facts = catalog.models.get(md.model.uri)
+        if key is None and facts is not None and facts.gated:
+            add("deployments", (i, "model", "tokenSecret"), f"{md.model.uri} is gated: downloading it needs a "
+                "Hugging Face token", f"run: pulumi config set --secret {NAMESPACE}:hfToken <token>, then set "
+                "model.tokenSecret: hfToken", "model-credentials")
+        if key is None:
+            continue
+        if key not in secret_keys:
+            add("deployments", (i, "model", "tokenSecret"), f"no secret config key '{NAMESPACE}:{key}' in this stack",
+                f"run: pulumi config set --secret {NAMESPACE}:{key} <token> --stack <stack>", "model-credentials")
+        first = by_namespace.setdefault(md.namespace, (i, key))
+        if first[1] != key:
+            add("deployments", (i, "model", "tokenSecret"), f"namespace {md.namespace} already reads its token from "
+                f"'{first[1]}' (deployments[{first[0]}]); a namespace's model ServiceAccount holds one token",
+                f"use tokenSecret: {first[1]}, or move this deployment to another namespace", "model-credentials")
 
 
 def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import did_you_mean
 from .catalog import InferenceClass
-from .cluster import InferenceCluster
+from .cluster import DRA_MIN_VERSION, InferenceCluster, minor_version
 from .deployment import GPU_ROLES, ModelDeployment
 
 
@@ -18,6 +18,13 @@ class Finding:
     path: tuple
     message: str
     fix: str
+
+
+def compact_placement(gke, capacity_type: str) -> bool:
+    """COMPACT placement applies to on-demand and Spot pools of compact classes: a reservation
+    (or its reservation block) already fixes where the nodes are, and flex-start obtains them
+    through the Dynamic Workload Scheduler."""
+    return gke.placement == "compact" and capacity_type in ("on-demand", "spot")
 
 
 def duplicates(names) -> list[tuple[int, str]]:
@@ -145,8 +152,39 @@ def check_bands(md: ModelDeployment) -> list[Finding]:
     return out
 
 
+# Images that run as root: KServe's presets set runAsNonRoot, so the kubelet refuses them
+# (kserve/kserve#5666: the upstream vLLM image has no USER).
+ROOT_IMAGES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
+
+
+def check_engines(md: ModelDeployment) -> list[Finding]:
+    """What each backend can run: KServe's presets (non-root image, no pipeline-parallel multi-node in
+    v0.20), the native backend's own launch (an image is required)."""
+    out = []
+    for role, (_, workers, engine) in md.gpu_roles().items():
+        at = () if role == "decode" else ("prefill",)
+        if md.backend == "native" and engine.image is None:
+            out.append(Finding("engine", (*at, "engine", "image"), f"role {role!r} has no engine image",
+                               "set engine.image (the native backend runs it as given), e.g. vllm/vllm-openai:v0.10.2"))
+        if md.backend != "kserve":
+            continue
+        if engine.image and engine.image.split("@")[0].rsplit(":", 1)[0] in ROOT_IMAGES:
+            out.append(Finding("kserve-image", (*at, "engine", "image"),
+                               f"{engine.image} runs as root, and KServe's LLMInferenceServiceConfig presets set "
+                               "runAsNonRoot: the kubelet would refuse to start it",
+                               "leave engine.image out to run the preset's image (ghcr.io/llm-d/llm-d-cuda), or use "
+                               "backend: native"))
+        if workers.topology.pipeline > 1:
+            out.append(Finding("kserve-multi-node", (*at, "workers", "topology", "pipeline"),
+                               f"role {role!r} asks for pipeline parallelism {workers.topology.pipeline}; KServe v0.20 "
+                               "has no pipeline-parallel multi-node preset (its worker presets are data-parallel only)",
+                               "use backend: native (LeaderWorkerSet with a Ray cluster), or spread over nodes with "
+                               "data/dataLocal instead of pipeline"))
+    return out
+
+
 def check_deployment(md: ModelDeployment) -> list[Finding]:
-    return check_roles(md) + check_bands(md)
+    return check_roles(md) + check_bands(md) + check_engines(md)
 
 
 def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass]) -> list[Finding]:
@@ -158,6 +196,7 @@ def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass])
     for i, name in duplicates([q.namespace for q in cluster.queues]):
         out.append(Finding("queues", ("queues", i, "namespace"), f"queue for {name!r} is declared twice",
                            "declare one queue per namespace"))
+    out += _version_findings(cluster)
     for i, pool in enumerate(cluster.node_pools):
         cls = classes.get(pool.class_)
         if cls is None:
@@ -179,12 +218,55 @@ def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass])
                                f"pool {pool.name!r} has no zones; GKE GPUs exist only in some zones of a region",
                                f"list the zones of {cluster.region} that offer this GPU, e.g. [{cluster.region}-a]"))
         out += _placement_findings(cluster, pool, i, cls)
+        out += _capacity_findings(cluster, pool, i, cls)
         if pool.capacity.type == "capacity-block" and cluster.source != "eks":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "capacity blocks are an EC2 feature", "use reservation, spot or flex-start on GKE"))
         if pool.capacity.type == "flex-start" and cluster.source != "gke":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "flex-start is a GKE feature", "use spot or capacity-block on EKS"))
+    return out
+
+
+def _version_findings(cluster: InferenceCluster) -> list[Finding]:
+    """DRA (resource.k8s.io/v1) needs Kubernetes 1.34 or later on the control plane."""
+    if not cluster.dra:
+        return []
+    where = (cluster.source, "version")
+    if cluster.version is None:
+        return [Finding("cluster-version", where, f"cluster {cluster.name!r} uses DRA but does not say which "
+                        "Kubernetes version it runs", "set existing.version to the cluster's version (1.34 or later), "
+                        "or set dra: false to use the device plugin")]
+    if minor_version(cluster.version) < DRA_MIN_VERSION:
+        want = ".".join(map(str, DRA_MIN_VERSION))
+        return [Finding("cluster-version", where, f"cluster {cluster.name!r} runs Kubernetes {cluster.version}; "
+                        f"DRA (resource.k8s.io/v1) needs {want} or later",
+                        f"set {cluster.source}.version to \"{want}\" or later, or set dra: false to use the device plugin")]
+    return []
+
+
+def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:
+    """The pool's capacity type must be one the cloud sells the machine under; EKS DRA pools must keep a
+    node up so the cluster autoscaler can copy its devices when it scales out."""
+    prov = cls.provisioning and getattr(cls.provisioning, cluster.source, None) if cluster.source in ("gke", "eks") else None
+    out = []
+    if prov is not None and pool.capacity.type not in prov.capacity_types:
+        machine = getattr(prov, "machine_type", None) or prov.instance_type
+        out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
+                           f"{machine} (class {cls.name}) is not sold as {pool.capacity.type} capacity",
+                           f"use one of {', '.join(prov.capacity_types)} (e.g. capacity: {{type: reservation, "
+                           f"reservation: <name>}})"))
+    if cluster.source == "eks" and cluster.dra and cluster.substrate.dra_driver:
+        if prov is not None and prov.ami_type.startswith("BOTTLEROCKET"):
+            out.append(Finding("pool-class", ("nodePools", i, "class"),
+                               f"{prov.ami_type} ships the NVIDIA device plugin, which must not run beside the DRA driver",
+                               "use an AL2023_*_NVIDIA AMI class, or set dra: false on this cluster"))
+        if pool.min_nodes < 1:
+            out.append(Finding("pool-scale-from-zero", ("nodePools", i, "minNodes"),
+                               f"pool {pool.name!r} starts at 0 nodes, but on EKS the cluster autoscaler can only add "
+                               "DRA GPU nodes by copying the devices of a running node of the group",
+                               "set minNodes: 1 or more, or set dra: false on this cluster (the device plugin "
+                               "scales from zero)"))
     return out
 
 
@@ -199,7 +281,12 @@ def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceC
                                    f"zone {zone!r} of pool {pool.name!r} is not in region {cluster.region}",
                                    f"use zones of {cluster.region}, e.g. {cluster.region}-a"))
         gke = cls.provisioning.gke if cls and cls.provisioning else None
-        if gke and gke.placement == "compact" and len(pool.zones) > 1 and pool.capacity.type != "flex-start":
+        if len(pool.zones) > 1 and pool.capacity.type == "reservation":
+            out.append(Finding("pool-zones", ("nodePools", i, "zones"),
+                               f"pool {pool.name!r} draws on reservation {pool.capacity.reservation}, which lives in "
+                               f"one zone, but lists {len(pool.zones)} zones",
+                               "list the reservation's zone only"))
+        elif gke and compact_placement(gke, pool.capacity.type) and len(pool.zones) > 1:
             out.append(Finding("pool-zones", ("nodePools", i, "zones"),
                                f"pool {pool.name!r} uses class {cls.name!r} with compact placement, which keeps "
                                f"nodes in one zone, but lists {len(pool.zones)} zones",

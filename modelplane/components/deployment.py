@@ -1,11 +1,12 @@
-"""ModelDeployment: registers each placed replica's rendered objects on its target cluster."""
+"""ModelDeployment: registers each placed replica's rendered objects on its target cluster; and
+ModelNamespace: the ServiceAccount (and token Secret) model pods use in a team namespace."""
 from __future__ import annotations
 
 import pulumi
 
 from ..api import ModelDeployment as DeploymentSpec
 from ..api.deployment import GPU_ROLES
-from ..render import render_replica
+from ..render import model_identity, render_replica
 from ..render.names import ROLE
 from .k8s import register
 
@@ -17,19 +18,33 @@ class Target:
         self.inventory, self.provider, self.ready = inventory, provider, ready
 
 
+class ModelNamespace(pulumi.ComponentResource):
+    """Per cluster and team namespace: the model ServiceAccount and, if needed, the HF token Secret."""
+
+    def __init__(self, cluster: str, namespace: str, token_key: str | None, target: Target,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("modelplane:index:ModelNamespace", f"{cluster}-{namespace}", None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
+        self.resources = [register(cluster, obj, child) for obj in model_identity(namespace, token_key)]
+        self.register_outputs({})
+
+
 class ModelDeployment(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, placements: list, targets: dict[str, Target],
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, weights_gib: float = 0.0,
+                 served_names: list[str] | None = None, namespaces: dict[str, ModelNamespace] | None = None):
         super().__init__("modelplane:index:ModelDeployment", f"{spec.namespace}-{spec.name}", None, opts)
         self.resources = []
         deps = {r.name: r.depends_on for r in spec.roles}
         for placement in placements:
             target = targets[placement.cluster]
-            base = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
+            ns = (namespaces or {}).get(placement.cluster)
+            base = pulumi.ResourceOptions(parent=self, provider=target.provider,
+                                          depends_on=[*target.ready, *([ns] if ns else [])])
             by_role: dict[str, list] = {}
             # Extra roles start after the roles they depend on: registration order follows a
             # topological order, and each role's objects depend on its dependencies' objects.
-            objs = render_replica(spec, placement, target.inventory)
+            objs = render_replica(spec, placement, target.inventory, weights_gib, served_names)
             for obj in sorted(objs, key=lambda o: _rank(o, deps)):
                 role = obj["metadata"]["labels"].get(ROLE)
                 needs = [res for dep in deps.get(role, []) for res in by_role.get(dep, [])]
@@ -45,6 +60,7 @@ class ModelDeployment(pulumi.ComponentResource):
             "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
             "placements": [p.to_json() for p in placements],
             "clusters": {c: targets[c].inventory for c in sorted({p.cluster for p in placements})},
+            "weightsGiB": weights_gib,
         })
 
 

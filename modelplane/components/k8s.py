@@ -4,6 +4,21 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..render.names import SecretValue
+
+
+class CustomObject(pulumi.CustomResource):
+    """A custom resource whose live `status` is an output (apiextensions.CustomResource exposes
+    only metadata and spec); used for the Gateway, whose address the DNS records point at."""
+
+    status: pulumi.Output[dict]
+
+    def __init__(self, name: str, obj: dict, opts: pulumi.ResourceOptions):
+        props = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"],
+                 "spec": obj.get("spec"), "status": None}
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s._utilities.get_version()))
+        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, props, opts)
+
 
 def logical_name(cluster: str, obj: dict) -> str:
     m = obj["metadata"]
@@ -11,22 +26,44 @@ def logical_name(cluster: str, obj: dict) -> str:
     return f"{cluster}/{ns}/{obj['kind'].lower()}/{m['name']}"
 
 
+_TYPED = {
+    ("v1", "Namespace"): lambda n, o, opts: k8s.core.v1.Namespace(n, metadata=o["metadata"], opts=opts),
+    ("v1", "Service"): lambda n, o, opts: k8s.core.v1.Service(n, metadata=o["metadata"], spec=o["spec"], opts=opts),
+    ("v1", "ServiceAccount"): lambda n, o, opts: k8s.core.v1.ServiceAccount(n, metadata=o["metadata"],
+                                                                            secrets=o.get("secrets"), opts=opts),
+    ("v1", "Secret"): lambda n, o, opts: k8s.core.v1.Secret(n, metadata=o["metadata"], type=o.get("type"),
+                                                            string_data=o.get("stringData"), opts=opts),
+    ("v1", "ResourceQuota"): lambda n, o, opts: k8s.core.v1.ResourceQuota(n, metadata=o["metadata"],
+                                                                          spec=o["spec"], opts=opts),
+    ("apps/v1", "Deployment"): lambda n, o, opts: k8s.apps.v1.Deployment(n, metadata=o["metadata"],
+                                                                         spec=o["spec"], opts=opts),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): lambda n, o, opts: k8s.resource.v1.ResourceClaimTemplate(
+        n, metadata=o["metadata"], spec=o["spec"], opts=opts),
+    ("scheduling.k8s.io/v1", "PriorityClass"): lambda n, o, opts: k8s.scheduling.v1.PriorityClass(
+        n, metadata=o["metadata"], value=o["value"], preemption_policy=o.get("preemptionPolicy"),
+        global_default=o.get("globalDefault"), description=o.get("description"), opts=opts),
+    ("gateway.networking.k8s.io/v1", "Gateway"): lambda n, o, opts: CustomObject(n, o, opts),
+}
+
+
+def resolve_secrets(value):
+    """Replace SecretValue markers with the secret stack config values they name (secret Outputs)."""
+    if isinstance(value, SecretValue):
+        secret = pulumi.Config("modelplane").require_secret(value.config_key)
+        return pulumi.Output.concat(value.prefix, secret) if value.prefix else secret
+    if isinstance(value, dict):
+        return {k: resolve_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_secrets(v) for v in value]
+    return value
+
+
 def register(cluster: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """Typed resources for core kinds; CustomResource for CRDs (they carry only metadata and spec)."""
+    obj = resolve_secrets(obj) if obj["kind"] == "Secret" else obj
     name, key = logical_name(cluster, obj), (obj["apiVersion"], obj["kind"])
-    meta, spec = obj["metadata"], obj.get("spec")
-    if key == ("v1", "Namespace"):
-        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
-    if key == ("v1", "Service"):
-        return k8s.core.v1.Service(name, metadata=meta, spec=spec, opts=opts)
-    if key == ("apps/v1", "Deployment"):
-        return k8s.apps.v1.Deployment(name, metadata=meta, spec=spec, opts=opts)
-    if key == ("resource.k8s.io/v1", "ResourceClaimTemplate"):
-        return k8s.resource.v1.ResourceClaimTemplate(name, metadata=meta, spec=spec, opts=opts)
-    if key == ("scheduling.k8s.io/v1", "PriorityClass"):
-        return k8s.scheduling.v1.PriorityClass(name, metadata=meta, value=obj["value"],
-                                               preemption_policy=obj.get("preemptionPolicy"),
-                                               global_default=obj.get("globalDefault"),
-                                               description=obj.get("description"), opts=opts)
+    typed = _TYPED.get(key)
+    if typed is not None:
+        return typed(name, obj, opts)
     return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],
-                                            metadata=meta, spec=spec, opts=opts)
+                                            metadata=obj["metadata"], spec=obj.get("spec"), opts=opts)

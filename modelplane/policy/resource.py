@@ -5,6 +5,7 @@ import re
 from functools import lru_cache
 
 from ..api import load_catalog
+from ..api.rules import compact_placement
 from ..api.cluster import GPU_TAINT, POOL_LABEL
 from ..api.deployment import _SECRET_NAME
 from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
@@ -15,17 +16,29 @@ DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 @lru_cache(maxsize=1)
-def multi_node_machines() -> tuple[frozenset, frozenset]:
-    """(GKE machine types whose class asks for compact placement, EKS instance types with EFA),
-    from the catalog: the recipes are the one source of these facts."""
-    gke, eks = set(), set()
+def multi_node_machines() -> tuple[dict, frozenset]:
+    """(GKE machine type -> its class's GKE recipe, EKS instance types with EFA), from the catalog:
+    the recipes are the one source of these facts."""
+    gke, eks = {}, set()
     for cls in load_catalog().classes.values():
         prov = cls.provisioning
-        if prov and prov.gke and prov.gke.placement == "compact":
-            gke.add(prov.gke.machine_type)
+        if prov and prov.gke:
+            gke[prov.gke.machine_type] = prov.gke
         if prov and prov.eks and prov.eks.efa_interfaces:
             eks.add(prov.eks.instance_type)
-    return frozenset(gke), frozenset(eks)
+    return gke, frozenset(eks)
+
+
+def node_pool_capacity(props: dict) -> str:
+    """A GKE NodePool's capacity type, read back from its inputs."""
+    node = props.get("nodeConfig") or {}
+    if node.get("spot"):
+        return "spot"
+    if node.get("flexStart"):
+        return "flex-start"
+    if (node.get("reservationAffinity") or {}).get("consumeReservationType") == "SPECIFIC_RESERVATION":
+        return "reservation"
+    return "on-demand"
 
 
 def pod_templates(props: dict):
@@ -96,13 +109,15 @@ def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
     return []
 
 
-@policy("multi-node-placement", "Pools of multi-node GPU classes use compact placement (GKE) or EFA (EKS).", "resource")
+@policy("multi-node-placement", "Pools of multi-node GPU classes use compact placement (GKE on-demand and Spot; "
+        "a reservation fixes placement itself) or EFA through a launch template (EKS).", "resource")
 def multi_node_placement(resource_type: str, props: dict, config=None) -> list[str]:
-    compact, efa = multi_node_machines()
+    recipes, efa = multi_node_machines()
     if resource_type == NODE_POOL:
         machine = (props.get("nodeConfig") or {}).get("machineType", "")
-        queued = (props.get("queuedProvisioning") or {}).get("enabled")
-        if machine in compact and not queued and (props.get("placementPolicy") or {}).get("type") != "COMPACT":
+        gke = recipes.get(machine)
+        if gke and compact_placement(gke, node_pool_capacity(props)) and \
+                (props.get("placementPolicy") or {}).get("type") != "COMPACT":
             return [f"{machine} pool has no COMPACT placement policy; its nodes may land far apart for a gang"]
     if resource_type == NODE_GROUP:
         types = [t for t in props.get("instanceTypes") or [] if t in efa]
@@ -135,7 +150,10 @@ def image_pinned(resource_type: str, props: dict, config=None) -> list[str]:
     out = []
     for where, _, pod in pod_templates(props):
         for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
-            image = c.get("image", "")
+            image = c.get("image")
+            if image is None and props.get("kind") == "LLMInferenceService":
+                continue    # the image of KServe's preset, pinned by the KServe release
+            image = image or ""
             last = image.rsplit("/", 1)[-1]
             if need_digest and not DIGEST.search(image):
                 out.append(f"{where} container {c.get('name')}: image {image} is not pinned by digest (@sha256:...)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..api import ModelDeployment
 from ..api.catalog import MULTI_NODE_FABRICS
 from ..api.rules import check_bands, check_roles
+from ..render.dra import CLAIM_NAME
 from ..render.kai import gang_pods
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from .registry import ADVISORY, policy
@@ -178,15 +179,16 @@ def dra_claims(resources, config=None):
         role = ((obj.props.get("metadata") or {}).get("labels") or {}).get(ROLE)
         name = obj.props["metadata"]["name"]
         dra = inv.get("dra") or {}
-        if not dra.get("enabled"):
-            out.append((f"ResourceClaimTemplate {name}: cluster {p['cluster']} does not run DRA", obj.urn))
-            continue
         for req in (((obj.props.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []:
             exactly = req.get("exactly") or {}
-            want = int(p["roles"].get(role, {}).get("gpusPerNode", 0))
-            if int(exactly.get("count", 0)) != want:
-                out.append((f"ResourceClaimTemplate {name}: count {int(exactly.get('count', 0))}, but the worker "
-                            f"uses {want} GPUs per node", obj.urn))
+            if req.get("name") == CLAIM_NAME:
+                if not dra.get("enabled"):
+                    out.append((f"ResourceClaimTemplate {name}: cluster {p['cluster']} does not run DRA", obj.urn))
+                    continue
+                want = int(p["roles"].get(role, {}).get("gpusPerNode", 0))
+                if int(exactly.get("count", 0)) != want:
+                    out.append((f"ResourceClaimTemplate {name}: count {int(exactly.get('count', 0))}, but the worker "
+                                f"uses {want} GPUs per node", obj.urn))
             if exactly.get("deviceClassName") not in (dra.get("deviceClasses") or []):
                 out.append((f"ResourceClaimTemplate {name}: device class {exactly.get('deviceClassName')!r} does not "
                             f"exist on cluster {p['cluster']}", obj.urn))

@@ -13,6 +13,7 @@ import json
 from .names import meta
 
 CLAIM_NAME = "gpus"
+NIC_CLAIM_NAME = "nics"
 MEMORY_HEADROOM = 0.95
 
 
@@ -50,6 +51,23 @@ def claim_template(name: str, namespace: str, lbls: dict, device: dict, count: i
                     "count": count,
                     "selectors": [{"cel": {"expression": selector(device)}}],
                 },
+            }]}},
+        },
+    }
+
+
+def nic_claim_template(name: str, namespace: str, lbls: dict, device_class: str) -> dict:
+    """All RDMA NICs of the node (GKE managed DRANET publishes them under `device_class`); one pod
+    per node takes them all, as Cluster Toolkit's default-rdma template does."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": meta(name, namespace, lbls),
+        "spec": {
+            "metadata": {"labels": dict(lbls)},
+            "spec": {"devices": {"requests": [{
+                "name": NIC_CLAIM_NAME,
+                "exactly": {"deviceClassName": device_class, "allocationMode": "All"},
             }]}},
         },
     }

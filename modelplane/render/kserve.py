@@ -1,18 +1,40 @@
 """KServe backend: one LLMInferenceService per replica (decode on top, prefill in spec.prefill).
 
-API version: serving.kserve.io/v1alpha1. Every KServe release from v0.15 to v0.20 serves it
-(v0.20 also serves v1alpha2 and stores that), so one manifest works across the whole fleet.
-The engine container is named `main`, the name KServe's LLM presets merge into.
+API version serving.kserve.io/v1alpha1, as KServe v0.20 serves it (v0.16 introduced the CRD; the
+presets below are v0.20's). The engine container is named `main`, the name the presets merge
+into; they supply the image (llm-d, non-root), the command, ports and probes. What we pass:
+- args, each shell-quoted: the presets run `eval "exec vllm serve ... $@"`, which would otherwise
+  split JSON such as --kv-transfer-config into several broken flags;
+- `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets run the
+  engine headless and give the worker no probes);
+- the router: our Gateway (refs), KServe's managed HTTPRoute and its scheduler (InferencePool +
+  endpoint picker), which the service routes point at.
 """
 from __future__ import annotations
+
+import shlex
 
 from ..api.deployment import Topology
 
 CONTAINER = "main"
 
 
+def quote_args(args) -> list[str]:
+    """Arguments that survive the presets' `eval` intact (each becomes exactly one word)."""
+    return [shlex.quote(a) for a in args]
+
+
+def inference_pool(llmisvc: str) -> str:
+    """The InferencePool KServe creates for a service: ChildName(name, "-inference-pool"), which is the
+    plain concatenation while it fits 63 characters (our names always do)."""
+    name = f"{llmisvc}-inference-pool"
+    if len(name) > 63:
+        raise ValueError(f"{name} is longer than 63 characters")
+    return name
+
+
 def parallelism(t: Topology) -> dict:
-    """Tensor is per node (KServe derives the LWS group size from pipeline or data/dataLocal)."""
+    """Tensor is per node (KServe derives the LWS group size from data/dataLocal)."""
     out = {"tensor": t.tensor}
     if t.pipeline > 1:
         out["pipeline"] = t.pipeline
@@ -30,10 +52,20 @@ def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_
     return out
 
 
-def llm_inference_service(metadata: dict, uri: str, served_name: str, decode: dict, prefill: dict | None) -> dict:
+def router(gateway: dict | None) -> dict:
+    """Managed route and scheduler on the cluster's inference Gateway; without a Gateway, only the
+    scheduler (the service is reachable inside the cluster through its InferencePool)."""
+    if gateway is None:
+        return {"scheduler": {}}
+    return {"gateway": {"refs": [{"name": gateway["name"], "namespace": gateway["namespace"]}]},
+            "route": {}, "scheduler": {}}
+
+
+def llm_inference_service(metadata: dict, uri: str, served_name: str, decode: dict, prefill: dict | None,
+                          gateway: dict | None) -> dict:
     spec = {"model": {"uri": uri, "name": served_name}, **decode}
     if prefill is not None:
         spec["prefill"] = prefill
-    spec["router"] = {"gateway": {}, "route": {}, "scheduler": {}}
+    spec["router"] = router(gateway)
     return {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
             "metadata": metadata, "spec": spec}

@@ -1,6 +1,8 @@
 """Labels, names and the pool/taint conventions shared by every renderer."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..api.cluster import GPU_TAINT, POOL_LABEL
 
 DEPLOYMENT = "modelplane.ai/deployment"
@@ -13,11 +15,35 @@ KAI_SCHEDULER = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+# KAI's pod-grouper leaves pods with this annotation to the PodGroup we render (KAI v0.17.0
+# pkg/common/constants SkipPodGrouperAnnotation); without it KAI regroups them by owner.
+KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 ROOT_QUEUE = "modelplane-root"
 PRIORITY_CLASS = "modelplane-inference"
 
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 GPU_RESOURCE = {"gpu.nvidia.com": "nvidia.com/gpu", "gpu.amd.com": "amd.com/gpu"}
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}   # GPU workloads come up long after `up` returns
+
+# Per team namespace on every cluster a model lands on: the ServiceAccount its model pods run as,
+# and the Secret holding the Hugging Face token (KServe's storage initializer reads secrets
+# linked to the pod's ServiceAccount that carry the key HF_TOKEN: pkg/credentials/hf @ v0.20.0).
+MODEL_SERVICE_ACCOUNT = "modelplane-models"
+HF_TOKEN_SECRET = "modelplane-hf-token"
+HF_TOKEN_KEY = "HF_TOKEN"
+
+
+@dataclass(frozen=True)
+class SecretValue:
+    """A value the components fill in from a secret stack config key (never rendered in clear)."""
+
+    config_key: str
+    prefix: str = ""
+
+
+def gpu_toleration(driver: str) -> dict:
+    """Tolerate the GPU taint of the device's vendor (nvidia.com/gpu or amd.com/gpu)."""
+    return {**GPU_TOLERATION, "key": GPU_RESOURCE.get(driver, GPU_TAINT["key"])}
 
 
 def replica_name(deployment: str, replica: int) -> str:

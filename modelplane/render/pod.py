@@ -1,20 +1,30 @@
-"""The pod of one GPU role: engine container, GPU wiring (DRA or device plugin), pool pinning."""
+"""The pod of one GPU role: engine container, GPU and NIC wiring, storage, pool pinning."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from ..api.deployment import Engine, EnvVar
-from .dra import CLAIM_NAME
-from .names import GPU_RESOURCE, GPU_TOLERATION, KAI_SCHEDULER, POOL
+from ..api.deployment import EnvVar
+from ..api.fabric import EFA_RESOURCE
+from .dra import CLAIM_NAME, NIC_CLAIM_NAME
+from .names import GPU_RESOURCE, HF_TOKEN_KEY, HF_TOKEN_SECRET, KAI_SCHEDULER, MODEL_SERVICE_ACCOUNT, POOL, \
+    gpu_toleration
+
+# Host resources a GPU worker asks for, per GPU on the node (the engine's tokenizer, scheduler and
+# weight loading run on the CPU); requests only, so the pod is Burstable, never BestEffort.
+CPU_PER_GPU = 2
+MEMORY_GI_PER_GPU = 8
 
 
 @dataclass(frozen=True)
 class GpuWiring:
-    """How a role's pods get their GPUs on the target cluster."""
+    """How a role's pods get their GPUs and NICs on the target cluster."""
 
     gpus_per_node: int
-    driver: str                  # gpu.nvidia.com | gpu.amd.com
-    claim_template: str | None   # set when the cluster runs DRA
+    driver: str                        # gpu.nvidia.com | gpu.amd.com
+    claim_template: str | None         # GPUs through DRA (else the device plugin's resource)
+    nic_claim_template: str | None = None   # RDMA NICs through DRA (GKE managed DRANET)
+    efa: int = 0                       # EFA interfaces through the EFA device plugin
 
 
 def env_list(env: list[EnvVar]) -> list[dict]:
@@ -34,39 +44,72 @@ def env_list(env: list[EnvVar]) -> list[dict]:
     return out
 
 
+def token_env() -> dict:
+    return {"name": HF_TOKEN_KEY, "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": HF_TOKEN_KEY}}}
+
+
 def shm_size(gpus_per_node: int) -> str:
     """/dev/shm for NCCL and the engine's workers: 4Gi per GPU on the node, at least 2Gi."""
     return f"{max(2, 4 * gpus_per_node)}Gi"
 
 
-def engine_container(engine: Engine, gpu: GpuWiring, name: str, extra_args=()) -> dict:
-    container = {"name": name, "image": engine.image}
-    args = [*extra_args, *engine.args]
-    if args:
-        container["args"] = args
-    env = env_list(engine.env)
-    if env:
-        container["env"] = env
-    container["ports"] = [{"name": "http", "containerPort": engine.port, "protocol": "TCP"}]
-    if gpu.claim_template:
-        container["resources"] = {"claims": [{"name": CLAIM_NAME}]}
-    else:
+def resources(gpu: GpuWiring, weights_gib: float) -> dict:
+    """GPU claims (or device-plugin limits), EFA interfaces, and host requests, including room on the
+    node's ephemeral storage for the downloaded weights."""
+    requests = {"cpu": str(CPU_PER_GPU * gpu.gpus_per_node), "memory": f"{MEMORY_GI_PER_GPU * gpu.gpus_per_node}Gi"}
+    if weights_gib:
+        requests["ephemeral-storage"] = f"{math.ceil(weights_gib * 1.1)}Gi"
+    limits = {}
+    if gpu.claim_template is None:
         resource = GPU_RESOURCE[gpu.driver]
-        container["resources"] = {"limits": {resource: gpu.gpus_per_node}, "requests": {resource: gpu.gpus_per_node}}
-    container["readinessProbe"] = {"httpGet": {"path": engine.health_path, "port": engine.port},
-                                   "periodSeconds": 10, "failureThreshold": 3}
-    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    return container
+        limits[resource] = requests[resource] = gpu.gpus_per_node
+    if gpu.efa:
+        limits[EFA_RESOURCE] = requests[EFA_RESOURCE] = gpu.efa
+    out = {}
+    claims = [c for c, t in ((CLAIM_NAME, gpu.claim_template), (NIC_CLAIM_NAME, gpu.nic_claim_template)) if t]
+    if claims:
+        out["claims"] = [{"name": c} for c in claims]
+    if limits:
+        out["limits"] = limits
+    out["requests"] = requests
+    return out
 
 
-def pod_spec(container: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
+def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, *, args=(), command=(),
+              env=(), port: int | None = None, health_path: str = "/health") -> dict:
+    """The engine container. Without `port` it has neither ports nor probes (KServe's presets own
+    them, and multi-node workers never serve HTTP)."""
+    out = {"name": name}
+    if image:
+        out["image"] = image
+    if command:
+        out["command"] = list(command)
+    if args:
+        out["args"] = list(args)
+    if env:
+        out["env"] = list(env)
+    if port is not None:
+        out["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    out["resources"] = resources(gpu, weights_gib)
+    if port is not None:
+        out["readinessProbe"] = {"httpGet": {"path": health_path, "port": port}, "periodSeconds": 10,
+                                 "failureThreshold": 3}
+    out["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return out
+
+
+def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
     spec = {}
     if kai:
         spec["schedulerName"] = KAI_SCHEDULER
-    spec["containers"] = [container]
+    spec["serviceAccountName"] = MODEL_SERVICE_ACCOUNT
+    spec["containers"] = [main]
     spec["nodeSelector"] = {POOL: pool}
-    spec["tolerations"] = [dict(GPU_TOLERATION)]
-    if gpu.claim_template:
-        spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": gpu.claim_template}]
+    spec["tolerations"] = [gpu_toleration(gpu.driver)]
+    claims = [{"name": CLAIM_NAME, "resourceClaimTemplateName": gpu.claim_template}] if gpu.claim_template else []
+    if gpu.nic_claim_template:
+        claims.append({"name": NIC_CLAIM_NAME, "resourceClaimTemplateName": gpu.nic_claim_template})
+    if claims:
+        spec["resourceClaims"] = claims
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]
     return spec

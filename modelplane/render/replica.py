@@ -4,9 +4,9 @@ from __future__ import annotations
 from ..api.deployment import ExtraRole, ModelDeployment
 from ..scheduler import Placement
 from . import kai, keda, kserve, native
-from .dra import claim_template
-from .names import DEPLOYMENT, REPLICA, ROLE, labels, meta, replica_name
-from .pod import GpuWiring, engine_container, env_list, pod_spec
+from .dra import claim_template, nic_claim_template
+from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name
+from .pod import GpuWiring, container, env_list, pod_spec, token_env
 
 
 class RenderError(ValueError):
@@ -38,29 +38,63 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> li
     name = f"{base}-{role.name}"
     lbls = labels(md.name, idx, role.name)
     selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role.name}
-    container = {"name": role.name, "image": role.image}
+    main = {"name": role.name, "image": role.image}
     if role.args:
-        container["args"] = list(role.args)
+        main["args"] = list(role.args)
     if role.env:
-        container["env"] = env_list(role.env)
-    container["ports"] = [{"name": "http", "containerPort": role.port, "protocol": "TCP"}]
-    container["resources"] = {"requests": {"cpu": role.cpu, "memory": role.memory}}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, md.namespace, lbls),
+        main["env"] = env_list(role.env)
+    main["ports"] = [{"name": "http", "containerPort": role.port, "protocol": "TCP"}]
+    main["resources"] = {"requests": {"cpu": role.cpu, "memory": role.memory}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, md.namespace, lbls, SKIP_AWAIT),
                   "spec": {"replicas": role.replicas, "selector": {"matchLabels": selector},
-                           "template": {"metadata": {"labels": lbls}, "spec": {"containers": [container]}}}}
+                           "template": {"metadata": {"labels": lbls}, "spec": {"containers": [main]}}}}
     auto = next((a for a in md.autoscaling if a.role == role.name), None)
     objs = _autoscaled(deployment, auto, lbls) if auto else [deployment]
     return [*objs, native.service(name, md.namespace, lbls, selector, role.port)]
 
 
-def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list[dict]:
+def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus_per_node: int,
+           nodes_per_worker: int) -> tuple[GpuWiring, list[dict]]:
+    """How the role's pods get GPUs (DRA claim or device plugin) and, for multi-node or
+    disaggregated replicas on a wired fabric, the NICs; plus the claim templates this needs."""
+    device, fabric = pool["device"], pool.get("fabric", {})
+    base = replica_name(md.name, idx)
+    lbls = labels(md.name, idx, role, pool["name"])
+    objects = []
+    gpu_claim = nic_claim = None
+    if inv["dra"]["enabled"] and device["driver"] in inv["dra"]["deviceClasses"]:
+        gpu_claim = f"{base}-{role}-gpus"
+        objects.append(claim_template(gpu_claim, md.namespace, lbls, device, gpus_per_node))
+    needs_fabric = nodes_per_worker > 1 or md.disaggregated
+    efa = 0
+    if needs_fabric and fabric.get("nicDeviceClass"):
+        nic_claim = f"{base}-{role}-nics"
+        objects.append(nic_claim_template(nic_claim, md.namespace, lbls, fabric["nicDeviceClass"]))
+    if needs_fabric:
+        efa = int(fabric.get("efaInterfaces", 0))
+    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa), objects
+
+
+def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
+    env = env_list(engine.env)
+    if md.disaggregated:   # NIXL's side channel listens on the pod IP (KServe's P/D samples)
+        env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if gpu.nic_claim_template:   # the presets find the RoCE HCAs and set NCCL_IB_HCA / UCX_NET_DEVICES
+        env.append({"name": "KSERVE_INFER_ROCE", "value": "true"})
+    return env
+
+
+def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights_gib: float = 0.0,
+                   served_names: list[str] | None = None) -> list[dict]:
+    """`served_names`: model names the engine answers to (its own first, then service aliases)."""
     _check_queue(md, inv)
     _check_keda(md, inv)
+    served = served_names or [md.served_name]
     autos = {a.role: a for a in md.autoscaling}
     idx = placement.replica
     base = replica_name(md.name, idx)
     pools = {p["name"]: p for p in inv["pools"]}
-    use_dra, use_kai = inv["dra"]["enabled"], inv["kai"]["enabled"]
+    use_kai = inv["kai"]["enabled"]
     objects, workloads = [], {}
     gpu_roles = md.gpu_roles()
     if use_kai:
@@ -71,29 +105,44 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict) -> list
     for role, rp in placement.roles.items():
         _, workers, engine = gpu_roles[role]
         topology = workers.topology
-        device = pools[rp.pool]["device"]
+        gpu, claims = wiring(md, inv, pools[rp.pool], idx, role, rp.gpus_per_node, topology.nodes_per_worker)
+        objects += claims
         lbls = labels(md.name, idx, role, rp.pool)
-        dra_here = use_dra and device["driver"] in inv["dra"]["deviceClasses"]
-        template_name = f"{base}-{role}-gpus" if dra_here else None
-        if template_name:
-            objects.append(claim_template(template_name, md.namespace, lbls, device, rp.gpus_per_node))
-        gpu = GpuWiring(rp.gpus_per_node, device["driver"], template_name)
         pod_labels, pod_annotations = kai.pod_metadata(base, md.queue_name, role) if use_kai else ({}, {})
         if md.backend == "kserve":
-            pod = pod_spec(engine_container(engine, gpu, kserve.CONTAINER), gpu, rp.pool, use_kai)
+            args = kserve.quote_args(engine.args)
+            if len(served) > 1:   # the presets serve model.name; later flags win, so list them all
+                args += kserve.quote_args(["--served-model-name", *served,
+                                           f"publishers/{md.namespace}/models/{served[0]}"])
+            main = container(kserve.CONTAINER, engine.image, gpu, weights_gib, args=args,
+                             env=_kserve_env(md, engine, gpu))
+            pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
+            continue
+        args = native.engine_args(md.model.uri, served, topology, engine.port) + list(engine.args)
+        env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
+        selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role}
+        name = f"{base}-{role}"
+        if topology.nodes_per_worker > 1:
+            lead_cmd, work_cmd = native.ray_commands(args)
+            leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
+                                        port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
+            worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),
+                              gpu, rp.pool, use_kai)
+            work = native.leader_worker_set(name, md.namespace, lbls, rp.workers, topology.nodes_per_worker,
+                                            pod_labels, pod_annotations, leader, worker)
         else:
-            args = native.engine_args(md.model.uri, md.served_name, topology, engine.port)
-            pod = pod_spec(engine_container(engine, gpu, native.CONTAINER, args), gpu, rp.pool, use_kai)
-            selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role}
-            name = f"{base}-{role}"
-            work = native.workload(name, md.namespace, lbls, selector, rp.workers, topology.nodes_per_worker,
-                                   pod_labels, pod_annotations, pod)
-            objects += _autoscaled(work, autos[role], lbls) if role in autos else [work]
-            objects.append(native.service(name, md.namespace, lbls, selector, engine.port))
+            main = container(native.CONTAINER, engine.image, gpu, weights_gib, args=args, env=env, port=engine.port,
+                             health_path=engine.health_path)
+            work = native.deployment(name, md.namespace, lbls, selector, rp.workers, pod_labels, pod_annotations,
+                                     pod_spec(main, gpu, rp.pool, use_kai))
+        objects += _autoscaled(work, autos[role], lbls) if role in autos else [work]
+        objects.append(native.service(name, md.namespace, lbls, selector, engine.port,
+                                      leader_only=topology.nodes_per_worker > 1))
     if md.backend == "kserve":
         objects.append(kserve.llm_inference_service(meta(base, md.namespace, labels(md.name, idx)), md.model.uri,
-                                                    md.served_name, workloads["decode"], workloads.get("prefill")))
+                                                    served[0], workloads["decode"], workloads.get("prefill"),
+                                                    inv.get("gateway")))
     for role in md.roles:
         objects += _extra_role(md, base, idx, role)
     return objects

@@ -1,7 +1,8 @@
 """Cluster-level objects modelplane renders itself: namespaces, KAI queues, the PriorityClass."""
 from __future__ import annotations
 
-from .names import MANAGED_BY, PRIORITY_CLASS, ROOT_QUEUE, meta
+from .names import (HF_TOKEN_KEY, HF_TOKEN_SECRET, MANAGED_BY, MODEL_SERVICE_ACCOUNT, PRIORITY_CLASS, ROOT_QUEUE,
+                    SecretValue, meta)
 
 # KAI treats priority >= 100 as non-preemptible; serving replicas should not be preempted by batch.
 PRIORITY_VALUE = 125
@@ -35,3 +36,17 @@ def queues(inv_queues: list[dict]) -> list[dict]:
                         "resources": _resources(q["gpuQuota"], q["gpuLimit"], q["overQuotaWeight"])}}
               for q in sorted(inv_queues, key=lambda q: q["namespace"])]
     return [root, *leaves]
+
+
+def model_identity(namespace: str, token_key: str | None) -> list[dict]:
+    """The ServiceAccount model pods run as in a team namespace and, when the namespace's models
+    need a Hugging Face token, the Secret linked to it (KServe's storage initializer reads the
+    HF_TOKEN key of secrets listed on the pod's ServiceAccount)."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": meta(MODEL_SERVICE_ACCOUNT, namespace, MANAGED_BY)}
+    if token_key is None:
+        return [sa]
+    sa["secrets"] = [{"name": HF_TOKEN_SECRET}]
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": meta(HF_TOKEN_SECRET, namespace, MANAGED_BY),
+              "type": "Opaque", "stringData": {HF_TOKEN_KEY: SecretValue(token_key)}}
+    return [secret, sa]

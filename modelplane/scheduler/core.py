@@ -34,16 +34,15 @@ from types import MappingProxyType
 
 from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
-from .model import CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Placement, Plan, Rejection, RolePlacement, Unplaced
-
-RDMA = frozenset({"roce", "efa", "infiniband"})
+from .model import (CAPACITY, NO_CLUSTER, RDMA_FABRICS, Cluster, Demand, Move, Placement, Plan, Rejection,
+                    RolePlacement, Unplaced)
 
 
 def _fabric_tier(pools) -> int:
     """How well the pools of one replica can move KV cache between roles (higher is better)."""
     if len(pools) < 2 or len({p.name for p in pools}) == 1:
         return 2
-    return 1 if all(p.fabric in RDMA for p in pools) else 0
+    return 1 if all(p.fabric in RDMA_FABRICS for p in pools) else 0
 
 
 def _best(d: Demand, cluster: str, per_role, free, count: int):
@@ -88,7 +87,7 @@ def _best_pair(d: Demand, cluster: str, options, free, count: int):
         return sorted(pools, key=lambda p: (role.nodes * (p.gpus_per_node - role.gpus_per_node),
                                             free[(cluster, p.name)] - role.nodes, p.name))[:2]
 
-    for tier, keep in ((1, lambda p: p.fabric in RDMA), (0, lambda p: True)):
+    for tier, keep in ((1, lambda p: p.fabric in RDMA_FABRICS), (0, lambda p: True)):
         pairs = [(a, b) for a in top2(r1, filter(keep, o1)) for b in top2(r2, filter(keep, o2)) if a.name != b.name]
         if pairs:
             return min(_key(d, cluster, pair, free, count) for pair in pairs)

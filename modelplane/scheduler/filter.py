@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .cel import CelError, Matcher
-from .model import CLUSTER_SELECTOR, CO_LOCATION, NODE_SELECTOR, QUEUE, SHAPE, Demand, Rejection
+from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR, QUEUE,
+                    SHAPE, Demand, Rejection)
+
+# A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
+# default --gpu-memory-utilization is 0.9, and the KV cache needs the rest of that share).
+WEIGHTS_MEMORY_SHARE = 0.9
+# Every pod downloads the weights into its node's ephemeral storage; keep this much room spare.
+DISK_HEADROOM = 1.1
 
 
 class DemandError(ValueError):
@@ -31,6 +38,13 @@ class Verdicts:
     def __init__(self, d: Demand, matcher: Matcher):
         self.d, self.matcher = d, matcher
         self.cache: dict[str, dict[str, bool]] = {r.name: {} for r in d.roles}
+        self.fits: dict[tuple, tuple[str, str] | None] = {}
+
+    def fit(self, role, pool) -> tuple[str, str] | None:
+        key = (role.name, pool.class_name, pool.gpus_per_node, pool.fabric, pool.memory_mib, pool.disk_gib)
+        if key not in self.fits:
+            self.fits[key] = fit_problem(role, pool)
+        return self.fits[key]
 
     def ok(self, role, pool) -> bool:
         seen = self.cache[role.name]
@@ -41,6 +55,25 @@ class Verdicts:
             except CelError as exc:
                 raise DemandError(self.d.key, role.name, str(exc)) from None
         return hit
+
+
+def fit_problem(role, pool) -> tuple[str, str] | None:
+    """Why one worker of `role` cannot run on a node of `pool` (shape, fabric, memory, disk), or None."""
+    if pool.gpus_per_node < role.gpus_per_node:
+        return SHAPE, (f"{role.name} needs {role.gpus_per_node} GPUs per node, {pool.class_name} has "
+                       f"{pool.gpus_per_node}")
+    if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
+        return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
+                        f"over {pool.fabric}")
+    if role.weights_gib and pool.memory_mib and role.copy_gpus:
+        usable = WEIGHTS_MEMORY_SHARE * role.copy_gpus * pool.memory_mib / 1024
+        if role.weights_gib > usable:
+            return MEMORY, (f"{role.name}: {role.weights_gib:.0f} GiB of weights exceed {WEIGHTS_MEMORY_SHARE:.0%} of "
+                            f"{role.copy_gpus} x {pool.memory_mib / 1024:.0f} GiB ({pool.class_name})")
+    if role.weights_gib and pool.disk_gib is not None and role.weights_gib * DISK_HEADROOM > pool.disk_gib:
+        return DISK, (f"{role.name}: {role.weights_gib:.0f} GiB of weights need "
+                      f"{role.weights_gib * DISK_HEADROOM:.0f} GiB of node storage, {pool.class_name} has {pool.disk_gib}")
+    return None
 
 
 def _cluster_problem(d: Demand, c) -> Rejection | None:
@@ -62,12 +95,11 @@ def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
             continue
         per_role = {}
         for role in d.roles:
-            seen, gpn, fits = verdicts.cache[role.name], role.gpus_per_node, []
+            seen, fits = verdicts.cache[role.name], []
             for p in c.pools:
-                if p.gpus_per_node >= gpn:
-                    ok = seen.get(p.class_name)
-                    if ok if ok is not None else verdicts.ok(role, p):
-                        fits.append(p)
+                ok = seen.get(p.class_name)
+                if (ok if ok is not None else verdicts.ok(role, p)) and verdicts.fit(role, p) is None:
+                    fits.append(p)
             if not fits:
                 break
             per_role[role.name] = fits
@@ -91,9 +123,10 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
                 if not verdicts.ok(role, p):
                     out.append(Rejection(c.name, p.name, NODE_SELECTOR,
                                          f"{role.name}: false for class {p.class_name}", role.name))
-                elif p.gpus_per_node < role.gpus_per_node:
-                    out.append(Rejection(c.name, p.name, SHAPE, f"{role.name} needs {role.gpus_per_node} GPUs "
-                                         f"per node, {p.class_name} has {p.gpus_per_node}", role.name))
+                    continue
+                problem = verdicts.fit(role, p)
+                if problem:
+                    out.append(Rejection(c.name, p.name, problem[0], problem[1], role.name))
                 else:
                     fits += 1
             if not fits:

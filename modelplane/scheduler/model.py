@@ -12,7 +12,15 @@ SHAPE = "shape"
 CAPACITY = "capacity"
 CO_LOCATION = "coLocation"
 QUEUE = "queue"
+FABRIC = "fabric"        # a multi-node worker on a pool without a multi-node fabric
+MEMORY = "memory"        # the weights do not fit the GPUs of one model copy
+DISK = "disk"            # a node's ephemeral storage cannot hold the weights
 NO_CLUSTER = "noCluster"
+
+# Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
+# and the RDMA ones among them (KV-cache transfer between prefill and decode).
+MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
+RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
 
 
 @dataclass(frozen=True)
@@ -22,7 +30,9 @@ class Pool:
     gpus_per_node: int
     max_nodes: int
     capabilities: Mapping = field(default_factory=dict, compare=False)
-    fabric: str = "tcp"
+    fabric: str = "tcp"          # the effective fabric: what pods on this pool really get
+    memory_mib: int = 0          # usable memory per GPU as the driver reports it (0: unknown)
+    disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,8 @@ class Role:
     workers: int
     nodes_per_worker: int
     gpus_per_node: int
+    weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
+    copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
 
     @property
     def nodes(self) -> int:

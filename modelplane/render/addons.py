@@ -1,0 +1,189 @@
+"""What a cluster's substrate is made of, in which order, with which values (pure).
+
+One `Addon` per Helm release, upstream manifest file or group of our own objects. `after`
+names the addons that must be ready first ("system" is the cluster's system node pool); the
+component registers them in that order with those dependencies. Versions and chart coordinates
+come from catalog/substrate.yaml; the reasons and sources are in docs/runtime.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .names import MANAGED_BY, meta
+from .substrate import namespace
+
+SYSTEM = "system"
+GATEWAY_CLASS = "envoy"
+GATEWAY_NAMESPACE = "modelplane-gateway"
+GATEWAY_NAME = "inference"
+ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+AI_GATEWAY_SERVICE = "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local"
+KSERVE_WEBHOOK_SERVICE = "llmisvc-webhook-server-service"
+GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"     # where Google's COS installer puts the driver
+TOLERATE_ALL = [{"operator": "Exists"}]             # node agents run on every (tainted) GPU node
+
+
+@dataclass(frozen=True)
+class Addon:
+    name: str                            # Helm release name; unique per cluster
+    kind: str                            # release | manifests | objects | gate
+    why: str
+    after: tuple[str, ...] = (SYSTEM,)
+    key: str | None = None               # entry of catalog/substrate.yaml (release, manifests)
+    values: dict = field(default_factory=dict, compare=False)
+    skip_crds: bool = False
+    objects: tuple = ()                  # kind objects: Kubernetes dicts we render ourselves
+    wait_for: str = ""                   # kind gate: a pulumi.com/waitFor expression on `objects[0]`
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the addon plan needs to know of a cluster (plain data)."""
+
+    name: str
+    source: str                          # gke | eks | existing
+    region: str
+    dra: bool                            # GPUs claimed through the NVIDIA DRA driver
+    toggles: dict                        # substrate toggles (camelCase keys as in the stack file)
+    efa: bool = False                    # some pool attaches EFA interfaces
+    driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
+
+
+def _on(facts: ClusterFacts, key: str) -> bool:
+    return facts.toggles.get(key, True)
+
+
+def envoy_gateway_values() -> dict:
+    """Envoy Gateway with the Backend API (external providers) and Envoy AI Gateway as extension
+    server, which is what routes to InferencePools (envoyproxy/ai-gateway v1.0.0
+    manifests/envoy-gateway-values.yaml and examples/inference-pool/envoy-gateway-values-addon.yaml)."""
+    hooks = {kind: {"includeAll": True} for kind in ("listener", "route", "cluster", "secret")}
+    return {"config": {"envoyGateway": {
+        "gateway": {"controllerName": ENVOY_CONTROLLER},
+        "provider": {"type": "Kubernetes"},
+        "extensionApis": {"enableEnvoyPatchPolicy": True, "enableBackend": True},
+        "extensionManager": {
+            "hooks": {"xdsTranslator": {"translation": hooks, "post": ["Translation", "Cluster", "Route"]}},
+            "service": {"fqdn": {"hostname": AI_GATEWAY_SERVICE, "port": 1063}},
+            "backendResources": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}],
+        },
+    }}}
+
+
+def dra_driver_values(facts: ClusterFacts) -> dict:
+    """dra-driver-nvidia-gpu v0.4.1: GPUs only (no ComputeDomain controller, which prefers a
+    control-plane node that GKE and EKS do not have), the kubelet plugin on every GPU node
+    (selected by nvidia.com/gpu.present, tolerating the GPU taint), the driver root of the node
+    image: COS on GKE, the host root on EKS AL2023."""
+    root = GKE_DRIVER_ROOT if facts.source == "gke" else facts.driver_root
+    return {"nvidiaDriverRoot": root, "gpuResourcesEnabledOverride": True,
+            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+            "kubeletPlugin": {"tolerations": TOLERATE_ALL}}
+
+
+def critical_pods_quota(namespace: str) -> dict:
+    """GKE admits system-node-critical pods outside kube-system only in namespaces with a
+    ResourceQuota scoped to those priority classes."""
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("critical-pods", namespace, MANAGED_BY),
+            "spec": {"hard": {"pods": "100"}, "scopeSelector": {"matchExpressions": [
+                {"operator": "In", "scopeName": "PriorityClass",
+                 "values": ["system-node-critical", "system-cluster-critical"]}]}}}
+
+
+def gateway_objects() -> list[dict]:
+    """The GatewayClass of Envoy Gateway and the cluster's inference Gateway (HTTP on port 80).
+    Pulumi waits until the Gateway has an address, which the DNS layer points at."""
+    gateway_class = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                     "metadata": meta(GATEWAY_CLASS, None, MANAGED_BY),
+                     "spec": {"controllerName": ENVOY_CONTROLLER}}
+    gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": meta(GATEWAY_NAME, GATEWAY_NAMESPACE, MANAGED_BY,
+                                {"pulumi.com/waitFor": "jsonpath={.status.addresses[0].value}"}),
+               "spec": {"gatewayClassName": GATEWAY_CLASS,
+                        "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
+                                       "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, gateway]
+
+
+def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
+    """Every addon of one cluster, in a stable order; dependencies name earlier entries."""
+    out: list[Addon] = []
+
+    def add(addon: Addon):
+        if addon.key is None or addon.key in versions:
+            out.append(addon)
+
+    kserve = _on(facts, "kserve")
+    gateway = _on(facts, "gateway")
+    if _on(facts, "certManager") and kserve:
+        add(Addon("cert-manager", "release", "KServe's webhooks and conversion use cert-manager Certificates",
+                  key="certManager", values={"crds": {"enabled": True}}))
+    if gateway or kserve:
+        add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
+                  key="gatewayApi"))
+    if gateway:
+        add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
+                  after=("gateway-api-crds",), key="envoyGatewayCrds",
+                  values={"crds": {"gatewayAPI": {"enabled": False}, "envoyGateway": {"enabled": True}}}))
+        add(Addon("envoy-gateway", "release", "the Gateway implementation that serves the inference Gateway",
+                  after=("envoy-gateway-crds",), key="envoyGateway", values=envoy_gateway_values(), skip_crds=True))
+        add(Addon("ai-gateway-crds", "release", "Envoy AI Gateway CRDs", key="aiGatewayCrds"))
+        add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
+                  after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
+        add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
+                  after=("envoy-gateway", "gateway-api-crds"), objects=tuple(gateway_objects())))
+    if _on(facts, "lws"):
+        add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
+    if kserve:
+        add(Addon("kserve-llmisvc-crd", "release", "the LLMInferenceService CRDs", key="kserveCrds"))
+        deps = tuple(n for n in ("cert-manager", "kserve-llmisvc-crd", "lws", "gateway-api-crds")
+                     if any(a.name == n for a in out))
+        add(Addon("kserve-llmisvc-resources", "release", "the LLMInferenceService controller; owns the "
+                  "Inference Extension CRDs (InferencePool)", after=deps, key="kserve",
+                  values={"kserve": {"llmisvc": {"createGIECRDs": True}}}))
+        webhook = {"apiVersion": "v1", "kind": "Endpoints",
+                   "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": versions.get("kserve", {}).get(
+                       "namespace", "kserve")}}
+        add(Addon("kserve-webhook-ready", "gate", "the presets go through KServe's validating webhook: wait "
+                  "until its Service has a ready endpoint", after=("kserve-llmisvc-resources",),
+                  objects=(webhook,), wait_for="jsonpath={.subsets[0].addresses[0].ip}"))
+        add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
+                  "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
+                  values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
+    if _on(facts, "kai"):
+        add(Addon("kai-scheduler", "release", "gang scheduling (PodGroups) and queues", key="kai"))
+    if _on(facts, "keda"):
+        add(Addon("keda", "release", "autoscaling of native GPU roles and extra roles", key="keda"))
+    add_drivers(facts, versions, add)
+    return out
+
+
+def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
+    """GPU and NIC drivers and the node autoscaler, per cloud."""
+    driver_deps: tuple[str, ...] = (SYSTEM,)
+    if facts.dra and facts.source == "gke":
+        add(Addon("cos-driver-installer", "manifests", "GKE does not install the GPU driver on DRA pools; "
+                  "Google's COS installer DaemonSet does", key="cosDriverInstaller"))
+        ns = versions.get("draDriver", {}).get("namespace", "dra-driver-nvidia-gpu")
+        add(Addon("dra-driver-quota", "objects", "GKE admits the driver's system-node-critical pods only with "
+                  "this ResourceQuota", objects=(namespace(ns), critical_pods_quota(ns))))
+        driver_deps = (SYSTEM, "cos-driver-installer", "dra-driver-quota")
+    if facts.dra:
+        add(Addon("dra-driver-nvidia-gpu", "release", "publishes the GPUs as DRA devices (gpu.nvidia.com)",
+                  after=driver_deps, key="draDriver", values=dra_driver_values(facts)))
+    elif facts.source == "eks":
+        add(Addon("nvidia-device-plugin", "release", "advertises nvidia.com/gpu (EKS AL2023 AMIs do not "
+                  "ship the device plugin)", key="nvidiaDevicePlugin", values={"tolerations": TOLERATE_ALL}))
+    if facts.source == "eks" and facts.efa:
+        add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",
+                  key="efaDevicePlugin", values={"tolerations": TOLERATE_ALL}))
+    if facts.source == "eks" and _on(facts, "autoscaler"):
+        args = {"balance-similar-node-groups": True, "skip-nodes-with-system-pods": False, "expander": "least-waste"}
+        if facts.dra:
+            args["enable-dynamic-resource-allocation"] = True
+        add(Addon("cluster-autoscaler", "release", "scales the EKS node groups (they do not scale on their own)",
+                  key="clusterAutoscaler", values={
+                      "cloudProvider": "aws", "awsRegion": facts.region,
+                      "autoDiscovery": {"clusterName": facts.name},
+                      "rbac": {"serviceAccount": {"create": True, "name": "cluster-autoscaler"}},
+                      "extraArgs": args}))
