@@ -55,13 +55,28 @@ def _placement_table(doc: dict) -> Table:
 def _cluster_table(run) -> Table:
     """The clusters this stack creates or adopts, with their GPU pools (what it exports)."""
     table = Table(title=f"clusters ({run.stack})", title_justify="left")
-    for col in ("cluster", "source", "region", "pool", "class", "nodes", "GPUs/node", "capacity"):
+    for col in ("cluster", "source", "region", "pool", "class", "nodes", "GPUs/node", "capacity", "fabric", "notes"):
         table.add_column(col)
     for c in sorted(run.result.spec.clusters, key=lambda c: c.name):
         for p in run.result.inventories[c.name]["pools"]:
+            fabric = p["fabric"]
+            shown = fabric["effective"] if fabric["effective"] == fabric["declared"] else \
+                f"{fabric['effective']} ({fabric['declared']} not wired)"
             table.add_row(c.name, c.source, c.region, p["name"], p["class"], f"{p['minNodes']}-{p['maxNodes']}",
-                          str(p["gpusPerNode"]), p["capacityType"])
+                          str(p["gpusPerNode"]), p["capacityType"], shown, "; ".join(pool_notes(p)))
     return table
+
+
+def pool_notes(pool: dict) -> list[str]:
+    """What a platform engineer should know about a pool before serving on it."""
+    notes = []
+    if pool["capacityType"] == "flex-start":
+        notes.append("flex-start VMs live at most 7 days")
+    if pool["fabric"].get("via") == "gke-dranet":
+        notes.append("RDMA NICs via GKE DRANET")
+    if pool["fabric"].get("via") == "efa-device-plugin":
+        notes.append(f"{pool['fabric']['efaInterfaces']} EFA interfaces per pod")
+    return notes
 
 
 def _summary(doc: dict, desired: dict[str, int]) -> None:

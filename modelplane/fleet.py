@@ -43,6 +43,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         "dra": {"enabled": cluster.dra, "deviceClasses": sorted(drivers)},
         "gateway": gateway_of(cluster),
         "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
+                "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
                 "priorityClass": "modelplane-inference"},
         "keda": {"enabled": cluster.substrate.keda},
         "pools": pools,

@@ -44,6 +44,7 @@ class Record:
     provider: str
     custom: bool
     dependencies: tuple[str, ...] = ()
+    ignore_changes: tuple[str, ...] = ()
     inputs: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
 
@@ -86,7 +87,8 @@ class _Monitor(MockMonitor):
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
-                                   request.provider, request.custom, tuple(sorted(request.dependencies))))
+                                   request.provider, request.custom, tuple(sorted(request.dependencies)),
+                                   tuple(request.ignoreChanges)))
         return response
 
 

@@ -1,0 +1,109 @@
+"""Stack policies on what makes a placed replica serve on a real cluster: the fabric its pods
+rely on is wired, its backend can run it, its capacity outlives it, its queue has the quota."""
+from __future__ import annotations
+
+from ..api.fabric import EFA_RESOURCE
+from ..api.rules import check_engines
+from ..render.dra import NIC_CLAIM_NAME
+from ..render.names import DEPLOYMENT, REPLICA, ROLE
+from ..scheduler.model import MULTI_NODE_FABRICS
+from .registry import ADVISORY, policy
+from .resource import pod_templates
+from .stack import _key, _spec_findings, deployments, replicas
+
+
+def _pods_of_replica(resources, spec, replica: int) -> dict[str, list[dict]]:
+    """role -> pod specs rendered for one replica (LLMInferenceService: spec is decode, spec.prefill prefill)."""
+    out: dict[str, list[dict]] = {}
+    for r in resources:
+        if not r.resource_type.startswith("kubernetes:"):
+            continue
+        meta = r.props.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if (meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)) != \
+                (spec["namespace"], spec["name"], str(replica)):
+            continue
+        for where, pod_meta, pod in pod_templates(r.props):
+            role = labels.get(ROLE) or ("prefill" if where.startswith("spec.prefill") else "decode")
+            out.setdefault(role, []).append(pod)
+    return out
+
+
+def _wired(pod: dict, fabric: dict) -> bool:
+    if fabric.get("nicDeviceClass"):
+        return any(c.get("name") == NIC_CLAIM_NAME for c in pod.get("resourceClaims") or [])
+    if fabric.get("efaInterfaces"):
+        return all(EFA_RESOURCE in ((c.get("resources") or {}).get("limits") or {}) for c in pod.get("containers") or [])
+    return True
+
+
+@policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
+        "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
+        "NICs (GKE DRANET) or request its EFA interfaces.", "stack")
+def fabric_wired(resources, config=None):
+    out = []
+    for r, spec, p, inv in replicas(resources):
+        pools = {q["name"]: q for q in inv.get("pools", [])}
+        disaggregated = spec.get("prefill") is not None
+        pods = None
+        for role, rp in p["roles"].items():
+            fabric = (pools.get(rp["pool"]) or {}).get("fabric") or {}
+            multi_node = int(rp["nodes"]) > int(rp["workers"])
+            if not (multi_node or disaggregated) or not fabric:
+                continue
+            where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"
+            if multi_node and fabric.get("effective") not in MULTI_NODE_FABRICS:
+                why = f" ({fabric['note']})" if fabric.get("note") else ""
+                out.append((f"{where}: a multi-node worker relies on {fabric.get('declared')}, which this pool does "
+                            f"not wire{why}", r.urn))
+                continue
+            if fabric.get("effective") not in MULTI_NODE_FABRICS:
+                continue
+            pods = _pods_of_replica(resources, spec, int(p["replica"])) if pods is None else pods
+            missing = [pod for pod in pods.get(role, []) if not _wired(pod, fabric)]
+            if missing:
+                how = (f"a claim on {fabric['nicDeviceClass']}" if fabric.get("nicDeviceClass")
+                       else f"{EFA_RESOURCE}: {fabric.get('efaInterfaces')}")
+                out.append((f"{where}: {len(missing)} pod template(s) lack {how}, so the {fabric['effective']} "
+                            "fabric carries none of its traffic", r.urn))
+    return out
+
+
+@policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
+        "pipeline-parallel multi-node preset; the native backend needs an image.", "stack")
+def engines(resources, config=None):
+    return _spec_findings(resources, check_engines)
+
+
+@policy("flex-start-serving", "Serving on flex-start capacity: flex-start VMs run for at most seven days, then GKE "
+        "reclaims them and the replica restarts wherever capacity is.", "stack", level=ADVISORY)
+def flex_start_serving(resources, config=None):
+    out = []
+    for r, spec, p, inv in replicas(resources):
+        pools = {q["name"]: q for q in inv.get("pools", [])}
+        flex = sorted({rp["pool"] for rp in p["roles"].values()
+                       if (pools.get(rp["pool"]) or {}).get("capacityType") == "flex-start"})
+        if flex:
+            where = ", ".join(f"{p['cluster']}/{name}" for name in flex)
+            out.append((f"{_key(spec)} replica {int(p['replica'])} runs on flex-start pool(s) {where}: each node "
+                        "lives at most 7 days", r.urn))
+    return out
+
+
+@policy("queue-quota", "GPUs placed in a KAI queue stay within its quota: the replicas are non-preemptible, and "
+        "KAI gives non-preemptible workloads only in-quota GPUs.", "stack")
+def queue_quota(resources, config=None):
+    used: dict[tuple[str, str], int] = {}
+    quota: dict[tuple[str, str], int] = {}
+    for r, spec, placements, clusters in deployments(resources):
+        queue = spec.get("queue") or spec["namespace"]
+        for p in placements:
+            inv = clusters.get(p["cluster"]) or {}
+            limit = (inv.get("kai") or {}).get("quotas", {}).get(queue)
+            if limit is None or int(limit) < 0:
+                continue
+            key = (p["cluster"], queue)
+            quota[key] = int(limit)
+            used[key] = used.get(key, 0) + sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for rp in p["roles"].values())
+    return [(f"queue {q} on {c}: {used[(c, q)]} GPUs placed, its quota is {quota[(c, q)]}", None)
+            for c, q in sorted(used) if used[(c, q)] > quota[(c, q)]]

@@ -1,0 +1,186 @@
+"""Issue 16: every GPU pool follows its cloud's documented recipe (docs/cloud-recipes.md), point by point,
+asserted on the provider inputs the example infra stacks render."""
+import copy
+
+import pytest
+import yaml
+
+from modelplane import offline, report
+from modelplane.api import load_catalog, parse_stack_config
+from modelplane.api.loader import ROOT, Source
+from modelplane.errors import InputError
+from modelplane.policy import evaluate
+from modelplane.policy.gate import Resource
+from modelplane.policy.serving import fabric_wired
+
+
+def by_name(run, type_):
+    return {r.name: r for r in run.records if r.type == type_}
+
+
+def releases(run):
+    return {r.inputs["name"]: r for r in run.records if r.type == "kubernetes:helm.sh/v3:Release"}
+
+
+@pytest.fixture(scope="module")
+def gke():
+    return offline.run("infra-gke-us-central1")
+
+
+@pytest.fixture(scope="module")
+def eks():
+    return offline.run("infra-eks-us-east-1")
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return offline.run("prod")
+
+
+def with_cluster(tmp_path, edit, stack="infra-gke-us-central1"):
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    edit(doc["config"]["modelplane:clusters"][0])
+    path = tmp_path / "Pulumi.variant.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return offline.run("variant", path)
+
+
+# 1. DRA on GKE -------------------------------------------------------------------------------
+
+def test_1_gke_dra_pools_disable_the_managed_driver_and_device_plugin(gke):
+    for name in ("gke-usc1-h200", "gke-usc1-h100", "gke-usc1-l4"):
+        node = by_name(gke, "gcp:container/nodePool:NodePool")[name].inputs["nodeConfig"]
+        assert node["guestAccelerators"][0]["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "INSTALLATION_DISABLED"}
+        assert {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.present": "true",
+                "cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}.items() <= node["labels"].items()
+    files = {r.name: r.inputs["file"] for r in gke.records if r.type == "kubernetes:yaml/v2:ConfigFile"}
+    assert files["gke-usc1-cos-driver-installer"] == (
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+        "992db81257553607f1477945f1b3219632991829/nvidia-driver-installer/cos/daemonset-preloaded.yaml")
+    driver = releases(gke)["dra-driver-nvidia-gpu"]
+    assert driver.inputs["values"]["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"      # COS
+    urns = {r.urn: r.name for r in gke.records}
+    assert {"gke-usc1-cos-driver-installer", "gke-usc1/dra-driver-nvidia-gpu/resourcequota/critical-pods"} <= \
+        {urns[d] for d in driver.dependencies}
+
+
+def test_1_eks_dra_driver_uses_the_al2023_host_driver(eks):
+    assert releases(eks)["dra-driver-nvidia-gpu"].inputs["values"]["nvidiaDriverRoot"] == "/"
+    assert "nvidia-device-plugin" not in releases(eks)          # never beside the DRA driver
+
+
+def test_1_non_dra_pools_keep_the_managed_driver_and_device_plugin(tmp_path):
+    run = with_cluster(tmp_path, lambda c: c.update(dra=False))
+    node = by_name(run, "gcp:container/nodePool:NodePool")["gke-usc1-h200"].inputs["nodeConfig"]
+    assert node["guestAccelerators"][0]["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "LATEST"}
+    assert "gke-no-default-nvidia-gpu-device-plugin" not in node["labels"]
+    assert "dra-driver-nvidia-gpu" not in releases(run)
+    assert not [r for r in run.records if r.name.endswith("cos-driver-installer")]
+
+
+# 2. Flex-start -------------------------------------------------------------------------------
+
+def test_2_flex_start_pools_are_scaled_by_the_autoscaler_not_queued(gke, prod):
+    pool = by_name(gke, "gcp:container/nodePool:NodePool")["gke-usc1-h100"].inputs
+    assert "queuedProvisioning" not in pool and pool["nodeConfig"]["flexStart"] is True
+    assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert pool["management"]["autoRepair"] is False and pool["autoscaling"]["locationPolicy"] == "ANY"
+    flex = [v for v in evaluate(prod) if v["policy"] == "flex-start-serving"]
+    assert flex and all(v["level"] == "advisory" and "at most 7 days" in v["message"] for v in flex)
+
+
+# 3. Fabrics ----------------------------------------------------------------------------------
+
+def test_3_gke_rdma_pools_are_wired_through_managed_dranet(gke, prod):
+    cluster = by_name(gke, "gcp:container/cluster:Cluster")["gke-usc1"].inputs
+    assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"           # DRANET needs Dataplane V2
+    h200 = by_name(gke, "gcp:container/nodePool:NodePool")["gke-usc1-h200"].inputs
+    assert h200["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
+    assert h200["nodeConfig"]["labels"]["cloud.google.com/gke-networking-dra-driver"] == "true"
+    claims = {r.inputs["metadata"]["name"]: r for r in prod.records if r.type.endswith("ResourceClaimTemplate")}
+    nics = [c for n, c in claims.items() if n.endswith("-nics")]
+    assert nics and all(c.inputs["spec"]["spec"]["devices"]["requests"][0]["exactly"] ==
+                        {"deviceClassName": "mrdma.google.com", "allocationMode": "All"} for c in nics)
+
+
+def test_3_eks_efa_pods_request_every_interface(prod, eks):
+    assert "efa-device-plugin" in releases(eks)
+    for r in prod.records:
+        if r.name.startswith("eks-use1/chat/llminferenceservice/deepseek-r1"):
+            for part in (r.inputs["spec"], r.inputs["spec"]["prefill"]):
+                limits = part["template"]["containers"][0]["resources"]["limits"]
+                assert limits == {"vpc.amazonaws.com/efa": 16}          # p5en: 16 EFA interfaces
+
+
+def test_3_unwired_gpudirect_counts_as_tcp_and_never_carries_a_multi_node_worker(gke):
+    h100 = next(p for p in gke.result.inventories["gke-usc1"]["pools"] if p["name"] == "h100")
+    assert h100["fabric"]["declared"] == "gpudirect-tcpx" and h100["fabric"]["effective"] == "tcp"
+    assert "NCCL plugin" in h100["fabric"]["note"]
+
+
+def test_3_fabric_wired_fails_when_pods_do_not_claim_the_nics(prod):
+    from modelplane.policy import resources_of
+    resources = [Resource(r.type, r.urn, r.name, copy.deepcopy(r.props), r.parent, r.custom)
+                 for r in resources_of(prod)]
+
+    class Args:    # what the pack passes a stack policy: resource_type and props
+        def __init__(self, r):
+            self.resource_type, self.props, self.urn = r.type, r.props, r.urn
+    wrapped = [Args(r) for r in resources]
+    assert fabric_wired(wrapped) == []
+    for r in wrapped:
+        if r.props.get("kind") == "LLMInferenceService" and r.props["metadata"]["name"] == "deepseek-r1-0":
+            r.props["spec"]["template"].pop("resourceClaims", None)
+            r.props["spec"]["template"]["containers"][0]["resources"].pop("limits", None)
+    found = fabric_wired(wrapped)
+    assert found and "deepseek-r1 replica 0 decode" in found[0][0]
+
+
+# 4. Cluster versions -------------------------------------------------------------------------
+
+def test_4_control_plane_versions_are_pinned(gke, eks):
+    assert by_name(gke, "gcp:container/cluster:Cluster")["gke-usc1"].inputs["minMasterVersion"] == "1.34"
+    assert by_name(eks, "aws:eks/cluster:Cluster")["eks-use1"].inputs["version"] == "1.34"
+
+
+@pytest.mark.parametrize("cluster,words", [
+    ({"name": "c", "gke": {"project": "p", "region": "us-central1", "version": "1.33"}}, "needs 1.34 or later"),
+    ({"name": "c", "eks": {"region": "us-east-1", "version": "1.32", "subnetIds": ["subnet-1", "subnet-2"]}},
+     "needs 1.34 or later"),
+    ({"name": "c", "existing": {"kubeconfigSecret": "kc"}}, "does not say which Kubernetes version"),
+])
+def test_4_dra_on_an_older_control_plane_is_refused(cluster, words):
+    pools = [{"name": "h", "class": "h100-8x" if "existing" in cluster else
+              ("gke-l4-1x-g2" if "gke" in cluster else "eks-l40s-4x-g6e"), "minNodes": 1, "maxNodes": 1,
+              **({"zones": ["us-central1-a"]} if "gke" in cluster else {})}]
+    config = {"modelplane:clusters": [{**cluster, "nodePools": pools}], "modelplane:kc": {"secure": "x"}}
+    with pytest.raises(InputError) as err:
+        parse_stack_config(config, Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    (problem,) = [p for p in err.value.problems if p.rule == "cluster-version"]
+    assert words in problem.message and "dra: false" in problem.fix
+
+
+# 5. --out keeps every resource -----------------------------------------------------------------
+
+def test_5_out_writes_one_file_per_resource_with_its_type_in_the_name(eks, tmp_path):
+    report.write_out(eks, tmp_path)
+    cloud = sorted(p.name for p in (tmp_path / "cloud").iterdir())
+    assert {"aws.ec2.LaunchTemplate--eks-use1-h200.pulumi", "aws.eks.NodeGroup--eks-use1-h200.pulumi",
+            "aws.eks.Cluster--eks-use1.pulumi", "aws.iam.Role--eks-use1-cluster.pulumi"} <= set(cloud)
+    expected = [r for r in eks.records if not report.is_manifest(r) and not r.type.startswith(("pulumi:", "modelplane:"))]
+    assert len(cloud) == len(expected)
+    lt = yaml.safe_load((tmp_path / "cloud" / "aws.ec2.LaunchTemplate--eks-use1-h200.pulumi").read_text())
+    assert lt["inputs"]["instanceMarketOptions"] == {"marketType": "capacity-block"}
+
+
+# 6. Versions and their sources -----------------------------------------------------------------
+
+def test_6_every_pinned_chart_and_manifest_says_where_it_comes_from():
+    substrate = load_catalog().substrate
+    assert len(substrate) >= 17
+    for name, entry in substrate.items():
+        assert entry.get("version") and entry.get("source", "").startswith("https://") and entry.get("checked"), name
+        assert ("chart" in entry and "repository" in entry and "namespace" in entry) or "manifests" in entry, name
+    assert substrate["draDriver"]["repository"] == "oci://registry.k8s.io/dra-driver-nvidia/charts"
+    assert substrate["kserve"]["version"] == substrate["kserveCrds"]["version"] == \
+        substrate["kserveRuntimeConfigs"]["version"] == "v0.20.0"
