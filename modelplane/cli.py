@@ -37,73 +37,6 @@ def _read_previous(path: Path | None) -> list[dict] | None:
                                   "pass the output of `modelplane plan STACK --json`")])
 
 
-def _placement_table(doc: dict) -> Table:
-    table = Table(title=f"placements ({doc['stack']})", title_justify="left")
-    for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs"):
-        table.add_column(col)
-    for p in doc["placements"]:
-        roles = p["roles"]
-
-        def cell(r):
-            return f"{r['pool']}  {r['workers']}w x {r['nodes'] // r['workers']}n x {r['gpusPerNode']}g" if r else "-"
-        gpus = sum(r["nodes"] * r["gpusPerNode"] for r in roles.values())
-        table.add_row(p["deployment"], str(p["replica"]), p["cluster"], cell(roles.get("decode")),
-                      cell(roles.get("prefill")), str(gpus))
-    return table
-
-
-def _cluster_table(run) -> Table:
-    """The clusters this stack creates or adopts, with their GPU pools (what it exports)."""
-    table = Table(title=f"clusters ({run.stack})", title_justify="left")
-    for col in ("cluster", "source", "region", "pool", "class", "nodes", "GPUs/node", "capacity", "fabric", "notes"):
-        table.add_column(col)
-    for c in sorted(run.result.spec.clusters, key=lambda c: c.name):
-        for p in run.result.inventories[c.name]["pools"]:
-            fabric = p["fabric"]
-            shown = fabric["effective"] if fabric["effective"] == fabric["declared"] else \
-                f"{fabric['effective']} ({fabric['declared']} not wired)"
-            table.add_row(c.name, c.source, c.region, p["name"], p["class"], f"{p['minNodes']}-{p['maxNodes']}",
-                          str(p["gpusPerNode"]), p["capacityType"], shown, "; ".join(pool_notes(p)))
-    return table
-
-
-def pool_notes(pool: dict) -> list[str]:
-    """What a platform engineer should know about a pool before serving on it."""
-    notes = []
-    if pool["capacityType"] == "flex-start":
-        notes.append("flex-start VMs live at most 7 days")
-    if pool["fabric"].get("via") == "gke-dranet":
-        notes.append("RDMA NICs via GKE DRANET")
-    if pool["fabric"].get("via") == "efa-device-plugin":
-        notes.append(f"{pool['fabric']['efaInterfaces']} EFA interfaces per pod")
-    return notes
-
-
-def _summary(doc: dict, desired: dict[str, int]) -> None:
-    placed = {}
-    for p in doc["placements"]:
-        placed[p["deployment"]] = placed.get(p["deployment"], 0) + 1
-    for key in sorted(desired):
-        n, want = placed.get(key, 0), desired[key]
-        mark = "[green]ok[/green]" if n == want else "[yellow]partial[/yellow]"
-        out.print(f"  {mark} {key}: {n}/{want} replicas placed")
-    seen = set()
-    for u in doc["unplaced"]:
-        key = (u["deployment"], tuple(json.dumps(r, sort_keys=True) for r in u["reasons"]))
-        replicas = [x["replica"] for x in doc["unplaced"] if x["deployment"] == u["deployment"]]
-        if key in seen:
-            continue
-        seen.add(key)
-        out.print(f"  [red]unplaced[/red] {u['deployment']} replicas {replicas}:")
-        for r in u["reasons"]:
-            where = r["cluster"] + (f"/{r['pool']}" if r["pool"] else "")
-            out.print(f"      {r['reason']:<16} {where:<24} {r['detail']}")
-    counts = {}
-    for r in doc["resources"]:
-        counts[r["type"]] = counts.get(r["type"], 0) + 1
-    out.print("resources: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))
-
-
 def _explain(run, key: str) -> None:
     from .scheduler.explain import explain_rows
 
@@ -140,7 +73,7 @@ def main():
                    "production.json for production stacks).")
 def plan(stack, config_file, as_json, out_dir, previous, explain, without, policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
-    from . import offline, report
+    from . import offline, report, tables
     from .policy import PolicyConfigError, default_config, evaluate, read_config
 
     try:
@@ -153,6 +86,7 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
                     _fail(f"--without {name}: no such cluster; clusters are {', '.join(sorted(known))}")
             base = [p.to_json() for p in run.result.plan.placements]
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
+            services_before = report.services(run)
             run = offline.run(stack, config_file, base, tuple(without))
         policy_file = policy_config or default_config(run.result.spec.production)
         violations = evaluate(run, read_config(policy_file))
@@ -169,10 +103,13 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
         sys.stdout.write(report.to_json(doc))
     else:
         if run.result.spec.clusters:
-            out.print(_cluster_table(run))
+            out.print(tables.cluster_table(run))
         if run.result.spec.deployments:
-            out.print(_placement_table(doc))
-        _summary(doc, run.result.plan.desired)
+            out.print(tables.placement_table(doc))
+        tables.summary(out, doc, run.result.plan.desired)
+        if doc["services"]:
+            out.print(tables.routing_table(doc))
+            tables.entry_points(out, doc, run.result.spec.dns is not None)
         if without:
             out.print(f"what-if without {', '.join(without)}:")
             for p in doc["placements"]:
@@ -182,25 +119,12 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
             for u in doc["unplaced"]:
                 if (u["deployment"], u["replica"]) in before:
                     out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
-        _print_violations(violations, policy_file)
+            tables.traffic_shift(out, services_before, doc["services"])
+        tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)
     if any(v["level"] == "mandatory" for v in violations):
         sys.exit(1)
-
-
-def _print_violations(violations: list[dict], policy_file: Path) -> None:
-    """Grouped by policy, mandatory first; one line per violation with the resource it names."""
-    if not violations:
-        out.print(f"policy: no violations ({policy_file.name})")
-        return
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for v in violations:
-        groups.setdefault((v["level"], v["policy"]), []).append(v)
-    for (level, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "mandatory", kv[0][1])):
-        out.print(f"policy {name} ({level}, {len(items)}):")
-        for v in items:
-            out.print(f"  {v.get('resource', '-')}: {v['message']}")
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,

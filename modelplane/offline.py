@@ -67,7 +67,9 @@ class _Mocks(pulumi.runtime.Mocks):
             return args.resource_id, {"outputs": self.references.get(stack, {}),
                                       "secretOutputNames": ["kubeconfigs"]}
         self.inputs[(args.typ, args.name)] = args.inputs
-        return f"{args.name}-id", _merge(args.inputs, _COMPUTED.get(args.typ, {}))
+        # What the cloud fills in after apply (a Gateway's status, ...) stays unknown, as in a real preview.
+        state = {k: v for k, v in args.inputs.items() if v is not None}
+        return f"{args.name}-id", _merge(state, _COMPUTED.get(args.typ, {}))
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         return {}
@@ -114,7 +116,9 @@ def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
     for name in spec.fleet:
         infra = load_stack(stack_file(name), catalog)
         invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
-        refs[name] = {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs}}
+        # Gateway addresses exist once the infra stack is up; offline they are named, not known.
+        refs[name] = {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs},
+                      "gateways": {inv["name"]: f"(gateway address exported by stack {name})" for inv in invs}}
     return refs
 
 

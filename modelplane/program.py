@@ -14,7 +14,10 @@ from pulumi.runtime import config as runtime_config
 
 from .api import Catalog, StackSpec, load_catalog, parse_stack_config, stack_file
 from .api.loader import Source, read_yaml
-from .components import InferenceCluster, ModelDeployment, ModelNamespace, Target
+from .api.rules import served_model
+from .components import InferenceCluster, ModelDeployment, ModelNamespace, ModelService, ServiceDns, Target
+from .render.routing import grants
+from .services import dns_problems, plan_routes, served_names
 from .errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError
@@ -31,6 +34,7 @@ class Result:
     inventories: dict[str, dict]
     plan: Plan
     previous: list[Placement] = field(default_factory=list)
+    routes: dict = field(default_factory=dict)        # service key -> scheduler.traffic.Routes
 
 
 LAST: list[Result] = []
@@ -73,7 +77,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     catalog = load_catalog()
     spec = load_spec(stack, catalog, source)
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues})
-    targets, inventories, kubeconfigs, gateways = {}, {}, {}, {}
+    targets, inventories, kubeconfigs, gateways, addresses = {}, {}, {}, {}, {}
     cfg = pulumi.Config(PROJECT)
     for c in sorted(spec.clusters, key=lambda c: c.name):
         secret = cfg.require_secret(c.existing.kubeconfig_secret) if c.existing else None
@@ -82,6 +86,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
         inventories[c.name] = comp.inventory
         kubeconfigs[c.name] = comp.kubeconfig
         gateways[c.name] = comp.gateway_address
+        addresses[c.name] = (comp.gateway_address, (comp.inventory.get("gateway") or {}).get("addressType"))
     for infra in spec.fleet:
         ref, remote = await _reference(infra, "inventory")
         if not remote:
@@ -99,6 +104,8 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
             provider = k8s.Provider(f"{inv['name']}-k8s", kubeconfig=kubeconfig, cluster_identifier=inv["name"])
             targets[inv["name"]] = Target(inv, provider, [])
             inventories[inv["name"]] = inv
+            address = ref.get_output("gateways").apply(lambda g, n=inv["name"]: (g or {}).get(n))
+            addresses[inv["name"]] = (address, (inv.get("gateway") or {}).get("addressType"))
     _, prev_doc = await _reference(stack, "placements")
     previous = [Placement.from_json(p) for p in (prev_doc or [])]
     try:
@@ -112,16 +119,29 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
     by_key = {d.key: d for d in spec.deployments}
-    namespaces = model_namespaces(spec, plan, targets)
+    routes = plan_routes(spec, plan.placements, inventories)
+    problems = dns_problems(spec, routes, inventories)
+    if problems:
+        raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:dns", p,
+                                  "use a route53 zone, or leave dns out and point your own records at the gateways")
+                          for p in problems])
+    namespaces = model_namespaces(spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
+    names = served_names(spec)
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
-            ModelDeployment(md, mine, targets, weights_gib=catalog.weights_gib(md),
+            ModelDeployment(md, mine, targets, weights_gib=catalog.weights_gib(md), served_names=names[key],
                             namespaces={c: namespaces[(c, md.namespace)] for c in {p.cluster for p in mine}})
     except RenderError as exc:
         raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
-    LAST.append(Result(spec, inventories, plan, previous))
+    providers = {p.name: p for p in spec.providers}
+    for svc in sorted(spec.services, key=lambda s: s.key):
+        ModelService(svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers))
+    if spec.dns is not None:
+        named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
+        ServiceDns(spec.dns, named, addresses)
+    LAST.append(Result(spec, inventories, plan, previous, routes))
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     return {
         "inventory": local,
@@ -132,11 +152,14 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     }
 
 
-def model_namespaces(spec: StackSpec, plan: Plan, targets: dict) -> dict:
-    """One ModelNamespace per (cluster, team namespace) that hosts a placed replica."""
+def model_namespaces(spec: StackSpec, plan: Plan, targets: dict, route_grants: dict) -> dict:
+    """One ModelNamespace per (cluster, team namespace) that hosts a placed replica, with the
+    ReferenceGrants services in other namespaces need to route to it."""
     tokens = {d.namespace: d.model.token_secret for d in spec.deployments if d.model.token_secret}
     spots = sorted({(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements})
-    return {(c, ns): ModelNamespace(c, ns, tokens.get(ns), targets[c]) for c, ns in spots}
+    return {(c, ns): ModelNamespace(c, ns, tokens.get(ns), targets[c],
+                                    [g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns])
+            for c, ns in spots}
 
 
 def main() -> None:

@@ -87,9 +87,38 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "stack": run.stack,
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
+        "services": services(run),
         "resources": resources,
         "policy": {"violations": violations},
     }
+
+
+def services(run: OfflineRun) -> list[dict]:
+    """Per service: where its traffic goes. Shares are per mille of the service's requests; DNS
+    weights are the clusters' shares in whole percent."""
+    from .api.rules import served_model
+    from .components.routing import gateway_record
+
+    spec = run.result.spec
+    providers = {p.name: p for p in spec.providers}
+    out = []
+    for svc in sorted(spec.services, key=lambda s: s.key):
+        routes = run.result.routes[svc.key]
+        entry = {"service": svc.key, "hostname": svc.hostname, "model": served_model(svc, providers),
+                 "status": "degraded" if routes.degraded else "ok", "missing": routes.missing,
+                 "endpoints": [{"target": e["target"], "weight": e["weight"], "share": e["units"],
+                                "clusters": e["clusters"]} for e in routes.endpoints],
+                 "clusters": routes.clusters, "dns": []}
+        for cluster, weight in sorted(routes.dns.items()):
+            gateway = run.result.inventories[cluster].get("gateway") or {}
+            record = {"cluster": cluster, "weight": weight,
+                      "gateway": f"{gateway.get('namespace')}/{gateway.get('name')}"}
+            if spec.dns is not None and svc.hostname:
+                record["target"] = gateway_record(spec.dns.zone.domain, cluster) if spec.dns.kind == "route53" \
+                    else "gateway address (A)"
+            entry["dns"].append(record)
+        out.append(entry)
+    return out
 
 
 def to_json(doc: dict) -> str:

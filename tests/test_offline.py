@@ -50,7 +50,7 @@ def test_json_contract_and_determinism():
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert list(doc) == ["stack", "placements", "unplaced", "resources", "policy"]
+    assert list(doc) == ["stack", "placements", "unplaced", "services", "resources", "policy"]
     assert doc["stack"] == "dev" and doc["unplaced"] == [] and doc["policy"] == {"violations": []}
     p = doc["placements"][-1]
     assert p["deployment"] == "ml-team/llama-70b" and set(p["roles"]) == {"decode", "prefill"}
@@ -106,6 +106,7 @@ def test_scale_down_removes_only_the_highest_replicas_objects(tmp_path):
     (lambda c: c["modelplane:clusters"][0]["nodePools"][0].update({"class": "gke-l4-1x"}), "unknown class"),
     (lambda c: c["modelplane:clusters"][0]["nodePools"][0].update(maxNodes="many"), "whole number"),
     (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB >="), "does not parse"),
+    (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB + 1"), "not a bool"),
 ])
 def test_bad_input_exits_1_without_traceback(tmp_path, edit, needle):
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())

@@ -3,7 +3,6 @@ test per HIGH finding, asserted offline on the rendered objects of the example s
 import subprocess
 
 import pytest
-import yaml
 
 from modelplane import offline
 from modelplane.api import load_catalog, parse_stack_config

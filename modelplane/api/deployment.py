@@ -210,22 +210,3 @@ class ModelDeployment(Model):
 
     def role_names(self) -> list[str]:
         return [*self.gpu_roles(), *(r.name for r in self.roles)]
-
-
-class Endpoint(Model):
-    deployment: str | None = None   # "namespace/name" or "name" in the service's namespace
-    url: str | None = None          # an external OpenAI-compatible endpoint
-    weight: int = Field(default=1, ge=0, le=1000)
-
-    @model_validator(mode="after")
-    def _one_target(self):
-        if (self.deployment is None) == (self.url is None):
-            raise invalid("an endpoint needs exactly one of deployment or url",
-                          "name a ModelDeployment or give the URL of an external endpoint")
-        return self
-
-
-class ModelService(Model):
-    name: Name
-    namespace: Namespace
-    endpoints: list[Endpoint] = Field(min_length=1)

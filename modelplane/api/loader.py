@@ -11,9 +11,10 @@ from ..errors import InputError, Problem, did_you_mean
 from .base import Model
 from .catalog import CatalogFile, InferenceClass, ModelFacts
 from .cluster import InferenceCluster
-from .deployment import ModelDeployment, ModelService
+from .deployment import ModelDeployment
+from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from
-from .rules import check_cluster, check_deployment, duplicates
+from .rules import check_cluster, check_deployment, check_services, duplicates
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "modelplane"
@@ -25,6 +26,8 @@ class StackSpec(Model):
     clusters: list[InferenceCluster] = []
     deployments: list[ModelDeployment] = []
     services: list[ModelService] = []
+    providers: list[Provider] = []
+    dns: Dns | None = None
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
     production: bool = False
 
@@ -196,17 +199,37 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
         for f in check_deployment(md):
             add("deployments", (i, *f.path), f.message, f.fix, f.rule)
     _model_credentials(spec, catalog, secret_keys, add)
-    keys = {d.key for d in spec.deployments}
-    for i, svc in enumerate(spec.services):
-        for j, ep in enumerate(svc.endpoints):
-            if ep.deployment is None:
-                continue
-            ref = ep.deployment if "/" in ep.deployment else f"{svc.namespace}/{ep.deployment}"
-            if ref not in keys:
-                guess = did_you_mean(ref, keys)
-                add("services", (i, "endpoints", j, "deployment"), f"endpoint names unknown deployment {ref!r}",
-                    f"did you mean {guess!r}?" if guess else "name a deployment of this stack")
+    _node_selectors(spec, catalog, add)
+    for i, name in duplicates([p.name for p in spec.providers]):
+        add("providers", (i, "name"), f"provider {name!r} is declared twice", "rename one or merge them")
+    for i, provider in enumerate(spec.providers):
+        key = provider.api_key.secret if provider.api_key else None
+        if key is not None and key not in secret_keys:
+            add("providers", (i, "apiKey", "secret"), f"no secret config key '{NAMESPACE}:{key}' in this stack",
+                f"run: pulumi config set --secret {NAMESPACE}:{key} <api key> --stack <stack>", "provider-credentials")
+    for f in check_services(spec.services, {d.key: d for d in spec.deployments},
+                            {p.name: p for p in spec.providers}, spec.dns):
+        add(f.path[0], f.path[1:], f.message, f.fix, f.rule)
     return out
+
+
+def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
+    """Every nodeSelector.cel compiles and gives a bool on every catalog class, before anything runs."""
+    from ..scheduler.cel import CelError, Matcher
+
+    matcher = Matcher()
+    for i, md in enumerate(spec.deployments):
+        sites = [(("nodeSelector", "cel"), md.node_selector.cel)]
+        if md.prefill is not None:
+            sites.append((("prefill", "nodeSelector", "cel"), md.prefill.node_selector.cel))
+        for path, expr in sites:
+            try:
+                for name, cls in sorted(catalog.classes.items()):
+                    matcher.matches(expr, name, cls.capabilities.model_dump(by_alias=True, exclude_none=True))
+            except CelError as exc:
+                add("deployments", (i, *path), f"{expr!r} {exc}",
+                    "write a CEL expression over the class capabilities that yields true or false, e.g. "
+                    "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`)", "node-selector")
 
 
 def _model_credentials(spec: StackSpec, catalog: Catalog, secret_keys, add) -> None:

@@ -304,3 +304,65 @@ def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceC
                                f"pool {pool.name!r} uses Capacity Block {pool.capacity.reservation}, which lives in "
                                "one Availability Zone", "set subnetIds to the subnet(s) of the reservation's zone"))
     return out
+
+
+RESIDENCY_LABEL = "modelplane.ai/residency"
+
+
+def served_model(svc, providers: dict) -> str:
+    """The model name clients send to a service (see ModelService.model)."""
+    if svc.model:
+        return svc.model
+    models = sorted({providers[e.provider].model for e in svc.endpoints
+                     if e.provider in providers and providers[e.provider].model})
+    return models[0] if models else svc.name
+
+
+def check_services(services, deployments: dict, providers: dict, dns=None) -> list[Finding]:
+    """Endpoints resolve, requests can pass through unchanged, hostnames are unique and inside the
+    DNS zone, and a service with a residency routes only to endpoints allowed for it. Paths start
+    at the stack key (services / providers)."""
+    out = []
+    hosts: dict[str, int] = {}
+    for i, svc in enumerate(services):
+        model = served_model(svc, providers)
+        residency = svc.labels.get(RESIDENCY_LABEL)
+        for j, ep in enumerate(svc.endpoints):
+            at = ("services", i, "endpoints", j)
+            key = ep.key(svc.namespace)
+            if ep.deployment is not None and key not in deployments:
+                guess = did_you_mean(key, deployments)
+                out.append(Finding("service-endpoints", (*at, "deployment"), f"endpoint names unknown deployment {key!r}",
+                                   f"did you mean {guess!r}?" if guess else "name a deployment of this stack"))
+                continue
+            if ep.provider is not None and key not in providers:
+                guess = did_you_mean(key, providers)
+                out.append(Finding("service-endpoints", (*at, "provider"), f"endpoint names unknown provider {key!r}",
+                                   f"did you mean {guess!r}?" if guess else "add it under modelplane:providers"))
+                continue
+            target = deployments[key] if ep.deployment is not None else providers[key]
+            if ep.provider is not None and target.model and target.model != model:
+                out.append(Finding("service-model", (*at, "provider"),
+                                   f"requests reach provider {key!r} unchanged, so it must serve the model clients send "
+                                   f"({model!r}), but it serves {target.model!r}",
+                                   f"set services[{i}].model: {target.model} (the deployments answer to it as an alias), "
+                                   "or route this provider from a service of its own"))
+            theirs = target.labels.get(RESIDENCY_LABEL)
+            if residency and theirs != residency:
+                out.append(Finding("service-residency", at,
+                                   f"service {svc.key} is labelled {RESIDENCY_LABEL}={residency}, but "
+                                   f"{ep.deployment and 'deployment' or 'provider'} {key!r} is "
+                                   f"{theirs and f'labelled {theirs}' or 'not labelled'}",
+                                   f"route only to endpoints labelled {RESIDENCY_LABEL}: {residency}"))
+        if svc.hostname:
+            if svc.hostname in hosts:
+                out.append(Finding("service-hostnames", ("services", i, "hostname"),
+                                   f"hostname {svc.hostname} is already served by services[{hosts[svc.hostname]}]: both "
+                                   "routes would attach to the same gateways", "give each service its own hostname"))
+            hosts.setdefault(svc.hostname, i)
+            if dns is not None and not (svc.hostname == dns.zone.domain or svc.hostname.endswith("." + dns.zone.domain)):
+                out.append(Finding("service-hostnames", ("services", i, "hostname"),
+                                   f"hostname {svc.hostname} is outside the DNS zone {dns.zone.domain}",
+                                   f"use a name under {dns.zone.domain}, or leave dns out and point your own DNS at "
+                                   "the gateway addresses the plan prints"))
+    return out

@@ -1,5 +1,6 @@
 """ModelDeployment: registers each placed replica's rendered objects on its target cluster; and
-ModelNamespace: the ServiceAccount (and token Secret) model pods use in a team namespace."""
+ModelNamespace: the ServiceAccount (and token Secret) model pods use in a team namespace, and the
+ReferenceGrants that let services of other namespaces route to it."""
 from __future__ import annotations
 
 import pulumi
@@ -22,10 +23,10 @@ class ModelNamespace(pulumi.ComponentResource):
     """Per cluster and team namespace: the model ServiceAccount and, if needed, the HF token Secret."""
 
     def __init__(self, cluster: str, namespace: str, token_key: str | None, target: Target,
-                 opts: pulumi.ResourceOptions | None = None):
+                 extra: list[dict] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("modelplane:index:ModelNamespace", f"{cluster}-{namespace}", None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
-        self.resources = [register(cluster, obj, child) for obj in model_identity(namespace, token_key)]
+        self.resources = [register(cluster, obj, child) for obj in [*model_identity(namespace, token_key), *extra]]
         self.register_outputs({})
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import resource, serving, stack  # noqa: F401  (registers the policies)
+from . import resource, routing, serving, stack  # noqa: F401  (registers the policies)
 from .gate import PACK_DIR, Analyzer, PolicyConfigError, Resource, read_config, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES, Policy
 

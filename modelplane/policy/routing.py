@@ -1,0 +1,81 @@
+"""Stack policies on services: they read the ModelService components' outputs (spec, routes, the
+providers and the labels of their targets) and apply the same rules the loader does."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pydantic import ValidationError
+
+from ..api.rules import check_services
+from ..api.service import ModelService, Provider
+from .registry import ADVISORY, policy
+
+MODEL_SERVICE = "modelplane:index:ModelService"
+
+
+def _services(resources):
+    for r in resources:
+        if r.resource_type == MODEL_SERVICE and r.props.get("spec"):
+            yield r
+
+
+def _findings(resources, rule: str) -> list[tuple[str, str]]:
+    """check_services over every ModelService of the stack, keeping one rule's findings."""
+    components = list(_services(resources))
+    services, providers, targets, urns, out = [], {}, {}, [], []
+    for r in components:
+        try:
+            svc = ModelService.model_validate(r.props["spec"])
+            for name, doc in (r.props.get("providers") or {}).items():
+                providers[name] = Provider.model_validate(doc)
+        except ValidationError as exc:
+            if rule == "service-routing":
+                spec = r.props["spec"]
+                first = exc.errors()[0]
+                out.append((f"{spec.get('namespace')}/{spec.get('name')}: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']}", r.urn))
+            continue
+        for key, labels in (r.props.get("targets") or {}).items():
+            if key not in providers:
+                targets[key] = SimpleNamespace(labels=dict(labels or {}))
+        services.append(svc)
+        urns.append(r.urn)
+    wanted = {"service-routing": ("service-endpoints", "service-model")}.get(rule, (rule,))
+    for f in check_services(services, targets, providers):
+        if f.rule in wanted:
+            svc = services[f.path[1]]
+            out.append((f"{svc.key}: {f.message} (fix: {f.fix})", urns[f.path[1]]))
+    return out
+
+
+@policy("service-routing", "Services are well formed: every endpoint names exactly one deployment or provider that "
+        "exists, with a positive integer weight; providers are https; requests pass through unchanged, so a "
+        "provider serves the model name the service's clients send.", "stack")
+def service_routing(resources, config=None):
+    return _findings(resources, "service-routing")
+
+
+@policy("service-hostnames", "No two services claim the same hostname on a gateway.", "stack")
+def service_hostnames(resources, config=None):
+    return _findings(resources, "service-hostnames")
+
+
+@policy("service-residency", "A service labelled with a residency routes only to deployments and providers labelled "
+        "for the same jurisdiction.", "stack")
+def service_residency(resources, config=None):
+    return _findings(resources, "service-residency")
+
+
+@policy("service-endpoints-placed", "Every endpoint of a service has placed replicas (otherwise its weight goes to "
+        "the others and the service is degraded); mandatory in production configs.", "stack", level=ADVISORY)
+def service_endpoints_placed(resources, config=None):
+    out = []
+    for r in _services(resources):
+        routes = r.props.get("routes") or {}
+        missing, spec = routes.get("missing") or [], r.props["spec"]
+        if missing and len(missing) == len(spec.get("endpoints") or []):
+            out.append((f"{spec['namespace']}/{spec['name']} serves nothing: no endpoint has a placed replica", r.urn))
+        elif missing:
+            out.append((f"{spec['namespace']}/{spec['name']} is degraded: {', '.join(missing)} has nothing placed; its "
+                        "weight goes to the other endpoints", r.urn))
+    return out

@@ -1,0 +1,100 @@
+"""Traffic: how a service's requests split over the replicas and providers it routes to (pure).
+
+A service's traffic is 1,000 units. Its endpoints' weights split them (largest remainder, so the
+units add up exactly); an endpoint whose deployment has no placed replica gets none, and its
+weight goes to the others in proportion (the service is `degraded`, and the policy
+`service-endpoints-placed` says so). A deployment endpoint's units split evenly over its placed
+replicas; a provider endpoint's units split over the clusters that host the service in proportion
+to the self-hosted units each carries (so every cluster sends the same share to the provider),
+or evenly over the service's gateway clusters when nothing of it is self-hosted.
+
+A cluster's units are what its HTTPRoute carries; DNS weights are the clusters' shares of the
+service rounded to whole percent (largest remainder again, at least 1 for a cluster that
+carries traffic; Route 53 accepts 0-255).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ratio import largest_remainder
+
+TOTAL_UNITS = 1000
+DNS_TOTAL = 100
+
+
+@dataclass(frozen=True)
+class Target:
+    """One endpoint of a service: a deployment ("ns/name") or a provider (name)."""
+
+    kind: str            # deployment | provider
+    name: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class Backend:
+    cluster: str
+    kind: str            # deployment | provider
+    name: str
+    replica: int | None  # the deployment's replica index; None for a provider
+    units: int
+
+
+@dataclass
+class Routes:
+    """Where one service's traffic goes."""
+
+    endpoints: list[dict] = field(default_factory=list)   # {target, weight, units, clusters{c: units}}
+    backends: list[Backend] = field(default_factory=list)
+    clusters: dict[str, int] = field(default_factory=dict)  # units per cluster
+    dns: dict[str, int] = field(default_factory=dict)       # percent per cluster
+    missing: list[str] = field(default_factory=list)        # endpoints with nothing placed
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.missing)
+
+
+def _label(t: Target) -> str:
+    return f"{t.kind}:{t.name}"
+
+
+def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gateway_clusters: list[str]) -> Routes:
+    """`replicas`: deployment key -> [(cluster, replica index)] placed on clusters with a gateway;
+    `gateway_clusters`: where a provider-only service enters."""
+    out = Routes()
+    live = [t for t in targets if t.kind == "provider" or replicas.get(t.name)]
+    out.missing = sorted(_label(t) for t in targets if t not in live)
+    units = largest_remainder(TOTAL_UNITS, {_label(t): t.weight for t in live}) if live else {}
+    per_cluster: dict[str, int] = {}
+    for t in live:
+        if t.kind != "deployment":
+            continue
+        spots = sorted(replicas[t.name])
+        split = largest_remainder(units[_label(t)], {spot: 1 for spot in spots})
+        for (cluster, idx), n in sorted(split.items()):
+            out.backends.append(Backend(cluster, "deployment", t.name, idx, n))
+            per_cluster[cluster] = per_cluster.get(cluster, 0) + n
+    hosts = per_cluster or {c: 1 for c in sorted(gateway_clusters)}
+    for t in live:
+        if t.kind != "provider" or not hosts:
+            continue
+        split = largest_remainder(units[_label(t)], hosts)
+        for cluster, n in sorted(split.items()):
+            out.backends.append(Backend(cluster, "provider", t.name, None, n))
+    out.backends = [b for b in out.backends if b.units]
+    for b in out.backends:
+        out.clusters[b.cluster] = out.clusters.get(b.cluster, 0) + b.units
+    for t in targets:
+        mine = [b for b in out.backends if (b.kind, b.name) == (t.kind, t.name)]
+        clusters: dict[str, int] = {}
+        for b in mine:
+            clusters[b.cluster] = clusters.get(b.cluster, 0) + b.units
+        out.endpoints.append({"target": _label(t), "weight": t.weight, "units": sum(b.units for b in mine),
+                              "clusters": dict(sorted(clusters.items()))})
+    if out.clusters:
+        carrying = sorted(out.clusters)
+        out.dns = largest_remainder(DNS_TOTAL, out.clusters, lo={c: 1 for c in carrying}) \
+            if len(carrying) <= DNS_TOTAL else dict(out.clusters)
+    out.clusters = dict(sorted(out.clusters.items()))
+    return out

@@ -1,0 +1,59 @@
+"""From a stack's services and a plan to where each service's traffic goes (pure).
+
+The program, the offline plan and the policy pack all read traffic from here, so the weights an
+HTTPRoute carries, the DNS records and the plan's routing table are one computation.
+"""
+from __future__ import annotations
+
+from .api import StackSpec
+from .api.rules import served_model
+from .scheduler.traffic import Routes, Target, route
+
+
+def gateway_clusters(inventories: dict) -> list[str]:
+    return sorted(name for name, inv in inventories.items() if inv.get("gateway"))
+
+
+def plan_routes(spec: StackSpec, placements, inventories: dict) -> dict[str, Routes]:
+    """service key -> Routes over the placed replicas (only clusters with a Gateway carry traffic)."""
+    entries = set(gateway_clusters(inventories))
+    replicas: dict[str, list[tuple[str, int]]] = {}
+    for p in placements:
+        if p.cluster in entries:
+            replicas.setdefault(p.deployment, []).append((p.cluster, p.replica))
+    out = {}
+    for svc in sorted(spec.services, key=lambda s: s.key):
+        targets = [Target("provider" if e.provider else "deployment", e.key(svc.namespace), e.weight)
+                   for e in svc.endpoints]
+        selector = svc.cluster_selector.match_labels
+        entry = [c for c in sorted(entries)
+                 if all(inventories[c].get("labels", {}).get(k) == v for k, v in selector.items())]
+        out[svc.key] = route(targets, replicas, entry)
+    return out
+
+
+def served_names(spec: StackSpec) -> dict[str, list[str]]:
+    """deployment key -> the model names its engine answers to: its own first, then the names
+    clients of the services that route to it send."""
+    providers = {p.name: p for p in spec.providers}
+    aliases: dict[str, set[str]] = {}
+    for svc in spec.services:
+        model = served_model(svc, providers)
+        for e in svc.endpoints:
+            if e.deployment is not None:
+                aliases.setdefault(e.key(svc.namespace), set()).add(model)
+    return {d.key: [d.served_name, *sorted(aliases.get(d.key, set()) - {d.served_name})] for d in spec.deployments}
+
+
+def dns_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) -> list[str]:
+    """Cloud DNS weighted round robin takes addresses: a cluster whose Gateway has a load balancer
+    hostname (EKS) cannot be one of its targets."""
+    if spec.dns is None or spec.dns.kind != "cloudDns":
+        return []
+    out = []
+    for svc in spec.services:
+        for cluster in routes[svc.key].dns if svc.hostname else {}:
+            if inventories[cluster]["gateway"]["addressType"] != "IPAddress":
+                out.append(f"service {svc.key} sends traffic to cluster {cluster}, whose Gateway has a load balancer "
+                           "hostname; Cloud DNS weighted records take IP addresses")
+    return out

@@ -1,0 +1,130 @@
+"""What `modelplane plan` prints: rich tables and lines built from the plan document and the run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+
+def placement_table(doc: dict) -> Table:
+    table = Table(title=f"placements ({doc['stack']})", title_justify="left")
+    for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs"):
+        table.add_column(col)
+    for p in doc["placements"]:
+        roles = p["roles"]
+
+        def cell(r):
+            return f"{r['pool']}  {r['workers']}w x {r['nodes'] // r['workers']}n x {r['gpusPerNode']}g" if r else "-"
+        gpus = sum(r["nodes"] * r["gpusPerNode"] for r in roles.values())
+        table.add_row(p["deployment"], str(p["replica"]), p["cluster"], cell(roles.get("decode")),
+                      cell(roles.get("prefill")), str(gpus))
+    return table
+
+
+
+def cluster_table(run) -> Table:
+    """The clusters this stack creates or adopts, with their GPU pools (what it exports)."""
+    table = Table(title=f"clusters ({run.stack})", title_justify="left")
+    for col in ("cluster", "source", "region", "pool", "class", "nodes", "GPUs/node", "capacity", "fabric", "notes"):
+        table.add_column(col)
+    for c in sorted(run.result.spec.clusters, key=lambda c: c.name):
+        for p in run.result.inventories[c.name]["pools"]:
+            fabric = p["fabric"]
+            shown = fabric["effective"] if fabric["effective"] == fabric["declared"] else \
+                f"{fabric['effective']} ({fabric['declared']} not wired)"
+            table.add_row(c.name, c.source, c.region, p["name"], p["class"], f"{p['minNodes']}-{p['maxNodes']}",
+                          str(p["gpusPerNode"]), p["capacityType"], shown, "; ".join(pool_notes(p)))
+    return table
+
+
+
+def pool_notes(pool: dict) -> list[str]:
+    """What a platform engineer should know about a pool before serving on it."""
+    notes = []
+    if pool["capacityType"] == "flex-start":
+        notes.append("flex-start VMs live at most 7 days")
+    if pool["fabric"].get("via") == "gke-dranet":
+        notes.append("RDMA NICs via GKE DRANET")
+    if pool["fabric"].get("via") == "efa-device-plugin":
+        notes.append(f"{pool['fabric']['efaInterfaces']} EFA interfaces per pod")
+    return notes
+
+
+
+def summary(out, doc: dict, desired: dict[str, int]) -> None:
+    placed = {}
+    for p in doc["placements"]:
+        placed[p["deployment"]] = placed.get(p["deployment"], 0) + 1
+    for key in sorted(desired):
+        n, want = placed.get(key, 0), desired[key]
+        mark = "[green]ok[/green]" if n == want else "[yellow]partial[/yellow]"
+        out.print(f"  {mark} {key}: {n}/{want} replicas placed")
+    seen = set()
+    for u in doc["unplaced"]:
+        key = (u["deployment"], tuple(json.dumps(r, sort_keys=True) for r in u["reasons"]))
+        replicas = [x["replica"] for x in doc["unplaced"] if x["deployment"] == u["deployment"]]
+        if key in seen:
+            continue
+        seen.add(key)
+        out.print(f"  [red]unplaced[/red] {u['deployment']} replicas {replicas}:")
+        for r in u["reasons"]:
+            where = r["cluster"] + (f"/{r['pool']}" if r["pool"] else "")
+            out.print(f"      {r['reason']:<16} {where:<24} {r['detail']}")
+    counts = {}
+    for r in doc["resources"]:
+        counts[r["type"]] = counts.get(r["type"], 0) + 1
+    out.print("resources: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))
+
+
+
+def print_violations(out, violations: list[dict], policy_file: Path) -> None:
+    """Grouped by policy, mandatory first; one line per violation with the resource it names."""
+    if not violations:
+        out.print(f"policy: no violations ({policy_file.name})")
+        return
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for v in violations:
+        groups.setdefault((v["level"], v["policy"]), []).append(v)
+    for (level, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "mandatory", kv[0][1])):
+        out.print(f"policy {name} ({level}, {len(items)}):")
+        for v in items:
+            out.print(f"  {v.get('resource', '-')}: {v['message']}")
+
+
+def routing_table(doc: dict) -> Table:
+    """Per service: each endpoint's weight, its share of requests and where that share goes."""
+    table = Table(title=f"services ({doc['stack']})", title_justify="left")
+    for col in ("service", "hostname / model", "endpoint", "weight", "share", "clusters (share)"):
+        table.add_column(col)
+    for s in doc["services"]:
+        name = s["service"] + ("  [yellow]degraded[/yellow]" if s["status"] == "degraded" else "")
+        head = f"{s['hostname'] or '-'}\nmodel: {s['model']}"
+        for i, e in enumerate(s["endpoints"]):
+            spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in e["clusters"].items()) or "nothing placed"
+            table.add_row(name if i == 0 else "", head if i == 0 else "", e["target"], str(e["weight"]),
+                          f"{e['share'] / 10:.1f}%", spread)
+    return table
+
+
+def entry_points(out, doc: dict, dns_configured: bool) -> None:
+    """Where each service enters: the clusters' gateways and their DNS weights."""
+    for s in doc["services"]:
+        if not s["dns"]:
+            continue
+        parts = ", ".join(f"{d['cluster']} {d['weight']}%" for d in s["dns"])
+        how = "weighted DNS records" if dns_configured and s["hostname"] else \
+            "point your own load balancer or DNS at these gateways (stack output `gateways`) with these weights"
+        out.print(f"  {s['service']}: {parts} ({how})")
+
+
+def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
+    """What-if: how each service's cluster shares change."""
+    old = {s["service"]: s["clusters"] for s in before}
+    for s in after:
+        was, now = old.get(s["service"], {}), s["clusters"]
+        if was == now:
+            continue
+        moves = ", ".join(f"{c} {was.get(c, 0) / 10:.1f}% -> {now.get(c, 0) / 10:.1f}%" for c in sorted(set(was) | set(now)))
+        state = " (degraded: " + ", ".join(s["missing"]) + " lost)" if s["status"] == "degraded" else ""
+        out.print(f"  traffic {s['service']}: {moves}{state}")

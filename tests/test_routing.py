@@ -1,0 +1,244 @@
+"""Issue 11: one stable endpoint per service, weighted across deployments, clusters, regions and providers."""
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modelplane import offline, report
+from modelplane.api import load_catalog, parse_stack_config
+from modelplane.api.loader import ROOT, Source
+from modelplane.errors import InputError
+from modelplane.policy import evaluate
+from modelplane.scheduler.traffic import TOTAL_UNITS, Target, route
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return offline.run("prod")
+
+
+def objects(run, kind):
+    return {r.name: r.inputs for r in run.records if r.type.startswith("kubernetes:") and r.type.endswith(f":{kind}")}
+
+
+# Weights ----------------------------------------------------------------------------------------
+
+def test_weights_split_by_endpoint_then_by_replica_and_add_up_exactly():
+    r = route([Target("deployment", "ns/a", 70), Target("deployment", "ns/b", 25), Target("provider", "p", 5)],
+              {"ns/a": [("east", 0), ("east", 1), ("west", 2)], "ns/b": [("west", 0)]}, ["east", "west"])
+    units = {(b.cluster, b.kind, b.name, b.replica): b.units for b in r.backends}
+    assert units[("east", "deployment", "ns/a", 0)] + units[("east", "deployment", "ns/a", 1)] + \
+        units[("west", "deployment", "ns/a", 2)] == 700
+    assert sorted([units[("east", "deployment", "ns/a", 0)], units[("east", "deployment", "ns/a", 1)],
+                   units[("west", "deployment", "ns/a", 2)]]) == [233, 233, 234]
+    assert units[("west", "deployment", "ns/b", 0)] == 250
+    # The provider's 50 follow each cluster's self-hosted share (east 466, west 484).
+    assert units[("east", "provider", "p", None)] + units[("west", "provider", "p", None)] == 50
+    assert sum(r.clusters.values()) == TOTAL_UNITS and sum(r.dns.values()) == 100
+    assert [e["units"] for e in r.endpoints] == [700, 250, 50] and not r.degraded
+
+
+def test_an_endpoint_with_nothing_placed_gives_its_weight_to_the_others():
+    r = route([Target("deployment", "ns/a", 70), Target("deployment", "ns/b", 30)], {"ns/a": [("east", 0)]}, ["east"])
+    assert r.degraded and r.missing == ["deployment:ns/b"]
+    assert r.endpoints[0]["units"] == TOTAL_UNITS and r.endpoints[1] == {"target": "deployment:ns/b", "weight": 30,
+                                                                         "units": 0, "clusters": {}}
+
+
+def test_a_provider_only_service_enters_through_its_gateway_clusters():
+    r = route([Target("provider", "p", 1)], {}, ["a", "b", "c"])
+    assert r.clusters == {"a": 334, "b": 333, "c": 333} and r.dns == {"a": 34, "b": 33, "c": 33}
+
+
+@settings(max_examples=200, deadline=None)
+@given(weights=st.lists(st.integers(1, 1000), min_size=1, max_size=6),
+       spread=st.lists(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=5), min_size=6, max_size=6),
+       provider=st.integers(0, 1000))
+def test_units_are_whole_and_exact_whatever_the_weights(weights, spread, provider):
+    targets = [Target("deployment", f"ns/d{i}", w) for i, w in enumerate(weights)]
+    if provider:
+        targets.append(Target("provider", "p", provider))
+    replicas = {f"ns/d{i}": [(c, j) for j, c in enumerate(spread[i])] for i in range(len(weights)) if spread[i]}
+    r = route(targets, replicas, ["a", "b"])
+    live = [t for t in targets if t.kind == "provider" or replicas.get(t.name)]
+    assert sum(b.units for b in r.backends) == (TOTAL_UNITS if live else 0)
+    assert all(b.units > 0 for b in r.backends)
+    for e in r.endpoints:
+        assert sum(e["clusters"].values()) == e["units"]
+    if r.dns:
+        assert sum(r.dns.values()) == 100 and all(w >= 1 for w in r.dns.values())
+    assert route(targets, replicas, ["a", "b"]) == r      # deterministic
+
+
+# What is rendered -------------------------------------------------------------------------------
+
+def test_prod_routes_carry_the_planned_weights_to_kserve_inference_pools(prod):
+    routes = objects(prod, "HTTPRoute")
+    assert set(routes) == {"gke-usc1/chat/httproute/chat", "eks-use1/chat/httproute/chat",
+                           "gke-usc1/chat/httproute/reasoning", "eks-use1/chat/httproute/reasoning",
+                           "gke-euw4/eu-support/httproute/support"}
+    plan = {s["service"]: s for s in report.services(prod)}
+    for name, route_ in routes.items():
+        cluster, ns, _, svc = name.split("/")
+        spec = route_["spec"]
+        assert spec["parentRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference",
+                                       "namespace": "modelplane-gateway"}]
+        assert spec["hostnames"] == [f"{svc}.inference.example.com"]
+        refs = spec["rules"][0]["backendRefs"]
+        assert sum(ref["weight"] for ref in refs) == plan[f"{ns}/{svc}"]["clusters"][cluster]
+        for ref in refs:
+            if ref["kind"] == "InferencePool":
+                assert ref["group"] == "inference.networking.k8s.io" and ref["name"].endswith("-inference-pool")
+    chat = plan["chat/chat"]
+    assert [e["share"] for e in chat["endpoints"]] == [950, 50]
+    assert sum(chat["clusters"].values()) == 1000 and sum(d["weight"] for d in chat["dns"]) == 100
+
+
+def test_the_provider_is_reached_over_tls_with_its_key_from_a_secret(prod, tmp_path):
+    backend = objects(prod, "Backend")["gke-usc1/chat/backend/chat-together"]["spec"]
+    assert backend == {"endpoints": [{"fqdn": {"hostname": "api.together.xyz", "port": 443}}],
+                       "tls": {"sni": "api.together.xyz", "wellKnownCACertificates": "System"}}
+    filt = objects(prod, "HTTPRouteFilter")["gke-usc1/chat/httproutefilter/chat-together"]["spec"]
+    assert filt["urlRewrite"] == {"hostname": {"type": "Backend"}}
+    assert filt["credentialInjection"] == {"header": "Authorization", "overwrite": True,
+                                           "credential": {"valueRef": {"name": "chat-together-credential"}}}
+    secret = objects(prod, "Secret")["gke-usc1/chat/secret/chat-together-credential"]
+    assert "4dabf18193072939515e22adb298388d" in secret["stringData"]          # a Pulumi secret, encrypted in state
+    report.write_out(prod, tmp_path)
+    written = (tmp_path / "gke-usc1" / "chat" / "secret-chat-together-credential.yaml").read_text()
+    assert "credential: (secret)" in written
+    stand_in = offline.OFFLINE_KUBECONFIG        # what the offline engine reads for any secret config value
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and stand_in in p.read_text()]
+
+
+def test_deployments_answer_to_the_model_name_their_services_send(prod):
+    llama = objects(prod, "LLMInferenceService")["gke-usc1/chat/llminferenceservice/llama-70b-1"]["spec"]
+    args = llama["template"]["containers"][0]["args"]
+    assert args[-4:] == ["--served-model-name", "llama-70b", "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+                         "publishers/chat/models/llama-70b"]
+
+
+def test_weighted_dns_records_point_at_each_clusters_gateway(prod):
+    records = {r.name: r.inputs for r in prod.records if r.type == "aws:route53/record:Record"}
+    chat = {n: r for n, r in records.items() if r["name"] == "chat.inference.example.com"}
+    assert {r["setIdentifier"]: r["weightedRoutingPolicies"][0]["weight"] for r in chat.values()} == \
+        {"eks-use1": 67, "gke-usc1": 33}
+    assert all(r["type"] == "CNAME" and r["records"] == [f"{r['setIdentifier']}.gateways.inference.example.com"]
+               for r in chat.values())
+    gateways = {r["name"]: r["type"] for r in records.values() if ".gateways." in r["name"]}
+    assert gateways == {"gke-usc1.gateways.inference.example.com": "A", "eks-use1.gateways.inference.example.com": "CNAME",
+                        "gke-euw4.gateways.inference.example.com": "A"}
+
+
+def test_cross_namespace_routes_get_a_reference_grant(tmp_path):
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    doc["config"]["modelplane:services"].append({"name": "search-chat", "namespace": "search",
+                                                 "endpoints": [{"deployment": "chat/llama-70b"}]})
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    run = offline.run("x", path)
+    grants = objects(run, "ReferenceGrant")
+    assert set(grants) == {"gke-usc1/chat/referencegrant/modelplane-routes-from-search",
+                           "eks-use1/chat/referencegrant/modelplane-routes-from-search"}
+    route_ = objects(run, "HTTPRoute")["gke-usc1/search/httproute/search-chat"]["spec"]
+    assert all(ref["namespace"] == "chat" for ref in route_["rules"][0]["backendRefs"])
+    assert "hostnames" not in route_
+
+
+def test_every_routing_object_passes_the_schemas(prod, tmp_path):
+    report.write_out(prod, tmp_path)
+    tool = ROOT.parent / "shared" / "tools" / "validate_manifests.py"
+    checked = subprocess.run([sys.executable, str(tool), "--schemas", str(ROOT / "tests" / "schemas"), str(tmp_path)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    kinds = {line.split()[1] for line in checked.stdout.splitlines()}
+    assert {"gateway.networking.k8s.io/v1/HTTPRoute", "gateway.envoyproxy.io/v1alpha1/Backend",
+            "gateway.envoyproxy.io/v1alpha1/HTTPRouteFilter"} <= kinds
+
+
+# Rules ------------------------------------------------------------------------------------------
+
+def problems(doc):
+    with pytest.raises(InputError) as err:
+        parse_stack_config(doc, Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    return [(p.path, p.rule, p.message) for p in err.value.problems]
+
+
+MD = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 1,
+      "labels": {"modelplane.ai/residency": "us"}}
+PROVIDER = {"name": "together", "url": "https://api.together.xyz/v1", "model": "org/m-turbo",
+            "apiKey": {"secret": "key"}, "labels": {"modelplane.ai/residency": "us"}}
+
+
+@pytest.mark.parametrize("services,providers,path,words", [
+    ([{"name": "s", "namespace": "ml", "labels": {"modelplane.ai/residency": "eu"}, "endpoints": [{"deployment": "m"}]}],
+     [], "modelplane:services[0].endpoints[0]", "labelled modelplane.ai/residency=eu"),
+    ([{"name": "s", "namespace": "ml", "model": "m", "endpoints": [{"deployment": "m"}, {"provider": "together"}]}],
+     [PROVIDER], "modelplane:services[0].endpoints[1].provider", "requests reach provider 'together' unchanged"),
+    ([{"name": "s", "namespace": "ml", "hostname": "a.example.com", "endpoints": [{"deployment": "m"}]},
+      {"name": "t", "namespace": "ml", "hostname": "a.example.com", "endpoints": [{"deployment": "m"}]}],
+     [], "modelplane:services[1].hostname", "already served by services[0]"),
+    ([{"name": "s", "namespace": "ml", "endpoints": [{"deployment": "m", "provider": "together"}]}],
+     [PROVIDER], "modelplane:services[0].endpoints[0]", "exactly one of deployment or provider"),
+    ([{"name": "s", "namespace": "ml", "endpoints": [{"deployment": "m", "weight": 0}]}],
+     [], "modelplane:services[0].endpoints[0].weight", "must be at least 1"),
+    ([{"name": "s", "namespace": "ml", "endpoints": [{"provider": "togther"}]}],
+     [PROVIDER], "modelplane:services[0].endpoints[0].provider", "unknown provider 'togther'"),
+    ([], [{**PROVIDER, "url": "http://api.together.xyz/v1"}], "modelplane:providers[0].url", "not an https URL"),
+    ([], [{**PROVIDER, "apiKey": {"secretKeyRef": {"name": "k", "key": "api-key"}}}],
+     "modelplane:providers[0].apiKey", "from key 'credential'"),
+])
+def test_service_rules_name_the_field_and_the_fix(services, providers, path, words):
+    found = problems({"modelplane:deployments": [MD], "modelplane:services": services,
+                      "modelplane:providers": providers, "modelplane:key": {"secure": "x"}})
+    assert any(p == path and words in m for p, _, m in found), found
+
+
+def test_hostnames_must_lie_in_the_dns_zone():
+    found = problems({"modelplane:deployments": [MD], "modelplane:dns": {"route53": {"zoneId": "Z1", "domain": "x.com"}},
+                      "modelplane:services": [{"name": "s", "namespace": "ml", "hostname": "s.y.com",
+                                               "endpoints": [{"deployment": "m"}]}]})
+    assert ("modelplane:services[0].hostname", "service-hostnames") in {(p, r) for p, r, _ in found}
+
+
+def test_cloud_dns_cannot_weight_a_load_balancer_hostname(tmp_path):
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    doc["config"]["modelplane:dns"] = {"cloudDns": {"project": "p", "managedZone": "z", "domain": "inference.example.com"}}
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match="eks-use1, whose Gateway has a load balancer hostname"):
+        offline.run("x", path)
+
+
+def test_losing_a_cluster_degrades_a_service_and_production_refuses_it(tmp_path):
+    env = {"PULUMI_ERROR_OUTPUT_STRING": "true"}
+    plan = subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--without", "gke-euw4"],
+                          capture_output=True, text=True, cwd=ROOT, env={**__import__("os").environ, **env})
+    assert plan.returncode == 1
+    assert "policy service-endpoints-placed (mandatory" in plan.stdout
+    assert "traffic eu-support/support: gke-euw4 100.0% -> 0.0%" in plan.stdout
+    doc = json.loads(subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--json"], capture_output=True,
+                                    text=True, cwd=ROOT).stdout)
+    assert [s["status"] for s in doc["services"]] == ["ok", "ok", "ok"]
+
+
+def test_the_pack_checks_residency_from_the_components(prod):
+    from modelplane.policy import resources_of
+    from modelplane.policy.routing import service_residency
+
+    class Args:
+        def __init__(self, r):
+            self.resource_type, self.props, self.urn = r.type, copy.deepcopy(r.props), r.urn
+    assert not [v for v in evaluate(prod) if v["policy"].startswith("service-") and v["level"] == "mandatory"]
+    resources = [Args(r) for r in resources_of(prod)]
+    assert service_residency(resources) == []
+    for r in resources:
+        if r.resource_type == "modelplane:index:ModelService" and r.props["spec"]["name"] == "chat":
+            r.props["providers"]["together"]["labels"] = {"modelplane.ai/residency": "eu"}
+    (found,) = service_residency(resources)
+    assert "provider 'together' is labelled eu" in found[0]
