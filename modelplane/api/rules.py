@@ -105,7 +105,7 @@ def _gpu_autoscaling(md: ModelDeployment, auto, i: int) -> list[Finding]:
     out = []
     if md.backend == "kserve":
         out.append(Finding("autoscaling-target", ("autoscaling", i, "role"),
-                           f"KServe's LLMInferenceService (v1alpha1, KServe v0.15-v0.20) has no scale subresource, "
+                           f"KServe's LLMInferenceService (v1alpha1, as served by KServe v0.20) has no scale subresource, "
                            f"so KEDA cannot scale role {auto.role!r}",
                            "set backend: native to autoscale GPU workers, or autoscale an extra role"))
     if auto.min_replicas < 1:
