@@ -22,6 +22,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/scheduler.py
+	$(BIN)/python benchmarks/plan.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis out

@@ -60,22 +60,12 @@ def main():
     """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
 
 
-@main.command()
-@click.argument("stack")
-@click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
-@click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
-@click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
-@click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
-@click.option("--policy-config", type=click.Path(path_type=Path),
-              help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
-                   "production.json for production stacks).")
-def plan(stack, config_file, as_json, out_dir, previous, explain, without, policy_config):
-    """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
-    from . import offline, report, tables
+def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
+    """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
+    from . import offline, report
     from .policy import PolicyConfigError, default_config, evaluate, read_config
 
+    services_before, before = [], {}
     try:
         prev = _read_previous(previous)
         run = offline.run(stack, config_file, prev)
@@ -89,12 +79,35 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
             services_before = report.services(run)
             run = offline.run(stack, config_file, base, tuple(without))
         policy_file = policy_config or default_config(run.result.spec.production)
-        violations = evaluate(run, read_config(policy_file))
+        violations = evaluate(run, read_config(policy_file), gate)
     except InputError as exc:
         err.print(exc.render(), markup=False)
         sys.exit(1)
     except PolicyConfigError as exc:
         _fail(str(exc))
+    return run, violations, services_before, before, policy_file
+
+
+@main.command()
+@click.argument("stack")
+@click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
+@click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
+@click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
+@click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
+@click.option("--policy-config", type=click.Path(path_type=Path),
+              help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
+                   "production.json for production stacks).")
+def plan(stack, config_file, as_json, out_dir, previous, explain, without, policy_config):
+    """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
+    from . import report, tables
+    from .policy import Analyzer
+
+    # The pack starts now and imports while the program runs.
+    with Analyzer(stack=stack) as gate:
+        run, violations, services_before, before, policy_file = _plan_and_gate(
+            gate, stack, config_file, previous, without, policy_config)
     doc = report.document(run, violations)
     if out_dir:
         n = report.write_out(run, out_dir)

@@ -126,7 +126,7 @@ def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
     """Config as the Pulumi engine hands it to a program: strings, objects as JSON, secrets decrypted."""
     import yaml
 
-    raw = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    raw = (yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}).get("config") or {}
     config, secrets = {}, []
     for key, value in raw.items():
         full = key if ":" in key else f"{program.PROJECT}:{key}"

@@ -76,7 +76,8 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     stack = pulumi.get_stack()
     catalog = load_catalog()
     spec = load_spec(stack, catalog, source)
-    namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues})
+    namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
+                        | {s.namespace for s in spec.services})
     targets, inventories, kubeconfigs, gateways, addresses = {}, {}, {}, {}, {}
     cfg = pulumi.Config(PROJECT)
     for c in sorted(spec.clusters, key=lambda c: c.name):
@@ -102,7 +103,7 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
         for inv in remote:
             kubeconfig = ref.require_output("kubeconfigs").apply(lambda k, n=inv["name"]: k[n])
             provider = k8s.Provider(f"{inv['name']}-k8s", kubeconfig=kubeconfig, cluster_identifier=inv["name"])
-            targets[inv["name"]] = Target(inv, provider, [])
+            targets[inv["name"]] = Target(inv, provider)
             inventories[inv["name"]] = inv
             address = ref.get_output("gateways").apply(lambda g, n=inv["name"]: (g or {}).get(n))
             addresses[inv["name"]] = (address, (inv.get("gateway") or {}).get("addressType"))

@@ -2,6 +2,7 @@
 
 The rules live in modelplane.policy (one definition for this pack, `modelplane plan` and tests).
 """
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, PolicyPack,  # noqa: E402
                            ResourceValidationPolicy, StackValidationPolicy)
 
-from modelplane.policy import POLICIES  # noqa: E402
+from modelplane.policy import POLICIES, memo  # noqa: E402
+
+if os.environ.get("MODELPLANE_PACK_MEMO", "1") != "0":     # off only to compare verdicts in tests
+    memo.install()
 
 LEVEL = {"advisory": EnforcementLevel.ADVISORY, "mandatory": EnforcementLevel.MANDATORY,
          "disabled": EnforcementLevel.DISABLED}

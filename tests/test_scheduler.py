@@ -128,7 +128,8 @@ def test_same_pool_must_hold_both_roles_and_says_why():
     d = demand(roles=[role("decode", count=2), role("prefill", count=2)])
     plan = schedule([d], [cluster("c", pool(max_nodes=3))])
     assert not plan.placements
-    assert any("no pool combination" in r.detail for r in plan.unplaced[0].reasons)
+    reasons = [r for r in plan.unplaced[0].reasons if r.pool == "h200" and "together" in r.detail]
+    assert [r.detail for r in reasons] == ["decode + prefill need 4 nodes together, 3/3 free"]
 
 
 def test_prefers_rdma_pool_pairs_over_tcp_for_kv_transfer():

@@ -31,7 +31,7 @@ class InferenceCluster(pulumi.ComponentResource):
                                      opts=pulumi.ResourceOptions(parent=self))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         installed = substrate.install(spec, catalog, team_namespaces, child, system, extra)
-        self.substrate = installed.ready
+        self.substrate = installed
         self.gateway_address = (installed.gateway.status.apply(_address) if installed.gateway is not None
                                 else pulumi.Output.from_input(None))
         self.register_outputs({"inventory": self.inventory, "kubeconfig": self.kubeconfig,

@@ -13,10 +13,15 @@ from .k8s import register
 
 
 class Target:
-    """What a deployment needs of a cluster: its inventory, provider and substrate."""
+    """What a deployment needs of a cluster: its inventory, provider and substrate (None for a
+    cluster of another stack, whose substrate that stack owns)."""
 
-    def __init__(self, inventory: dict, provider: pulumi.ProviderResource, ready: list):
-        self.inventory, self.provider, self.ready = inventory, provider, ready
+    def __init__(self, inventory: dict, provider: pulumi.ProviderResource, installed=None):
+        self.inventory, self.provider, self.installed = inventory, provider, installed
+
+    def ready_in(self, namespace: str) -> list:
+        """What objects in `namespace` wait for: the substrate's sinks, the namespace and its queue."""
+        return self.installed.ready_in(namespace) if self.installed is not None else []
 
 
 class ModelNamespace(pulumi.ComponentResource):
@@ -25,7 +30,7 @@ class ModelNamespace(pulumi.ComponentResource):
     def __init__(self, cluster: str, namespace: str, token_key: str | None, target: Target,
                  extra: list[dict] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("modelplane:index:ModelNamespace", f"{cluster}-{namespace}", None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
+        child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=target.ready_in(namespace))
         self.resources = [register(cluster, obj, child) for obj in [*model_identity(namespace, token_key), *extra]]
         self.register_outputs({})
 
@@ -41,7 +46,7 @@ class ModelDeployment(pulumi.ComponentResource):
             target = targets[placement.cluster]
             ns = (namespaces or {}).get(placement.cluster)
             base = pulumi.ResourceOptions(parent=self, provider=target.provider,
-                                          depends_on=[*target.ready, *([ns] if ns else [])])
+                                          depends_on=[*target.ready_in(spec.namespace), *([ns] if ns else [])])
             by_role: dict[str, list] = {}
             # Extra roles start after the roles they depend on: registration order follows a
             # topological order, and each role's objects depend on its dependencies' objects.

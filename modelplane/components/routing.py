@@ -21,7 +21,7 @@ class ModelService(pulumi.ComponentResource):
         self.resources = []
         for cluster, objects in service_objects(svc, routes, deployments, providers, gateways).items():
             target = targets[cluster]
-            child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=list(target.ready))
+            child = pulumi.ResourceOptions(parent=self, provider=target.provider, depends_on=target.ready_in(svc.namespace))
             self.resources += [register(cluster, obj, child) for obj in objects]
         # What the policy pack's service rules read.
         self.register_outputs({

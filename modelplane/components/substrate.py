@@ -28,10 +28,19 @@ def chart_ref(spec: dict) -> tuple[str, dict | None]:
 
 @dataclass
 class Installed:
-    """What the substrate registered: everything workloads wait for, and the inference Gateway."""
+    """What the substrate registered, and the inference Gateway.
+
+    `ready` holds only the sinks of the install order (addons no other addon waits for) plus the
+    cluster-wide objects; the engine orders creation transitively, so waiting for the sinks is
+    waiting for everything, with a third of the dependency edges (each edge costs the SDK an
+    await per resource). `namespaced` adds a team namespace's own Namespace and Queue."""
 
     ready: list = field(default_factory=list)
+    namespaced: dict = field(default_factory=dict)
     gateway: pulumi.Resource | None = None
+
+    def ready_in(self, namespace: str) -> list:
+        return [*self.ready, *self.namespaced.get(namespace, [])]
 
 
 def facts_of(c: InferenceCluster, catalog) -> ClusterFacts:
@@ -65,19 +74,26 @@ def install(c: InferenceCluster, catalog, team_namespaces: list[str], opts: pulu
     versions = catalog.substrate
     done: dict[str, list] = {SYSTEM: list(system)}
     out = Installed()
-    for addon in addons(facts_of(c, catalog), versions):
+    plan = addons(facts_of(c, catalog), versions)
+    for addon in plan:
         deps = [r for dep in addon.after for r in done.get(dep, [])] + list((extra_deps or {}).get(addon.name, []))
         created = _register(c, addon, versions, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
             depends_on=deps)))
         done[addon.name] = created
-        out.ready += created
         if addon.name == "gateway":
-            out.gateway = next(r for r, o in zip(created, addon.objects) if o["kind"] == "Gateway")
+            out.gateway = next(r for r, o in zip(created, addon.objects, strict=True) if o["kind"] == "Gateway")
+    awaited = {dep for addon in plan for dep in addon.after}
+    out.ready += [r for addon in plan if addon.name not in awaited for r in done[addon.name]]
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
         depends_on=done.get("kai-scheduler", []) + list(system)))
-    objs = [namespace(ns) for ns in sorted(set(team_namespaces))]
+    for ns in sorted(set(team_namespaces)):
+        out.namespaced.setdefault(ns, []).append(register(c.name, namespace(ns), after))
     if c.substrate.kai:
-        objs.append(priority_class())
-        objs += queues([q.model_dump(by_alias=True) for q in c.queues])
-    out.ready += [register(c.name, obj, after) for obj in objs]
+        out.ready.append(register(c.name, priority_class(), after))
+        for q in queues([q.model_dump(by_alias=True) for q in c.queues]):
+            own = q["metadata"]["name"]
+            if own in out.namespaced:
+                out.namespaced[own].append(register(c.name, q, after))
+            else:      # the root queue
+                out.ready.append(register(c.name, q, after))
     return out

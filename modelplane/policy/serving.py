@@ -12,20 +12,21 @@ from .resource import pod_templates
 from .stack import _key, _spec_findings, deployments, replicas
 
 
-def _pods_of_replica(resources, spec, replica: int) -> dict[str, list[dict]]:
-    """role -> pod specs rendered for one replica (LLMInferenceService: spec is decode, spec.prefill prefill)."""
-    out: dict[str, list[dict]] = {}
+def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
+    """(namespace, deployment, replica) -> role -> pod specs (LLMInferenceService: spec is decode,
+    spec.prefill prefill); one pass over the resources."""
+    out: dict[tuple, dict[str, list[dict]]] = {}
     for r in resources:
         if not r.resource_type.startswith("kubernetes:"):
             continue
         meta = r.props.get("metadata") or {}
         labels = meta.get("labels") or {}
-        if (meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)) != \
-                (spec["namespace"], spec["name"], str(replica)):
+        if labels.get(DEPLOYMENT) is None or labels.get(REPLICA) is None:
             continue
-        for where, pod_meta, pod in pod_templates(r.props):
+        roles = out.setdefault((meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)), {})
+        for where, _, pod in pod_templates(r.props):
             role = labels.get(ROLE) or ("prefill" if where.startswith("spec.prefill") else "decode")
-            out.setdefault(role, []).append(pod)
+            roles.setdefault(role, []).append(pod)
     return out
 
 
@@ -41,11 +42,10 @@ def _wired(pod: dict, fabric: dict) -> bool:
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
         "NICs (GKE DRANET) or request its EFA interfaces.", "stack")
 def fabric_wired(resources, config=None):
-    out = []
+    out, index = [], None
     for r, spec, p, inv in replicas(resources):
         pools = {q["name"]: q for q in inv.get("pools", [])}
         disaggregated = spec.get("prefill") is not None
-        pods = None
         for role, rp in p["roles"].items():
             fabric = (pools.get(rp["pool"]) or {}).get("fabric") or {}
             multi_node = int(rp["nodes"]) > int(rp["workers"])
@@ -59,7 +59,8 @@ def fabric_wired(resources, config=None):
                 continue
             if fabric.get("effective") not in MULTI_NODE_FABRICS:
                 continue
-            pods = _pods_of_replica(resources, spec, int(p["replica"])) if pods is None else pods
+            index = _pods_by_replica(resources) if index is None else index
+            pods = index.get((spec["namespace"], spec["name"], str(int(p["replica"]))), {})
             missing = [pod for pod in pods.get(role, []) if not _wired(pod, fabric)]
             if missing:
                 how = (f"a claim on {fabric['nicDeviceClass']}" if fabric.get("nicDeviceClass")

@@ -134,22 +134,25 @@ def placement_complete(resources, config=None):
     return out
 
 
-def _placement_of(resources, obj):
-    labels = (obj.props.get("metadata") or {}).get("labels") or {}
-    ns = (obj.props.get("metadata") or {}).get("namespace")
-    for r, spec, placements, clusters in deployments(resources):
-        if spec["name"] == labels.get(DEPLOYMENT) and spec["namespace"] == ns:
-            for p in placements:
-                if str(int(p["replica"])) == labels.get(REPLICA):
-                    return spec, p, clusters.get(p["cluster"]) or {}
-    return None
+def _placement_index(resources) -> dict[tuple, tuple]:
+    """(namespace, deployment, replica label) -> (spec, placement, that cluster's inventory)."""
+    index: dict[tuple, tuple] = {}
+    for _, spec, p, inv in replicas(resources):
+        index.setdefault((spec["namespace"], spec["name"], str(int(p["replica"]))), (spec, p, inv))
+    return index
+
+
+def _placement_of(index, obj):
+    meta = obj.props.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return index.get((meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)))
 
 
 @policy("kai-gang", "Each replica's PodGroup waits for all its pods and names a queue its cluster has.", "stack")
 def kai_gang(resources, config=None):
-    out = []
+    out, index = [], _placement_index(resources)
     for obj in objects(resources, "PodGroup"):
-        found = _placement_of(resources, obj)
+        found = _placement_of(index, obj)
         if not found:
             continue
         spec, p, inv = found
@@ -170,9 +173,9 @@ def kai_gang(resources, config=None):
 @policy("dra-claims", "DRA claims ask for the GPUs per node, name a device class the cluster has, and only "
         "exist on DRA clusters.", "stack")
 def dra_claims(resources, config=None):
-    out = []
+    out, index = [], _placement_index(resources)
     for obj in objects(resources, "ResourceClaimTemplate"):
-        found = _placement_of(resources, obj)
+        found = _placement_of(index, obj)
         if not found:
             continue
         _, p, inv = found

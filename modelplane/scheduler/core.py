@@ -126,9 +126,25 @@ def _capacity_reasons(d: Demand, eligible, free, max_nodes) -> list[Rejection]:
             if not any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name]):
                 alone = False
         if alone and len(d.roles) > 1:
-            total = sum(r.nodes for r in d.roles)
-            out.append(Rejection(cluster, None, CAPACITY, f"each role fits alone but no pool combination "
-                                 f"holds all {total} nodes of a replica"))
+            out += _shared_pool_reasons(d, cluster, per_role, free, max_nodes)
+    return out
+
+
+def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, max_nodes) -> list[Rejection]:
+    """Every role fits some pool alone, yet no combination holds the replica: name the pools the
+    roles must share and the nodes they need there together."""
+    out = []
+    pools = {p.name: p for role in d.roles for p in per_role[role.name]}
+    for name in sorted(pools):
+        roles = [r for r in d.roles if any(p.name == name for p in per_role[r.name])]
+        need = sum(r.nodes for r in roles)
+        if len(roles) > 1 and free[(cluster, name)] < need:
+            out.append(Rejection(cluster, name, CAPACITY, f"{' + '.join(r.name for r in roles)} need {need} "
+                                 f"nodes together, {free[(cluster, name)]}/{max_nodes[(cluster, name)]} free"))
+    if not out:
+        total = sum(r.nodes for r in d.roles)
+        out.append(Rejection(cluster, None, CAPACITY, f"needs {total} nodes across its roles; no combination of "
+                             "pools has them free at once"))
     return out
 
 

@@ -38,9 +38,14 @@ def explain_rows(result, key: str) -> list[tuple[str, ...]]:
                 free = plan.free.get((name, pool["name"]))
                 replicas = used.get((name, pool["name"], role.name))
                 verdict = f"bound {replicas}" if replicas else "eligible"
-                detail = f"needs {role.nodes} node(s) x {role.gpus_per_node} GPUs; {free}/{pool['maxNodes']} free after plan"
+                detail = f"needs {role.nodes} node(s) x {role.gpus_per_node} GPUs; {_whole(free)}/{_whole(pool['maxNodes'])} free after plan"
                 rows.append((name, pool["name"], role.name, verdict, "-", detail))
     for m in plan.moves:
         if m.deployment == key:
             rows.append((m.cluster, "-", "-", f"moved #{m.replica}", "retain", m.why))
     return rows
+
+
+def _whole(n):
+    """Node counts arrive as floats through stack references (JSON numbers); print them whole."""
+    return int(n) if isinstance(n, float) and n.is_integer() else n
