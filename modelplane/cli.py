@@ -63,7 +63,7 @@ def main():
 def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
     """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
     from . import offline, report
-    from .policy import PolicyConfigError, default_config, evaluate, read_config
+    from .policy import PackError, PolicyConfigError, default_config, evaluate, read_config
 
     services_before, before = [], {}
     try:
@@ -83,7 +83,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
     except InputError as exc:
         err.print(exc.render(), markup=False)
         sys.exit(1)
-    except PolicyConfigError as exc:
+    except (PolicyConfigError, PackError) as exc:
         _fail(str(exc))
     return run, violations, services_before, before, policy_file
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import resource, routing, serving, stack  # noqa: F401  (registers the policies)
-from .gate import PACK_DIR, Analyzer, PolicyConfigError, Resource, read_config, resolve
+from .gate import PACK_DIR, Analyzer, PackError, PolicyConfigError, Resource, read_config, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES, Policy
 
 CONFIG_DIR = PACK_DIR / "config"
 
-__all__ = ["ADVISORY", "DISABLED", "MANDATORY", "POLICIES", "Analyzer", "Policy", "PolicyConfigError", "Resource",
+__all__ = ["ADVISORY", "DISABLED", "MANDATORY", "POLICIES", "Analyzer", "PackError", "Policy", "PolicyConfigError", "Resource",
            "default_config", "evaluate", "read_config", "resolve", "resources_of"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,14 @@ NAMES = {v: k for k, v in LEVELS.items()}
 
 # A whole fleet's AnalyzeStack request is one message: lift gRPC's 4 MiB default, as the CLI does.
 _CHANNEL_OPTIONS = [("grpc.max_send_message_length", 1 << 30), ("grpc.max_receive_message_length", 1 << 30)]
+
+
+# Analyze calls in flight at once: enough to keep the pack busy, few enough to bound memory.
+_IN_FLIGHT = 64
+
+
+class PackError(RuntimeError):
+    """The policy pack did not start or failed mid-analysis (its stderr says why)."""
 
 
 class PolicyConfigError(ValueError):
@@ -83,7 +92,8 @@ class Analyzer:
                "PYTHONPATH": os.pathsep.join([str(self.pack_dir.parent), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", "."],
                                      cwd=self.pack_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=env)
+                                     env=env, start_new_session=True)   # a Ctrl-C reaches us, not the pack:
+        # the pack stops its server on SIGINT, cancelling every call in flight; we end it in close()
         self.stub = None
         return self
 
@@ -96,7 +106,7 @@ class Analyzer:
             if not line.isdigit():
                 message = line or self.proc.stderr.read()[-2000:]
                 self.close()
-                raise RuntimeError(f"the policy pack did not start: {message}")
+                raise PackError(f"the policy pack did not start: {message}")
             self.channel = grpc.insecure_channel(f"127.0.0.1:{line}", options=_CHANNEL_OPTIONS)
             grpc.channel_ready_future(self.channel).result(timeout=20)
             self.stub = analyzer_pb2_grpc.AnalyzerStub(self.channel)
@@ -104,6 +114,12 @@ class Analyzer:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _stderr_tail(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        return (self.proc.stderr.read() or "").strip()[-2000:] or f"exit status {self.proc.returncode}"
 
     def close(self):
         if getattr(self, "channel", None):
@@ -131,21 +147,35 @@ class Analyzer:
 
     def analyze(self, resources: list[Resource]) -> list[dict]:
         """Analyze each custom resource, then the stack; violations sorted for stable output."""
+        import grpc
         from pulumi.runtime.proto import analyzer_pb2 as pb
 
         stub = self._connected()
-        # Every call is in flight at once: the pack (another process, another core) works through
-        # them while this side serialises the next. (Sending them from the engine's threads while
-        # the program still runs was measured slower: the two compete for this process's GIL.)
-        structs = [_struct(r.props) for r in resources]       # built once, copied into both requests
-        calls = [(r.name, stub.Analyze.future(pb.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name, properties=s)))
-                 for r, s in zip(resources, structs, strict=True) if r.custom]
-        stack = [pb.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=s, parent=r.parent)
-                 for r, s in zip(resources, structs, strict=True)]
-        stack_call = stub.AnalyzeStack.future(pb.AnalyzeStackRequest(resources=stack))
-        diags = [(d, name) for name, call in calls for d in call.result().diagnostics]
-        by_urn = {r.urn: r.name for r in resources}
-        diags += [(d, by_urn.get(d.urn, d.urn) or None) for d in stack_call.result().diagnostics]
+        # Each resource's Struct is built once, in the stack request; Analyze requests copy it.
+        stack = [pb.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(r.props),
+                                     parent=r.parent) for r in resources]
+        # The stack call first (it takes longest), then the resources with a bounded window in
+        # flight: the pack (another process, another core) works while this side serialises the
+        # next. (Sending them from the engine's threads while the program still runs was measured
+        # slower: the two compete for this process's GIL.)
+        try:
+            stack_call = stub.AnalyzeStack.future(pb.AnalyzeStackRequest(resources=stack))
+            diags, window = [], deque()
+            for r, entry in zip(resources, stack, strict=True):
+                if not r.custom:
+                    continue
+                window.append((r.name, stub.Analyze.future(pb.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name,
+                                                                              properties=entry.properties))))
+                if len(window) >= _IN_FLIGHT:
+                    name, call = window.popleft()
+                    diags += [(d, name) for d in call.result().diagnostics]
+            while window:
+                name, call = window.popleft()
+                diags += [(d, name) for d in call.result().diagnostics]
+            by_urn = {r.urn: r.name for r in resources}
+            diags += [(d, by_urn.get(d.urn, d.urn) or None) for d in stack_call.result().diagnostics]
+        except grpc.RpcError as exc:
+            raise PackError(f"the policy pack failed ({exc.code().name}): {self._stderr_tail()}") from None
         out = []
         for d, resource in diags:
             message = d.message.split("\n", 1)[1] if "\n" in d.message else d.message   # drop the description
