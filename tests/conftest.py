@@ -26,3 +26,34 @@ def schema_catalog():
 def catalog():
     from modelplane.api import load_catalog
     return load_catalog()
+
+
+# Offline runs of the example stacks, shared by the test modules (read-only: copy before editing).
+def _run(stack):
+    from modelplane import offline
+    return offline.run(stack)
+
+
+@pytest.fixture(scope="session")
+def gke():
+    return _run("infra-gke-us-central1")
+
+
+@pytest.fixture(scope="session")
+def eks():
+    return _run("infra-eks-us-east-1")
+
+
+@pytest.fixture(scope="session")
+def prod():
+    return _run("prod")
+
+
+@pytest.fixture(scope="session")
+def example():
+    return _run("example-5p3d")
+
+
+@pytest.fixture(scope="session")
+def lab():
+    return _run("lab")

@@ -22,21 +22,6 @@ def releases(run):
     return {r.inputs["name"]: r for r in run.records if r.type == "kubernetes:helm.sh/v3:Release"}
 
 
-@pytest.fixture(scope="module")
-def gke():
-    return offline.run("infra-gke-us-central1")
-
-
-@pytest.fixture(scope="module")
-def eks():
-    return offline.run("infra-eks-us-east-1")
-
-
-@pytest.fixture(scope="module")
-def prod():
-    return offline.run("prod")
-
-
 def with_cluster(tmp_path, edit, stack="infra-gke-us-central1"):
     doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
     edit(doc["config"]["modelplane:clusters"][0])

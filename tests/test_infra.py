@@ -1,7 +1,6 @@
 """InferenceCluster under mocks: the provider inputs that matter, parents and providers, config errors."""
 import pytest
 
-from modelplane import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
@@ -9,21 +8,6 @@ from modelplane.errors import InputError
 
 def by_name(run, type_):
     return {r.name: r for r in run.records if r.type == type_}
-
-
-@pytest.fixture(scope="module")
-def gke():
-    return offline.run("infra-gke-us-central1")
-
-
-@pytest.fixture(scope="module")
-def eks():
-    return offline.run("infra-eks-us-east-1")
-
-
-@pytest.fixture(scope="module")
-def lab():
-    return offline.run("lab")
 
 
 def assert_owned(run, cluster):

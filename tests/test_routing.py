@@ -17,11 +17,6 @@ from modelplane.policy import evaluate
 from modelplane.scheduler.traffic import TOTAL_UNITS, Target, route
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return offline.run("prod")
-
-
 def objects(run, kind):
     return {r.name: r.inputs for r in run.records if r.type.startswith("kubernetes:") and r.type.endswith(f":{kind}")}
 

@@ -13,26 +13,6 @@ from modelplane.render.kserve import quote_args
 from modelplane.scheduler import DISK, MEMORY, Cluster, Demand, Pool, Role, schedule
 
 
-@pytest.fixture(scope="module")
-def gke():
-    return offline.run("infra-gke-us-central1")
-
-
-@pytest.fixture(scope="module")
-def eks():
-    return offline.run("infra-eks-us-east-1")
-
-
-@pytest.fixture(scope="module")
-def prod():
-    return offline.run("prod")
-
-
-@pytest.fixture(scope="module")
-def example():
-    return offline.run("example-5p3d")
-
-
 def releases(run):
     return {r.inputs["name"]: r for r in run.records if r.type == "kubernetes:helm.sh/v3:Release"}
 
