@@ -17,7 +17,7 @@ from pulumi.runtime.mocks import MockMonitor
 
 from . import program
 from .api import load_catalog, load_stack, stack_file
-from .api.loader import display_path, stack_names
+from .api.loader import YAML_LOADER, display_path, stack_names
 from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
 
@@ -126,7 +126,7 @@ def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
     """Config as the Pulumi engine hands it to a program: strings, objects as JSON, secrets decrypted."""
     import yaml
 
-    raw = (yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}).get("config") or {}
+    raw = (yaml.load(path.read_text(), Loader=YAML_LOADER) or {}).get("config") or {}
     config, secrets = {}, []
     for key, value in raw.items():
         full = key if ":" in key else f"{program.PROJECT}:{key}"

@@ -19,6 +19,12 @@ def invalid(message: str, fix: str) -> PydanticCustomError:
     return PydanticCustomError("modelplane", "{message}", {"message": message, "fix": fix})
 
 
+def require_one(model: BaseModel, fields: tuple[str, ...], message: str, fix: str) -> None:
+    """Raise `invalid(message, fix)` unless exactly one of `fields` is set on `model`."""
+    if sum(getattr(model, f) is not None for f in fields) != 1:
+        raise invalid(message, fix)
+
+
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 

@@ -33,7 +33,7 @@ class StackSpec(Model):
 
 
 # libyaml when PyYAML has it (10x faster on a fleet's stack file); the same nodes and marks either way.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -68,8 +68,8 @@ def read_yaml(path: Path, display: str | None = None) -> Source:
     except OSError as exc:
         raise InputError([Problem(display, "(file)", f"cannot read: {exc.strerror}", "check the path")])
     try:
-        node = yaml.compose(text, Loader=_LOADER)
-        data = yaml.load(text, Loader=_LOADER)
+        node = yaml.compose(text, Loader=YAML_LOADER)
+        data = yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError([Problem(display, "(file)", f"not valid YAML: {getattr(exc, 'problem', exc)}",

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Model, Name, Namespace, invalid
+from .base import Model, Name, Namespace, invalid, require_one
 from .deployment import ClusterSelector, KeyRef
 
 _HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
@@ -31,9 +31,8 @@ class Endpoint(Model):
 
     @model_validator(mode="after")
     def _one_target(self):
-        if (self.deployment is None) == (self.provider is None):
-            raise invalid("an endpoint names exactly one of deployment or provider",
-                          "write {deployment: <name>, weight: N} or {provider: <name>, weight: N}")
+        require_one(self, ("deployment", "provider"), "an endpoint names exactly one of deployment or provider",
+                    "write {deployment: <name>, weight: N} or {provider: <name>, weight: N}")
         return self
 
     def key(self, namespace: str) -> str:
@@ -72,10 +71,9 @@ class ApiKey(Model):
 
     @model_validator(mode="after")
     def _one_source(self):
-        if (self.secret is None) == (self.secret_key_ref is None):
-            raise invalid("apiKey needs exactly one of secret or secretKeyRef",
-                          "secret: <config key> (pulumi config set --secret modelplane:<key> ...) or "
-                          "secretKeyRef: {name: <Secret>, key: credential}")
+        require_one(self, ("secret", "secret_key_ref"), "apiKey needs exactly one of secret or secretKeyRef",
+                    "secret: <config key> (pulumi config set --secret modelplane:<key> ...) or "
+                    "secretKeyRef: {name: <Secret>, key: credential}")
         if self.secret_key_ref is not None and self.secret_key_ref.key != CREDENTIAL_KEY:
             raise invalid(f"the gateway reads the header value from key {CREDENTIAL_KEY!r} of the Secret, not "
                           f"{self.secret_key_ref.key!r}", f"store the full header value (e.g. 'Bearer sk-...') under "
@@ -139,9 +137,8 @@ class Dns(Model):
 
     @model_validator(mode="after")
     def _one_zone(self):
-        if (self.route53 is None) == (self.cloud_dns is None):
-            raise invalid("dns needs exactly one of route53 or cloudDns",
-                          "route53: {zoneId: Z..., domain: ...} or cloudDns: {project, managedZone, domain}")
+        require_one(self, ("route53", "cloud_dns"), "dns needs exactly one of route53 or cloudDns",
+                    "route53: {zoneId: Z..., domain: ...} or cloudDns: {project, managedZone, domain}")
         return self
 
     @property

@@ -9,7 +9,7 @@ from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
 from .resource import pod_templates
-from .stack import _key, _spec_findings, deployments, replicas
+from .stack import _key, _spec_findings, deployments, pools_of, replicas
 
 
 def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
@@ -44,7 +44,7 @@ def _wired(pod: dict, fabric: dict) -> bool:
 def fabric_wired(resources, config=None):
     out, index = [], None
     for r, spec, p, inv in replicas(resources):
-        pools = {q["name"]: q for q in inv.get("pools", [])}
+        pools = pools_of(inv)
         disaggregated = spec.get("prefill") is not None
         for role, rp in p["roles"].items():
             fabric = (pools.get(rp["pool"]) or {}).get("fabric") or {}
@@ -81,7 +81,7 @@ def engines(resources, config=None):
 def flex_start_serving(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
-        pools = {q["name"]: q for q in inv.get("pools", [])}
+        pools = pools_of(inv)
         flex = sorted({rp["pool"] for rp in p["roles"].values()
                        if (pools.get(rp["pool"]) or {}).get("capacityType") == "flex-start"})
         if flex:

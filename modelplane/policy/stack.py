@@ -27,6 +27,11 @@ def replicas(resources):
             yield r, spec, p, clusters.get(p["cluster"]) or {}
 
 
+def pools_of(inv: dict) -> dict[str, dict]:
+    """A cluster inventory's pools by name."""
+    return {q["name"]: q for q in inv.get("pools", [])}
+
+
 def objects(resources, kind: str):
     for r in resources:
         if r.resource_type.startswith("kubernetes:") and r.props.get("kind") == kind:
@@ -86,7 +91,7 @@ def _role_topology(spec, role):
 def topology_fits(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
-        pools = {q["name"]: q for q in inv.get("pools", [])}
+        pools = pools_of(inv)
         for role, rp in p["roles"].items():
             pool = pools.get(rp["pool"])
             where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"

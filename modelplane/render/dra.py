@@ -36,38 +36,32 @@ def selector(device: dict) -> str:
     return " && ".join(terms)
 
 
-def claim_template(name: str, namespace: str, lbls: dict, device: dict, count: int) -> dict:
+def _template(name: str, namespace: str, lbls: dict, request: dict) -> dict:
+    """A ResourceClaimTemplate with one device request; its claims carry the same labels."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": meta(name, namespace, lbls),
-        "spec": {
-            "metadata": {"labels": dict(lbls)},
-            "spec": {"devices": {"requests": [{
-                "name": CLAIM_NAME,
-                "exactly": {
-                    "deviceClassName": device["driver"],
-                    "allocationMode": "ExactCount",
-                    "count": count,
-                    "selectors": [{"cel": {"expression": selector(device)}}],
-                },
-            }]}},
-        },
+        "spec": {"metadata": {"labels": dict(lbls)}, "spec": {"devices": {"requests": [request]}}},
     }
+
+
+def claim_template(name: str, namespace: str, lbls: dict, device: dict, count: int) -> dict:
+    return _template(name, namespace, lbls, {
+        "name": CLAIM_NAME,
+        "exactly": {
+            "deviceClassName": device["driver"],
+            "allocationMode": "ExactCount",
+            "count": count,
+            "selectors": [{"cel": {"expression": selector(device)}}],
+        },
+    })
 
 
 def nic_claim_template(name: str, namespace: str, lbls: dict, device_class: str) -> dict:
     """All RDMA NICs of the node (GKE managed DRANET publishes them under `device_class`); one pod
     per node takes them all, as Cluster Toolkit's default-rdma template does."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": meta(name, namespace, lbls),
-        "spec": {
-            "metadata": {"labels": dict(lbls)},
-            "spec": {"devices": {"requests": [{
-                "name": NIC_CLAIM_NAME,
-                "exactly": {"deviceClassName": device_class, "allocationMode": "All"},
-            }]}},
-        },
-    }
+    return _template(name, namespace, lbls, {
+        "name": NIC_CLAIM_NAME,
+        "exactly": {"deviceClassName": device_class, "allocationMode": "All"},
+    })
