@@ -65,7 +65,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
     from . import offline, report
     from .policy import PackError, PolicyConfigError, default_config, evaluate, read_config
 
-    services_before, before = [], {}
+    services_before, before, cost_before = [], {}, None
     try:
         prev = _read_previous(previous)
         run = offline.run(stack, config_file, prev)
@@ -77,6 +77,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
             base = [p.to_json() for p in run.result.plan.placements]
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
             services_before = report.services(run)
+            cost_before = report.cost_of(run, base)
             run = offline.run(stack, config_file, base, tuple(without))
         policy_file = policy_config or default_config(run.result.spec.production)
         violations = evaluate(run, read_config(policy_file), gate)
@@ -85,7 +86,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
         sys.exit(1)
     except (PolicyConfigError, PackError) as exc:
         _fail(str(exc))
-    return run, violations, services_before, before, policy_file
+    return run, violations, (services_before, cost_before), before, policy_file
 
 
 @main.command()
@@ -93,25 +94,35 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
 @click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
+@click.option("--report", "report_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the fleet report (one self-contained HTML page) here.")
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
 @click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
 @click.option("--policy-config", type=click.Path(path_type=Path),
               help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
                    "production.json for production stacks).")
-def plan(stack, config_file, as_json, out_dir, previous, explain, without, policy_config):
+def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     from . import report, tables
     from .policy import Analyzer
 
     # The pack starts now and imports while the program runs.
     with Analyzer(stack=stack) as gate:
-        run, violations, services_before, before, policy_file = _plan_and_gate(
+        run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
             gate, stack, config_file, previous, without, policy_config)
     doc = report.document(run, violations)
     if out_dir:
         n = report.write_out(run, out_dir)
         err.print(f"wrote {n} files to {out_dir}", markup=False)
+    if report_file:
+        from .fleetreport import render
+
+        try:
+            report_file.write_text(render(doc))
+        except OSError as exc:
+            _fail(f"--report {report_file}: {exc.strerror or exc}")
+        err.print(f"wrote the fleet report to {report_file}", markup=False)
     if as_json:
         sys.stdout.write(report.to_json(doc))
     else:
@@ -120,6 +131,9 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
         if run.result.spec.deployments:
             out.print(tables.placement_table(doc))
         tables.summary(out, doc, run.result.plan.desired)
+        if doc["cost"]["replicas"] or doc["cost"]["idle"]["pools"]:
+            out.print(tables.cost_table(doc))
+            tables.price_notes(out, doc)
         if doc["services"]:
             out.print(tables.routing_table(doc))
             tables.entry_points(out, doc, run.result.spec.dns is not None)
@@ -133,6 +147,7 @@ def plan(stack, config_file, as_json, out_dir, previous, explain, without, polic
                 if (u["deployment"], u["replica"]) in before:
                     out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
             tables.traffic_shift(out, services_before, doc["services"])
+            tables.cost_shift(out, cost_before, doc["cost"])
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)

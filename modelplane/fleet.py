@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .api import Catalog, InferenceCluster, ModelDeployment
 from .api.fabric import fabric_wiring
+from .cost import pool_price
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
@@ -23,6 +24,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "name": pool.name, "class": cls.name, "minNodes": pool.min_nodes, "maxNodes": pool.max_nodes,
             "gpusPerNode": cls.capabilities.gpu.count, "zones": list(pool.zones),
             "capacityType": pool.capacity.type,
+            "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
             "fabric": fabric_wiring(cls, cluster.source).to_json(),
@@ -79,6 +81,15 @@ def role_workers(md: ModelDeployment) -> dict[str, int]:
         return declared
     bands = {b.role: (b.min, b.max) for b in md.coordination.bands}
     return allocate(md.coordination.total_workers, declared, bands)
+
+
+def minimum_workers(md: ModelDeployment) -> dict[str, int]:
+    """Workers per GPU role that run at minimum: autoscaled roles at minReplicas, others as placed."""
+    counts = role_workers(md)
+    for auto in md.autoscaling:
+        if auto.role in counts:
+            counts[auto.role] = min(counts[auto.role], auto.min_replicas)
+    return counts
 
 
 def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:

@@ -99,6 +99,7 @@ class OfflineRun:
     stack: str
     result: program.Result
     records: list[Record]
+    lost: tuple[str, ...] = ()      # clusters planned without (what-if)
 
 
 def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
@@ -157,4 +158,4 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     for record in monitor.records:
         record.inputs = mocks.inputs.get((record.type, record.name), {})
         record.outputs = monitor.outputs.get(record.urn, {})
-    return OfflineRun(stack, program.LAST[-1], monitor.records)
+    return OfflineRun(stack, program.LAST[-1], monitor.records, tuple(exclude))

@@ -85,14 +85,40 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
+    placements = [p.to_json() for p in plan.placements]
     return {
         "stack": run.stack,
-        "placements": [p.to_json() for p in plan.placements],
+        "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
         "services": services(run),
+        "cost": cost_of(run, placements),
+        "clusters": clusters_of(run),
         "resources": resources,
         "policy": {"violations": violations},
     }
+
+
+def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
+    from .cost import fleet_cost
+    from .fleet import minimum_workers
+
+    spec = run.result.spec
+    # Idle nodes are charged to the plan that sees the usage: the apps plan for fleet clusters.
+    inventories = {n: inv for n, inv in run.result.inventories.items() if n not in run.lost}
+    return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories))
+
+
+def clusters_of(run: OfflineRun) -> list[dict]:
+    """Every cluster the plan could place on, with its GPU pools (the report draws these)."""
+    out = []
+    for name, inv in sorted(run.result.inventories.items()):
+        if name in run.lost:
+            continue
+        out.append({"cluster": name, "cloud": inv.get("cloud"), "region": inv.get("region"),
+                    "pools": [{"name": p["name"], "class": p["class"], "capacityType": p.get("capacityType"),
+                               **{k: int(p[k]) for k in ("gpusPerNode", "minNodes", "maxNodes")}}
+                              for p in inv.get("pools", [])]})
+    return out
 
 
 def services(run: OfflineRun) -> list[dict]:

@@ -78,6 +78,56 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
 
 
 
+def cost_table(doc: dict) -> Table:
+    """$/hour and $/month per deployment and cluster: `min` runs at minimum, `max` is the
+    autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses."""
+    from .cost import money_span
+
+    cost = doc["cost"]
+    table = Table(title=f"cost ({doc['stack']}, {cost['currency']}, {cost['hoursPerMonth']} h/month)", title_justify="left")
+    for col in ("", "name", "GPUs", "nodes", "$/hour", "$/month"):
+        table.add_column(col, justify="right" if col in ("GPUs", "nodes", "$/hour", "$/month") else "left")
+
+    def span(s):
+        return str(s["min"]) if s["min"] == s["max"] else f"{s['min']}–{s['max']}"
+
+    def row(kind, name, r):
+        note = f" (+{r['unpricedNodes']} unpriced)" if r.get("unpricedNodes") else ""
+        table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), money_span(r["hourly"]) + note,
+                      money_span(r["monthly"]))
+    for d in cost["deployments"]:
+        row("deployment", d["deployment"], d)
+    for i in cost["idle"]["pools"]:
+        row("idle", f"{i['cluster']}/{i['pool']}", i)
+    for c in cost["clusters"]:
+        row("cluster", c["cluster"], c)
+    row("stack", doc["stack"], cost["stack"])
+    return table
+
+
+def price_notes(out, doc: dict) -> None:
+    """Where the prices come from, and what is not priced."""
+    from .cost import money
+
+    cost = doc["cost"]
+    shaky = [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")]
+    for p in shaky:
+        why = p["basis"] + ("; unconfirmed" if p.get("unconfirmed") else "")
+        out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
+                  f"{why} (source {p['source']}, {p['asOf']})", markup=False)
+    for p in cost["unpriced"]:
+        out.print(f"  [yellow]unpriced[/yellow] {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): no list "
+                  "price; set capacity.hourly on the pool or add the class to catalog/prices.yaml")
+
+
+def cost_shift(out, before: dict, after: dict) -> None:
+    """What-if: the stack's cost before and after losing the clusters."""
+    from .cost import money_span
+
+    out.print(f"  cost {money_span(before['stack']['hourly'])}/h -> {money_span(after['stack']['hourly'])}/h, "
+              f"GPUs {before['stack']['gpus']['max']} -> {after['stack']['gpus']['max']}")
+
+
 def print_violations(out, violations: list[dict], policy_file: Path) -> None:
     """Grouped by policy, mandatory first; one line per violation with the resource it names."""
     if not violations:

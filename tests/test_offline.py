@@ -50,7 +50,9 @@ def test_json_contract_and_determinism():
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert list(doc) == ["stack", "placements", "unplaced", "services", "resources", "policy"]
+    assert list(doc) == ["stack", "placements", "unplaced", "services", "cost", "clusters", "resources", "policy"]
+    assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(
+        r["nodes"] * r["gpusPerNode"] for p in doc["placements"] for r in p["roles"].values()) + doc["cost"]["idle"]["gpus"]["max"]
     assert doc["stack"] == "dev" and doc["unplaced"] == [] and doc["policy"] == {"violations": []}
     p = doc["placements"][-1]
     assert p["deployment"] == "ml-team/llama-70b" and set(p["roles"]) == {"decode", "prefill"}

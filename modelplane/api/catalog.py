@@ -1,6 +1,7 @@
 """InferenceClass: a tested GPU hardware recipe (capabilities, DRA identity, provisioning)."""
 from __future__ import annotations
 
+from datetime import date
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -136,6 +137,26 @@ class ModelFacts(Model):
     unconfirmed: list[str] = []
 
 
+PricedCapacity = Literal["on-demand", "spot", "reservation", "flex-start", "capacity-block", "internal"]
+
+
+class Price(Model):
+    """A list price of one node of a class: per hour, in USD, in one region and capacity type.
+
+    `region: "*"` is a rate that holds everywhere (an owner's internal rate for bring-your-own
+    hardware). `unconfirmed: true` marks a figure no primary pricing page confirmed."""
+
+    class_: Name = Field(alias="class")
+    region: str = Field(min_length=1)
+    capacity_type: PricedCapacity
+    hourly: float = Field(gt=0)
+    source: str = Field(min_length=1)
+    as_of: date
+    unconfirmed: bool = False
+
+
 class CatalogFile(Model):
     classes: list[InferenceClass] = []
     models: list[ModelFacts] = []
+    prices: list[Price] = []
+    sources: dict[str, dict] = {}   # YAML anchors for a source and date that many prices share

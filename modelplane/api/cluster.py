@@ -28,6 +28,9 @@ class Capacity(Model):
 
     type: Literal["on-demand", "spot", "reservation", "flex-start", "capacity-block"] = "on-demand"
     reservation: str | None = None   # GKE reservation name or EC2 capacity reservation id
+    # What one node costs you per hour (USD) when it is not the catalog's list price: a contracted
+    # reservation, a Capacity Block bought at a given rate, a negotiated discount.
+    hourly: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _needs_reservation(self):

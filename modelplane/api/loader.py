@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
-from .catalog import CatalogFile, InferenceClass, ModelFacts
+from .catalog import CatalogFile, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
@@ -91,6 +91,7 @@ class Catalog:
     classes: dict[str, InferenceClass] = field(default_factory=dict)
     substrate: dict = field(default_factory=dict)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
+    prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
 
     def weights_gib(self, md) -> float:
         """The deployment's model size: its own `model.sizeGiB`, else the catalog's, else 0 (unknown)."""
@@ -101,7 +102,7 @@ class Catalog:
 
 
 def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
-    problems, catalog, origin = [], Catalog(), {}
+    problems, catalog, origin, priced = [], Catalog(), {}, []
     for path in sorted(directory.glob("*.yaml")):
         src = read_yaml(path)
         if path.name == "substrate.yaml":
@@ -126,6 +127,21 @@ def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
                                         f"model {model.uri!r} is already described", "keep one entry per model",
                                         src.line(("models", i, "uri"))))
             catalog.models[model.uri] = model
+        priced.append((src, parsed.prices))
+    for src, prices in priced:    # after every file, so a price may name a class of another file
+        for i, price in enumerate(prices):
+            key = (price.class_, price.region, price.capacity_type)
+            where = (src.file, format_path(("prices", i, "class")))
+            if price.class_ not in catalog.classes:
+                guess = did_you_mean(price.class_, catalog.classes)
+                problems.append(Problem(*where, f"no class {price.class_!r} in the catalog",
+                                        f"did you mean {guess!r}?" if guess else "price a class the catalog defines",
+                                        src.line(("prices", i, "class"))))
+            elif key in catalog.prices:
+                problems.append(Problem(*where, f"{price.class_} already has a {price.capacity_type} price in "
+                                        f"{price.region}", "keep one price per class, region and capacity type",
+                                        src.line(("prices", i, "class"))))
+            catalog.prices[key] = price
     if problems:
         raise InputError(problems)
     return catalog

@@ -63,7 +63,29 @@ def read_config(path: Path | None) -> dict:
         if level is not None and level not in LEVELS:
             raise PolicyConfigError(f"{path}: {key}: enforcement level {level!r} is not one of "
                                     f"{', '.join(LEVELS)}")
+        if isinstance(value, dict) and key != "all":
+            _check_properties(path, key, value)
     return doc
+
+
+def _check_properties(path, name: str, value: dict) -> None:
+    """A policy's settings against the JSON schema the pack declares for it (the CLI refuses what
+    `pulumi preview --policy-pack-config` would)."""
+    import jsonschema
+
+    known = POLICIES[name].config
+    props = {k: v for k, v in value.items() if k != "enforcementLevel"}
+    unknown = sorted(set(props) - set(known))
+    if unknown:
+        settings = ", ".join(sorted(known)) or "none besides enforcementLevel"
+        raise PolicyConfigError(f"{path}: {name}: unknown setting {', '.join(map(repr, unknown))} "
+                                f"(settings: {settings})")
+    for key, schema in known.items():
+        if key in props:
+            try:
+                jsonschema.validate(props[key], schema)
+            except jsonschema.ValidationError as exc:
+                raise PolicyConfigError(f"{path}: {name}.{key}: {exc.message}") from None
 
 
 def resolve(config: dict) -> dict[str, tuple[str, dict]]:

@@ -11,6 +11,7 @@ from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from .registry import ADVISORY, policy
 
 MODEL_DEPLOYMENT = "modelplane:index:ModelDeployment"
+INFERENCE_CLUSTER = "modelplane:index:InferenceCluster"
 
 
 def deployments(resources):
@@ -231,4 +232,48 @@ def data_residency(resources, config=None):
         elif want and not any(inv.get("region", "").startswith(x) for x in prefixes):
             out.append((f"{_key(spec)} replica {int(p['replica'])} is on {p['cluster']} in {inv.get('region')}, "
                         f"outside {want} ({', '.join(prefixes)}*)", r.urn))
+    return out
+
+
+@policy("cost-budget", "The stack's hourly cost at its autoscaling maximum (replicas plus idle minNodes, at the "
+        "pools' prices) stays within maxHourlyCost, and each namespace's within its own budget.", "stack",
+        config={"maxHourlyCost": {"type": "number", "minimum": 0},
+                "namespaces": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}})
+def cost_budget(resources, config=None):
+    from ..cost import fleet_cost, money
+    from ..fleet import minimum_workers
+
+    cfg = config or {}
+    if cfg.get("maxHourlyCost") is None and not cfg.get("namespaces"):
+        return []
+    inventories, placements, minimums = {}, [], {}
+    for r in resources:
+        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
+            inventories[r.props["inventory"]["name"]] = r.props["inventory"]
+    for _, spec, mine, clusters in deployments(resources):
+        inventories.update(clusters)
+        placements += mine
+        try:
+            minimums[_key(spec)] = minimum_workers(ModelDeployment.model_validate(spec))
+        except ValueError:
+            pass    # the `roles` policy reports a spec that does not validate
+    cost = fleet_cost(placements, inventories, minimums, set(inventories))
+    out = []
+
+    def unpriced(row):
+        return f" ({row['unpricedNodes']} unpriced nodes not counted)" if row.get("unpricedNodes") else ""
+    limit = cfg.get("maxHourlyCost")
+    if limit is not None and cost["stack"]["hourly"]["max"] > float(limit):
+        out.append((f"the stack may cost {money(cost['stack']['hourly']['max'])}/hour at its autoscaling maximum "
+                    f"({money(cost['stack']['hourly']['min'])} at minimum){unpriced(cost['stack'])}; the budget is "
+                    f"{money(float(limit))}/hour", None))
+    per_ns: dict[str, list] = {}
+    for row in cost["deployments"]:
+        per_ns.setdefault(row["deployment"].split("/", 1)[0], []).append(row)
+    for ns, budget in sorted((cfg.get("namespaces") or {}).items()):
+        spent = sum(row["hourly"]["max"] for row in per_ns.get(ns, []))
+        if spent > float(budget):
+            names = ", ".join(f"{row['deployment']} {money(row['hourly']['max'])}" for row in per_ns[ns])
+            out.append((f"namespace {ns} may cost {money(spent)}/hour ({names}); its budget is "
+                        f"{money(float(budget))}/hour", None))
     return out

@@ -1,0 +1,160 @@
+"""What a fleet costs: node prices per pool, and $/hour of the placed replicas, their autoscaling
+envelope and the idle nodes a pool's minNodes keeps up.
+
+Pure: reads the catalog's prices, cluster inventories and plain placement dicts (the plan's
+JSON), so `modelplane plan`, the report and the policy pack compute the same figures.
+
+A pool's node price, first that applies:
+1. `capacity.hourly` on the pool in the stack config (a contracted or negotiated rate);
+2. the catalog's list price for the class, the cluster's region and the pool's capacity type;
+3. for `reservation`: the on-demand list price (GCE reservations and EC2 On-Demand Capacity
+   Reservations bill reserved nodes at the on-demand rate unless a commitment discounts them);
+4. an internal rate of a bring-your-own class (`region: "*"`);
+5. the on-demand list price as an upper bound, marked so (no list price for that capacity type);
+otherwise the pool is unpriced and listed as such, never counted as free.
+"""
+from __future__ import annotations
+
+HOURS_PER_MONTH = 730
+CURRENCY = "USD"
+
+
+def pool_price(prices: dict, cls: str, region: str, capacity_type: str, contract: float | None = None) -> dict | None:
+    """The price of one node of a pool, with where it comes from; None when nothing prices it."""
+    if contract is not None:
+        return {"hourly": contract, "basis": "contract", "source": "stack config (capacity.hourly)"}
+    exact = prices.get((cls, region, capacity_type))
+    if exact is not None:
+        return _entry(exact, "list")
+    on_demand = prices.get((cls, region, "on-demand"))
+    if capacity_type == "reservation" and on_demand is not None:
+        return _entry(on_demand, "on-demand rate (reserved nodes bill at it)")
+    internal = next((p for (c, r, _), p in sorted(prices.items()) if c == cls and r == "*"), None)
+    if internal is not None:
+        return _entry(internal, "internal")
+    if on_demand is not None:
+        return _entry(on_demand, f"on-demand (no {capacity_type} list price; an upper bound)")
+    return None
+
+
+def _entry(price, basis: str) -> dict:
+    out = {"hourly": price.hourly, "basis": basis, "source": price.source, "asOf": price.as_of.isoformat()}
+    if price.unconfirmed:
+        out["unconfirmed"] = True
+    return out
+
+
+def _span(lo: float, hi: float, digits: int = 4) -> dict:
+    return {"min": round(lo, digits), "max": round(hi, digits)}
+
+
+class _Sum:
+    """Running totals of one row (replica, deployment, cluster, stack)."""
+
+    __slots__ = ("gpus", "nodes", "hourly", "unpriced")
+
+    def __init__(self):
+        self.gpus, self.nodes, self.hourly, self.unpriced = [0, 0], [0, 0], [0.0, 0.0], 0
+
+    def add(self, gpus, nodes, price, unpriced_nodes=0):
+        for i in (0, 1):
+            self.gpus[i] += gpus[i]
+            self.nodes[i] += nodes[i]
+            self.hourly[i] += nodes[i] * price if price is not None else 0.0
+        self.unpriced += unpriced_nodes
+
+    def merge(self, other: "_Sum"):
+        for i in (0, 1):
+            self.gpus[i] += other.gpus[i]
+            self.nodes[i] += other.nodes[i]
+            self.hourly[i] += other.hourly[i]
+        self.unpriced += other.unpriced
+
+    def json(self) -> dict:
+        out = {"gpus": {"min": self.gpus[0], "max": self.gpus[1]}, "nodes": {"min": self.nodes[0], "max": self.nodes[1]},
+               "hourly": _span(*self.hourly), "monthly": _span(*(h * HOURS_PER_MONTH for h in self.hourly), digits=2)}
+        if self.unpriced:
+            out["unpricedNodes"] = self.unpriced
+        return out
+
+
+def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_workers: dict[str, dict[str, int]],
+               owned: set[str] | frozenset = frozenset()) -> dict:
+    """Cost of a plan. `placements`: the plan's JSON placements; `minimum_workers`: per deployment
+    and role, the workers that run at minimum (autoscaled roles at minReplicas); `owned`: clusters
+    whose idle minNodes this plan charges (those whose usage it sees).
+
+    Per replica, `min` is what runs at minimum and `max` the envelope the plan reserved."""
+    pools = {(c, p["name"]): p for c, inv in inventories.items() for p in inv.get("pools", [])}
+    used: dict[tuple[str, str], list[int]] = {}
+    by_deployment: dict[tuple[str, str], dict[str, list[int]]] = {}
+    replicas, deployments, clusters = [], {}, {}
+    for p in sorted(placements, key=lambda p: (p["deployment"], int(p["replica"]))):
+        row = _Sum()
+        mins = minimum_workers.get(p["deployment"], {})
+        for role, rp in sorted(p["roles"].items()):
+            workers, nodes = int(rp["workers"]), int(rp["nodes"])
+            lo = mins.get(role, workers) * (nodes // workers) if workers else 0
+            gpn = int(rp["gpusPerNode"])
+            pool = pools.get((p["cluster"], rp["pool"]), {})
+            price = (pool.get("price") or {}).get("hourly")
+            row.add((lo * gpn, nodes * gpn), (lo, nodes), price, nodes if price is None else 0)
+            for u in (used.setdefault((p["cluster"], rp["pool"]), [0, 0]),
+                      by_deployment.setdefault((p["cluster"], rp["pool"]), {}).setdefault(p["deployment"], [0, 0])):
+                u[0], u[1] = u[0] + lo, u[1] + nodes
+        replicas.append({"deployment": p["deployment"], "replica": int(p["replica"]), "cluster": p["cluster"], **row.json()})
+        deployments.setdefault(p["deployment"], _Sum()).merge(row)
+        clusters.setdefault(p["cluster"], _Sum()).merge(row)
+    idle_rows, stack, idle_total = [], _Sum(), _Sum()
+    for (cluster, name), pool in sorted(pools.items()):
+        if cluster not in owned:
+            continue
+        lo, hi = used.get((cluster, name), (0, 0))
+        keep = int(pool.get("minNodes", 0))
+        idle = (max(0, keep - lo), max(0, keep - hi))
+        if not idle[0]:
+            continue
+        price = (pool.get("price") or {}).get("hourly")
+        gpn = int(pool.get("gpusPerNode", 0))
+        row = _Sum()
+        row.add((idle[0] * gpn, idle[1] * gpn), idle, price, idle[0] if price is None else 0)
+        idle_rows.append({"cluster": cluster, "pool": name, **row.json()})
+        clusters.setdefault(cluster, _Sum()).merge(row)
+        idle_total.merge(row)
+    for row in clusters.values():
+        stack.merge(row)
+    fill = []
+    for (cluster, name), pool in sorted(pools.items()):
+        lo, hi = used.get((cluster, name), (0, 0))
+        keep = int(pool.get("minNodes", 0)) if cluster in owned else 0
+        fill.append({"cluster": cluster, "pool": name, "maxNodes": int(pool.get("maxNodes", 0)),
+                     "minNodes": int(pool.get("minNodes", 0)), "used": {"min": lo, "max": hi},
+                     "idle": {"min": max(0, keep - lo), "max": max(0, keep - hi)},
+                     "deployments": {d: {"min": v[0], "max": v[1]}
+                                     for d, v in sorted(by_deployment.get((cluster, name), {}).items())}})
+    price_rows, unpriced = [], []
+    for (cluster, name), pool in sorted(pools.items()):
+        if (cluster, name) not in used and cluster not in owned:
+            continue
+        where = {"cluster": cluster, "pool": name, "class": pool.get("class"), "capacityType": pool.get("capacityType")}
+        if pool.get("price"):
+            price_rows.append({**where, **pool["price"]})
+        else:
+            unpriced.append(where)
+    return {
+        "currency": CURRENCY, "hoursPerMonth": HOURS_PER_MONTH,
+        "stack": stack.json(), "idle": {**idle_total.json(), "pools": idle_rows},
+        "clusters": [{"cluster": c, **clusters[c].json()} for c in sorted(clusters)],
+        "deployments": [{"deployment": d, **deployments[d].json()} for d in sorted(deployments)],
+        "replicas": replicas, "pools": fill, "prices": price_rows, "unpriced": unpriced,
+    }
+
+
+def money(value: float) -> str:
+    """Dollars as a person reads them: cents below $100, whole dollars above."""
+    return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
+
+
+def money_span(span: dict) -> str:
+    lo, hi = span["min"], span["max"]
+    return money(lo) if abs(hi - lo) < 0.005 else f"{money(lo)}–{money(hi)}"

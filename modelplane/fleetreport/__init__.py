@@ -1,0 +1,72 @@
+"""The fleet report: one self-contained HTML page (inline CSS and SVG, no scripts, no network)
+drawn from the plan document, answering where everything is, how full it is and what it costs.
+
+Legible from 3 clusters to 50: cluster cards wrap in a grid; clusters with nothing placed and no
+idle nodes collapse into one line; long tables stay tables.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from ..cost import money, money_span
+from .bars import CLUSTER_PALETTE, colours, pool_bar, share_bar
+
+_ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
+                   undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_ENV.filters["money"] = money
+_ENV.filters["money_span"] = money_span
+
+
+def _span(s: dict) -> str:
+    return str(s["min"]) if s["min"] == s["max"] else f"{s['min']}–{s['max']}"
+
+
+_ENV.filters["span"] = _span
+
+
+def context(doc: dict) -> dict:
+    """What the page shows, computed from the plan document only."""
+    cost = doc["cost"]
+    deployments = sorted({p["deployment"] for p in doc["placements"]} | {u["deployment"] for u in doc["unplaced"]})
+    palette = colours(deployments)
+    fill = {(f["cluster"], f["pool"]): f for f in cost["pools"]}
+    prices = {(p["cluster"], p["pool"]): p for p in cost["prices"]}
+    cluster_cost = {c["cluster"]: c for c in cost["clusters"]}
+    cards, empty = [], []
+    for c in doc["clusters"]:
+        pools = []
+        for pool in c["pools"]:
+            f = fill.get((c["cluster"], pool["name"]))
+            segs = [(d, v["min"], v["max"]) for d, v in f["deployments"].items()] if f else []
+            idle = f["idle"]["max"] if f else 0
+            placed = f["used"]["max"] if f else 0
+            pools.append({**pool, "bar": pool_bar(c["cluster"], pool, segs, idle, palette), "placed": placed,
+                          "idle": idle, "price": prices.get((c["cluster"], pool["name"]))})
+        card = {**c, "pools": pools, "cost": cluster_cost.get(c["cluster"]),
+                "replicas": sum(1 for p in doc["placements"] if p["cluster"] == c["cluster"])}
+        (cards if card["replicas"] or any(p["idle"] for p in pools) else empty).append(card)
+    cluster_palette = colours((c["cluster"] for c in doc["clusters"]), CLUSTER_PALETTE)
+    services = [{**s, "bar": share_bar(s["service"], s["clusters"], cluster_palette)} for s in doc["services"]]
+    unplaced: dict[str, dict] = {}
+    for u in doc["unplaced"]:
+        entry = unplaced.setdefault(u["deployment"], {"replicas": [], "reasons": u["reasons"]})
+        entry["replicas"].append(u["replica"])
+    placed = {d: sum(1 for p in doc["placements"] if p["deployment"] == d) for d in deployments}
+    violations = doc["policy"]["violations"]
+    return {
+        "stack": doc["stack"], "cost": cost, "cards": cards, "empty": empty, "services": services,
+        "legend": [(d, palette[d], placed[d], placed[d] + len(unplaced.get(d, {}).get("replicas", [])))
+                   for d in deployments],
+        "unplaced": unplaced, "violations": violations,
+        "mandatory": sum(1 for v in violations if v["level"] == "mandatory"),
+        "replicas": {"placed": len(doc["placements"]), "wanted": len(doc["placements"]) + len(doc["unplaced"])},
+        "cluster_palette": cluster_palette,
+        "shaky": [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")],
+    }
+
+
+def render(doc: dict) -> str:
+    """The report as one HTML string; the same plan gives the same bytes."""
+    return _ENV.get_template("page.html.j2").render(**context(doc))

@@ -1,0 +1,87 @@
+"""Capacity bars as inline SVG: one bar per pool, one segment per deployment.
+
+Emitted by hand rather than through a plotting library: a bar is a handful of <rect>s, and
+hand-written SVG keeps the page self-contained, small and byte-identical for the same plan.
+Every segment carries data-* attributes (cluster, pool, deployment, kind, nodes) so tests read
+the picture the way a person reads it.
+"""
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+# Distinct on white and for the common colour-vision deficiencies (Okabe-Ito, then Tol's muted).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#332288", "#117733",
+           "#882255", "#44AA99", "#999933", "#AA4499")
+IDLE, FREE = "#6b6b6b", "#e6e6e6"
+WIDTH, HEIGHT = 360, 18
+
+
+# Clusters in the traffic bars: greys and earth tones, so they never read as a deployment.
+CLUSTER_PALETTE = ("#4d4d4d", "#a6761d", "#7f7f7f", "#66a61e", "#b3b3b3", "#e6ab02", "#1b1b1b", "#8c6d31")
+
+
+def colours(names, palette=PALETTE) -> dict[str, str]:
+    """Name -> colour, by name order, so the same fleet is drawn the same way."""
+    return {d: palette[i % len(palette)] for i, d in enumerate(sorted(set(names)))}
+
+
+def _rect(x: float, w: float, fill: str, attrs: dict, title: str, pattern: bool = False) -> str:
+    data = " ".join(f'data-{k}="{escape(v)}"' for k, v in attrs.items())
+    fill_attr = f'url(#env-{escape(fill[1:])})' if pattern else fill
+    return (f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{HEIGHT}" fill="{fill_attr}" {data}>'
+            f"<title>{escape(title)}</title></rect>")
+
+
+def pool_bar(cluster: str, pool: dict, segments: list[tuple[str, int, int]], idle: int, palette: dict) -> Markup:
+    """`segments`: (deployment, nodes at minimum, nodes reserved up to the autoscaling maximum)."""
+    total = max(int(pool["maxNodes"]), 1)
+    unit = WIDTH / total
+    parts, x = [], 0.0
+    patterns = set()
+    base = {"cluster": cluster, "pool": pool["name"]}
+    for deployment, lo, hi in segments:
+        colour = palette[deployment]
+        if lo:
+            parts.append(_rect(x, lo * unit, colour, {**base, "deployment": deployment, "kind": "used", "nodes": lo},
+                               f"{deployment}: {lo} node{'s' if lo != 1 else ''} at minimum"))
+            x += lo * unit
+        if hi > lo:
+            patterns.add(colour)
+            parts.append(_rect(x, (hi - lo) * unit, colour, {**base, "deployment": deployment, "kind": "envelope",
+                                                            "nodes": hi - lo},
+                               f"{deployment}: {hi - lo} more node{'s' if hi - lo != 1 else ''} up to its maximum", True))
+            x += (hi - lo) * unit
+    if idle:
+        parts.append(_rect(x, idle * unit, IDLE, {**base, "kind": "idle", "nodes": idle},
+                           f"{idle} idle node{'s' if idle != 1 else ''} kept up by minNodes"))
+        x += idle * unit
+    free = total - sum(hi for _, _, hi in segments) - idle
+    if free > 0:
+        parts.append(_rect(x, free * unit, FREE, {**base, "kind": "free", "nodes": free},
+                           f"{free} free node{'s' if free != 1 else ''}"))
+    defs = "".join(
+        f'<pattern id="env-{c[1:]}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        f'<rect width="6" height="6" fill="{c}" fill-opacity="0.25"/><rect width="2" height="6" fill="{c}"/></pattern>'
+        for c in sorted(patterns))
+    ticks = "".join(f'<line x1="{i * unit:.2f}" y1="0" x2="{i * unit:.2f}" y2="{HEIGHT}" stroke="#fff" stroke-width="1"/>'
+                    for i in range(1, total) if total <= 64)
+    label = f"{cluster}/{pool['name']}: {sum(hi for _, _, hi in segments)} of {total} nodes placed"
+    return Markup(f'<svg class="bar" role="img" aria-label="{escape(label)}" width="{WIDTH}" height="{HEIGHT}" '
+                  f'viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">'
+                  f'{"<defs>" + defs + "</defs>" if defs else ""}{"".join(parts)}{ticks}</svg>')
+
+
+def share_bar(service: str, clusters: dict[str, int], palette: dict) -> Markup:
+    """A service's request share per cluster (per mille) as one stacked bar."""
+    parts, x = [], 0.0
+    for cluster, units in sorted(clusters.items()):
+        w = WIDTH * units / 1000
+        parts.append(_rect(x, w, palette[cluster], {"service": service, "cluster": cluster, "share": units},
+                           f"{cluster}: {units / 10:.1f}% of requests"))
+        x += w
+    if x < WIDTH - 0.01:
+        parts.append(_rect(x, WIDTH - x, FREE, {"service": service, "cluster": "-", "share": round(1000 - x / WIDTH * 1000)},
+                           "not served by a cluster of this plan"))
+    return Markup(f'<svg class="bar" role="img" aria-label="{escape(service)} traffic by cluster" width="{WIDTH}" '
+                  f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">'
+                  f'{"".join(parts)}</svg>')

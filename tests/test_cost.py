@@ -1,0 +1,195 @@
+"""Cost: node prices per pool (list, contract, reservation, fallback, unpriced), the arithmetic of
+replicas, autoscaling envelopes and idle minNodes, the plan document and the budget policy."""
+import json
+from datetime import date
+
+import pytest
+
+from modelplane.api.catalog import Price
+from modelplane.cost import HOURS_PER_MONTH, fleet_cost, money, money_span, pool_price
+from modelplane.errors import InputError
+from modelplane.policy import PolicyConfigError, read_config
+from modelplane.policy.stack import cost_budget
+
+
+def price(cls, region, kind, hourly, unconfirmed=False):
+    return Price.model_validate({"class": cls, "region": region, "capacityType": kind, "hourly": hourly,
+                                 "source": "https://example.test/p", "asOf": "2025-03-06", "unconfirmed": unconfirmed})
+
+
+PRICES = {(p.class_, p.region, p.capacity_type): p for p in [
+    price("h100", "us-central1", "on-demand", 88.49), price("h100", "us-central1", "spot", 35.40),
+    price("byo", "*", "internal", 12.0)]}
+
+
+@pytest.mark.parametrize("cls, region, kind, contract, want", [
+    ("h100", "us-central1", "spot", None, (35.40, "list")),
+    ("h100", "us-central1", "on-demand", 70.0, (70.0, "contract")),
+    ("h100", "us-central1", "reservation", None, (88.49, "on-demand rate (reserved nodes bill at it)")),
+    ("h100", "us-central1", "flex-start", None, (88.49, "on-demand (no flex-start list price; an upper bound)")),
+    ("byo", "ams1", "on-demand", None, (12.0, "internal")),
+    ("h100", "europe-west4", "on-demand", None, None),
+])
+def test_a_pool_is_priced_by_the_first_rule_that_applies(cls, region, kind, contract, want):
+    got = pool_price(PRICES, cls, region, kind, contract)
+    assert (got and (got["hourly"], got["basis"])) == want or got == want
+
+
+def inv(name, pools):
+    return {"name": name, "pools": [{"name": n, "class": c, "minNodes": lo, "maxNodes": hi, "gpusPerNode": g,
+                                     "capacityType": "on-demand", "price": {"hourly": h, "basis": "list"} if h else None}
+                                    for n, c, lo, hi, g, h in pools]}
+
+
+def placement(d, i, cluster, **roles):
+    return {"deployment": d, "replica": i, "cluster": cluster,
+            "roles": {r: {"pool": pool, "nodes": nodes, "gpusPerNode": g, "workers": workers}
+                      for r, (pool, nodes, g, workers) in roles.items()}}
+
+
+def test_replicas_envelope_and_idle_nodes_add_up():
+    inventories = {"a": inv("a", [("h100", "h100", 0, 4, 8, 10.0), ("l4", "l4", 3, 8, 1, 1.0)])}
+    placements = [
+        # decode autoscales 1..3 workers of 1 node; prefill has 1 fixed worker of 1 node
+        placement("ns/big", 0, "a", decode=("h100", 3, 8, 3), prefill=("h100", 1, 8, 1)),
+        placement("ns/small", 0, "a", decode=("l4", 1, 1, 1)),
+    ]
+    cost = fleet_cost(placements, inventories, {"ns/big": {"decode": 1, "prefill": 1}}, {"a"})
+    big = next(r for r in cost["replicas"] if r["deployment"] == "ns/big")
+    assert big["nodes"] == {"min": 2, "max": 4} and big["gpus"] == {"min": 16, "max": 32}
+    assert big["hourly"] == {"min": 20.0, "max": 40.0}
+    # l4 keeps 3 nodes up and one is used: two are idle at both ends of the envelope
+    assert cost["idle"]["pools"] == [{"cluster": "a", "pool": "l4", "gpus": {"min": 2, "max": 2},
+                                      "nodes": {"min": 2, "max": 2}, "hourly": {"min": 2.0, "max": 2.0},
+                                      "monthly": {"min": 2.0 * HOURS_PER_MONTH, "max": 2.0 * HOURS_PER_MONTH}}]
+    assert cost["stack"]["hourly"] == {"min": 23.0, "max": 43.0}
+    assert cost["stack"]["monthly"] == {"min": 23.0 * HOURS_PER_MONTH, "max": 43.0 * HOURS_PER_MONTH}
+    pools = {p["pool"]: p for p in cost["pools"]}
+    assert pools["h100"]["used"] == {"min": 2, "max": 4} and pools["h100"]["deployments"] == {"ns/big": {"min": 2, "max": 4}}
+    assert pools["l4"]["idle"] == {"min": 2, "max": 2}
+
+
+def test_an_envelope_can_use_idle_nodes_up():
+    """A pool's minNodes counts once: nodes the envelope fills are not idle at the maximum."""
+    inventories = {"a": inv("a", [("l4", "l4", 3, 8, 1, 1.0)])}
+    cost = fleet_cost([placement("ns/m", 0, "a", decode=("l4", 4, 1, 4))], inventories, {"ns/m": {"decode": 1}}, {"a"})
+    assert cost["idle"]["pools"][0]["nodes"] == {"min": 2, "max": 0}
+    assert cost["stack"]["hourly"] == {"min": 3.0, "max": 4.0}
+
+
+def test_unpriced_pools_are_listed_and_never_free():
+    inventories = {"a": inv("a", [("h200", "h200", 0, 4, 8, None)])}
+    cost = fleet_cost([placement("ns/m", 0, "a", decode=("h200", 2, 8, 2))], inventories, {}, {"a"})
+    assert cost["stack"]["unpricedNodes"] == 2 and cost["stack"]["hourly"] == {"min": 0.0, "max": 0.0}
+    assert cost["unpriced"] == [{"cluster": "a", "pool": "h200", "class": "h200", "capacityType": "on-demand"}]
+
+
+def test_idle_nodes_of_clusters_the_plan_does_not_own_are_not_charged():
+    inventories = {"a": inv("a", [("l4", "l4", 3, 8, 1, 1.0)])}
+    assert fleet_cost([], inventories, {}, set())["stack"]["hourly"] == {"min": 0.0, "max": 0.0}
+
+
+def test_money_reads_like_money():
+    assert (money(0.7068), money(573.2), money(592511.65)) == ("$0.71", "$573", "$592,512")
+    assert money_span({"min": 1.0, "max": 1.0}) == "$1.00" and money_span({"min": 1, "max": 2}) == "$1.00–$2.00"
+
+
+def test_every_catalog_price_names_a_class_a_source_and_a_date(catalog):
+    assert len(catalog.prices) >= 15
+    for (cls, region, kind), p in catalog.prices.items():
+        assert cls in catalog.classes and p.source.startswith("https://") and p.as_of <= date(2026, 11, 22)
+        assert region == "*" or cls.split("-")[0] in ("gke", "eks")
+
+
+def test_a_price_for_an_unknown_class_is_an_input_error(tmp_path):
+    from modelplane.api import load_catalog
+
+    (tmp_path / "prices.yaml").write_text("prices:\n  - {class: gke-h100-8x-a3hgih, region: us-central1, "
+                                          "capacityType: spot, hourly: 1, source: x, asOf: 2025-01-01}\n")
+    (tmp_path / "c.yaml").write_text((catalog_dir() / "gke-a3.yaml").read_text())
+    with pytest.raises(InputError) as exc:
+        load_catalog(tmp_path)
+    text = exc.value.render()
+    assert "prices.yaml:2: prices[0].class: no class 'gke-h100-8x-a3hgih'" in text and "gke-h100-8x-a3high" in text
+
+
+def catalog_dir():
+    from modelplane.api.loader import ROOT
+    return ROOT / "catalog"
+
+
+def test_the_plan_document_carries_cost_with_sources(prod):
+    from modelplane import report
+
+    doc = report.document(prod, [])
+    cost = doc["cost"]
+    assert {d["deployment"] for d in cost["deployments"]} == {p["deployment"] for p in doc["placements"]}
+    total = sum(r["hourly"]["max"] for r in cost["replicas"]) + cost["idle"]["hourly"]["max"]
+    assert cost["stack"]["hourly"]["max"] == pytest.approx(total, abs=1e-3)
+    # the contracted rate on the a3-ultra reservation in stacks/Pulumi.infra-gke-us-central1.yaml
+    h200 = next(p for p in cost["prices"] if (p["cluster"], p["pool"]) == ("gke-usc1", "h200"))
+    assert (h200["hourly"], h200["basis"]) == (80.0, "contract")
+    assert all(p["source"] and (p["basis"] == "contract" or p["asOf"]) for p in cost["prices"])
+    json.dumps(doc)
+
+
+def test_the_cli_prints_cost_and_what_a_cluster_loss_does_to_it():
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    result = CliRunner().invoke(main, ["plan", "prod", "--without", "gke-usc1"])
+    assert "cost (prod, USD, 730 h/month)" in result.output
+    assert "cost $812/h -> $458/h, GPUs 109 -> 76" in result.output
+
+
+# --- the budget policy -------------------------------------------------------------------------
+
+class R:
+    def __init__(self, resource_type, props, urn="u"):
+        self.resource_type, self.props, self.urn = resource_type, props, urn
+
+
+def deployment_resource(ns, name, placements, inventories, autoscaling=()):
+    spec = {"name": name, "namespace": ns, "model": {"uri": "hf://o/m"}, "replicas": len(placements),
+            "engine": {"image": "ghcr.io/llm-d/llm-d-cuda:v0.8.0"}, "workers": {"count": 1, "topology": {"tensor": 8}},
+            "autoscaling": list(autoscaling)}
+    return R("modelplane:index:ModelDeployment", {"spec": spec, "placements": placements, "clusters": inventories})
+
+
+def test_cost_budget_checks_the_stack_and_each_namespace():
+    inventories = {"a": inv("a", [("h100", "h100", 0, 4, 8, 88.49)])}
+    res = [deployment_resource("chat", "m", [placement("chat/m", i, "a", decode=("h100", 1, 8, 1)) for i in range(2)],
+                               inventories)]
+    assert cost_budget(res, {}) == []
+    assert cost_budget(res, {"maxHourlyCost": 200}) == []
+    [(msg, _)] = cost_budget(res, {"maxHourlyCost": 100})
+    assert msg == "the stack may cost $177/hour at its autoscaling maximum ($177 at minimum); the budget is $100/hour"
+    [(msg, _)] = cost_budget(res, {"namespaces": {"chat": 90}})
+    assert msg == "namespace chat may cost $177/hour (chat/m $177); its budget is $90.00/hour"
+
+
+def test_cost_budget_counts_idle_nodes_of_the_clusters_this_stack_builds():
+    cluster = R("modelplane:index:InferenceCluster", {"inventory": inv("a", [("h100", "h100", 2, 4, 8, 88.49)])})
+    [(msg, _)] = cost_budget([cluster], {"maxHourlyCost": 100})
+    assert "may cost $177/hour" in msg
+
+
+@pytest.mark.parametrize("setting, error", [
+    ({"maxHourlyCost": -5}, "cost-budget.maxHourlyCost: -5 is less than the minimum of 0"),
+    ({"maxHourlyCost": "lots"}, "cost-budget.maxHourlyCost: 'lots' is not of type 'number'"),
+    ({"maxHourlyCosts": 5}, "cost-budget: unknown setting 'maxHourlyCosts' (settings: maxHourlyCost, namespaces)"),
+    ({"namespaces": {"chat": "ten"}}, "cost-budget.namespaces: 'ten' is not of type 'number'"),
+])
+def test_a_bad_budget_config_is_refused_with_the_setting_named(tmp_path, setting, error):
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"cost-budget": {"enforcementLevel": "mandatory", **setting}}))
+    with pytest.raises(PolicyConfigError) as exc:
+        read_config(path)
+    assert str(exc.value) == f"{path}: {error}"
+
+
+def test_production_sets_a_budget():
+    from modelplane.policy import default_config
+
+    assert read_config(default_config(True))["cost-budget"] == {"enforcementLevel": "mandatory", "maxHourlyCost": 1500}
