@@ -43,6 +43,7 @@ screenshot: report-check
 bench: install
 	$(BIN)/python benchmarks/scheduler.py
 	$(BIN)/python benchmarks/plan.py
+	$(BIN)/python benchmarks/quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis out

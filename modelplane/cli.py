@@ -53,6 +53,11 @@ def _explain(run, key: str) -> None:
     for row in explain_rows(result, key):
         table.add_row(*row)
     out.print(table)
+    for d, i, before, after in result.plan.changed:
+        if d == key:
+            why = f"instead of {before}" if before else "which the fast path left unplaced"
+            out.print(f"  exact phase: replica {i} on {after} {why} (the exact fill places more replicas of "
+                      "higher tiers, then more GPUs, than first fit in name order)", markup=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

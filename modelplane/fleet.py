@@ -100,4 +100,4 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
                        weights, w.topology.tensor * w.topology.pipeline)
                   for name, (sel, w, _) in md.gpu_roles().items())
-    return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name)
+    return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier)

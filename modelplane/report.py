@@ -90,6 +90,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "stack": run.stack,
         "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
+        "fill": {"phase": plan.phase, "changed": [{"deployment": d, "replica": i, "fastPath": a, "exact": b}
+                                                  for d, i, a, b in plan.changed]},
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),

@@ -60,6 +60,11 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         n, want = placed.get(key, 0), desired[key]
         mark = "[green]ok[/green]" if n == want else "[yellow]partial[/yellow]"
         out.print(f"  {mark} {key}: {n}/{want} replicas placed")
+    fill = doc.get("fill") or {}
+    if fill.get("phase", "fast path") != "fast path":
+        out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "
+                                                "path (--explain DEPLOYMENT shows which)" if fill["changed"] else ""),
+                  markup=False)
     seen = set()
     for u in doc["unplaced"]:
         key = (u["deployment"], tuple(json.dumps(r, sort_keys=True) for r in u["reasons"]))

@@ -166,6 +166,13 @@ class ModelSource(Model):
 GPU_ROLES = ("decode", "prefill")
 
 
+PRIORITY_TIERS = ("low", "standard", "critical")
+# PriorityClass name and value per tier. KAI treats priority >= 100 as non-preemptible, so every
+# tier keeps serving replicas safe from batch preemption; the order decides who waits.
+PRIORITY_CLASSES = {"low": ("modelplane-inference-low", 100), "standard": ("modelplane-inference", 125),
+                    "critical": ("modelplane-inference-critical", 150)}
+
+
 class ModelDeployment(Model):
     name: Name
     namespace: Namespace
@@ -182,7 +189,17 @@ class ModelDeployment(Model):
     coordination: Coordination | None = None
     backend: Literal["kserve", "native"] = "kserve"
     queue: str | None = None       # KAI queue; defaults to the namespace
-    priority_class: str = "modelplane-inference"
+    # Who gets scarce capacity first: the federation scheduler serves higher tiers first, and the
+    # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
+    priority: Literal["low", "standard", "critical"] = "standard"
+
+    @property
+    def tier(self) -> int:
+        return PRIORITY_TIERS.index(self.priority)
+
+    @property
+    def priority_class(self) -> str:
+        return PRIORITY_CLASSES[self.priority][0]
 
     @property
     def key(self) -> str:

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..api import InferenceCluster
-from ..render import namespace, priority_class, queues
+from ..render import namespace, priority_classes, queues
 from ..render.addons import SYSTEM, Addon, ClusterFacts, addons
 from .k8s import register
 
@@ -89,7 +89,7 @@ def install(c: InferenceCluster, catalog, team_namespaces: list[str], opts: pulu
     for ns in sorted(set(team_namespaces)):
         out.namespaced.setdefault(ns, []).append(register(c.name, namespace(ns), after))
     if c.substrate.kai:
-        out.ready.append(register(c.name, priority_class(), after))
+        out.ready += [register(c.name, pc, after) for pc in priority_classes()]
         for q in queues([q.model_dump(by_alias=True) for q in c.queues]):
             own = q["metadata"]["name"]
             if own in out.namespaced:

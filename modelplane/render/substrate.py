@@ -1,22 +1,23 @@
 """Cluster-level objects modelplane renders itself: namespaces, KAI queues, the PriorityClass."""
 from __future__ import annotations
 
-from .names import (HF_TOKEN_KEY, HF_TOKEN_SECRET, MANAGED_BY, MODEL_SERVICE_ACCOUNT, PRIORITY_CLASS, ROOT_QUEUE,
+from .names import (HF_TOKEN_KEY, HF_TOKEN_SECRET, MANAGED_BY, MODEL_SERVICE_ACCOUNT, ROOT_QUEUE,
                     SecretValue, meta)
 
-# KAI treats priority >= 100 as non-preemptible; serving replicas should not be preempted by batch.
-PRIORITY_VALUE = 125
+from ..api.deployment import PRIORITY_CLASSES
 
 
 def namespace(name: str) -> dict:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, None, MANAGED_BY)}
 
 
-def priority_class() -> dict:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": meta(PRIORITY_CLASS, None, MANAGED_BY), "value": PRIORITY_VALUE,
-            "preemptionPolicy": "PreemptLowerPriority", "globalDefault": False,
-            "description": "modelplane inference replicas (non-preemptible under KAI)"}
+def priority_classes() -> list[dict]:
+    """One PriorityClass per deployment priority tier (all non-preemptible under KAI)."""
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": meta(name, None, MANAGED_BY), "value": value,
+             "preemptionPolicy": "PreemptLowerPriority", "globalDefault": False,
+             "description": f"modelplane inference replicas, priority {tier} (non-preemptible under KAI)"}
+            for tier, (name, value) in sorted(PRIORITY_CLASSES.items(), key=lambda kv: kv[1][1])]
 
 
 def _resources(quota: int, limit: int, weight: int) -> dict:

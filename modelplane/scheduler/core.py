@@ -171,7 +171,10 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> str 
     return None
 
 
-def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> Plan:
+def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exact: str = "auto",
+             budget: float | None = None) -> Plan:
+    """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced,
+    "always" runs it anyway, "off" never; `budget`: its deterministic time budget."""
     matcher = matcher or Matcher()
     clusters = sorted(clusters, key=lambda c: c.name)
     by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
@@ -211,9 +214,11 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> 
                 free[(old.cluster, old.roles[role.name].pool)] -= role.nodes
             kept[d.key][idx] = old
 
-    placements, failed_at = [], {}
-    for d in demands:
-        have = kept[d.key]
+    after_retain = dict(free)
+    placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
+    # Fill order: priority tier (highest first), then name.
+    for d in sorted(demands, key=lambda d: (-d.priority, d.key)):
+        have = dict(kept[d.key])
         counts = Counter(p.cluster for p in have.values())
         heap = None
         for idx in range(d.replicas):
@@ -233,21 +238,77 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None) -> 
                 free[(cluster, pool)] -= role.nodes
                 roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
             have[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
+            filled[d.key][idx] = have[idx]
             counts[cluster] += 1
             nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
             if nxt:
                 heapq.heappush(heap, nxt)
+
+    phase, changed = "fast path", []
+    if exact == "always" or (exact == "auto" and failed_at):
+        filled, free, phase, changed = _exact(demands, eligible, after_retain, kept, filled, budget)
+    for d in demands:
+        have = {**kept[d.key], **filled[d.key]}
         placements.extend(have[i] for i in sorted(have))
 
     # Reasons are judged against the final ledger, so a re-plan from this plan explains the same way.
     unplaced = []
     for d in demands:
-        if d.key not in failed_at:
+        missing = [i for i in range(d.replicas) if i not in kept[d.key] and i not in filled[d.key]]
+        if not missing:
             continue
         reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes)),
                                key=_order))
         if not reasons:
             reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
-        unplaced += [Unplaced(d.key, i, reasons) for i in range(failed_at[d.key], d.replicas) if i not in kept[d.key]]
+        unplaced += [Unplaced(d.key, i, reasons) for i in missing]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
-                {d.key: d.replicas for d in demands}, free, rejections)
+                {d.key: d.replicas for d in demands}, free, rejections, phase, changed)
+
+
+def _exact(demands, eligible, after_retain, kept, filled, budget):
+    """Run the exact phase; keep the fast path's replicas where the solution has room for them
+    there, give the rest the solution's remaining spots in index order."""
+    from .exact import DEFAULT_BUDGET, solve
+
+    missing = {d.key: d.replicas - len(kept[d.key]) for d in demands}
+    greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
+              for k, v in filled.items()}
+    outcome = solve(demands, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET)
+    fast_free = dict(after_retain)
+    for d in demands:
+        for p in filled[d.key].values():
+            for role in d.roles:
+                fast_free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+    if outcome.fills is None:
+        return filled, fast_free, outcome.phase, []
+    by_tier_fast, by_tier_exact = Counter(), Counter()
+    for d in demands:
+        by_tier_fast[d.priority] += len(filled[d.key])
+        by_tier_exact[d.priority] += len(outcome.fills.get(d.key, []))
+    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()):
+        return filled, fast_free, "fast path (the exact phase found no better plan)", []
+    free, out, changed = dict(after_retain), {}, []
+    for d in demands:
+        spots = Counter(outcome.fills.get(d.key, []))
+        mine = {}
+        for idx, p in sorted(filled[d.key].items()):
+            spot = (p.cluster, tuple(p.roles[r.name].pool for r in d.roles))
+            if spots[spot]:
+                spots[spot] -= 1
+                mine[idx] = p
+        rest = sorted(spots.elements())
+        # interleave clusters so the remaining replicas of a deployment spread by index
+        rest = [s for _, s in sorted((i, s) for c, group in itertools.groupby(rest, key=lambda s: s[0])
+                                     for i, s in enumerate(group))]
+        free_idx = [i for i in range(d.replicas) if i not in kept[d.key] and i not in mine]
+        for idx, (cluster, names) in zip(free_idx, rest):
+            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers) for r, pool in zip(d.roles, names)}
+            mine[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
+            before = filled[d.key].get(idx)
+            changed.append((d.key, idx, before.cluster if before else None, cluster))
+        for idx, p in mine.items():
+            for role in d.roles:
+                free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+        out[d.key] = mine
+    return out, free, outcome.phase, sorted(changed)

@@ -69,6 +69,7 @@ class Demand:
     roles: tuple[Role, ...]       # decode (or unified) first, then prefill
     match_labels: Mapping[str, str] = field(default_factory=dict, compare=False)
     queue: str | None = None
+    priority: int = 1             # higher tiers are served first under scarcity (0 low, 1 standard, 2 critical)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ class Plan:
     desired: dict[str, int]
     free: dict[tuple[str, str], int]          # free nodes per (cluster, pool) after binding
     rejections: Mapping[str, list[Rejection]]  # per deployment: static Filter verdicts (built lazily)
+    phase: str = "fast path"                   # which fill the plan used (fast path or exact)
+    changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)
