@@ -150,6 +150,11 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
     }
 
 
+def doubtful(cost: dict) -> list[dict]:
+    """Prices a reader should question: unconfirmed, or an on-demand upper bound for another type."""
+    return [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")]
+
+
 def money(value: float) -> str:
     """Dollars as a person reads them: cents below $100, whole dollars above."""
     return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"

@@ -6,6 +6,7 @@ StackReferences, so both paths schedule and render identically.
 from __future__ import annotations
 
 from .api import Catalog, InferenceCluster, ModelDeployment
+from .api.deployment import PRIORITY_CLASSES
 from .api.fabric import fabric_wiring
 from .cost import pool_price
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
@@ -46,7 +47,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         "gateway": gateway_of(cluster),
         "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
                 "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
-                "priorityClass": "modelplane-inference"},
+                "priorityClass": PRIORITY_CLASSES["standard"][0]},
         "keda": {"enabled": cluster.substrate.keda},
         "pools": pools,
     }

@@ -112,11 +112,10 @@ def cost_table(doc: dict) -> Table:
 
 def price_notes(out, doc: dict) -> None:
     """Where the prices come from, and what is not priced."""
-    from .cost import money
+    from .cost import doubtful, money
 
     cost = doc["cost"]
-    shaky = [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")]
-    for p in shaky:
+    for p in doubtful(cost):
         why = p["basis"] + ("; unconfirmed" if p.get("unconfirmed") else "")
         out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
                   f"{why} (source {p['source']}, {p['asOf']})", markup=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ..cost import money, money_span
+from ..cost import doubtful, money, money_span
 from .bars import CLUSTER_PALETTE, colours, pool_bar, share_bar
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
@@ -63,7 +63,7 @@ def context(doc: dict) -> dict:
         "mandatory": sum(1 for v in violations if v["level"] == "mandatory"),
         "replicas": {"placed": len(doc["placements"]), "wanted": len(doc["placements"]) + len(doc["unplaced"])},
         "cluster_palette": cluster_palette,
-        "shaky": [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")],
+        "shaky": doubtful(cost),
     }
 
 

@@ -19,7 +19,6 @@ KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 # pkg/common/constants SkipPodGrouperAnnotation); without it KAI regroups them by owner.
 KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 ROOT_QUEUE = "modelplane-root"
-PRIORITY_CLASS = "modelplane-inference"
 
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 GPU_RESOURCE = {"gpu.nvidia.com": "nvidia.com/gpu", "gpu.amd.com": "amd.com/gpu"}
