@@ -104,10 +104,11 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
 @click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
+@click.option("--repack", is_flag=True, help="What-if: what a full re-pack (no stickiness, exact phase) would move and gain.")
 @click.option("--policy-config", type=click.Path(path_type=Path),
               help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
                    "production.json for production stacks).")
-def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, policy_config):
+def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     from . import report, tables
     from .policy import Analyzer
@@ -117,6 +118,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
             gate, stack, config_file, previous, without, policy_config)
     doc = report.document(run, violations)
+    if repack:
+        doc["repack"] = report.repack_of(run).to_json()
     if out_dir:
         n = report.write_out(run, out_dir)
         err.print(f"wrote {n} files to {out_dir}", markup=False)
@@ -153,6 +156,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
                     out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
             tables.traffic_shift(out, services_before, doc["services"])
             tables.cost_shift(out, cost_before, doc["cost"])
+        if repack:
+            tables.repack(out, doc["repack"])
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)

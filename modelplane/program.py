@@ -108,11 +108,12 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
             address = ref.get_output("gateways").apply(lambda g, n=inv["name"]: (g or {}).get(n))
             addresses[inv["name"]] = (address, (inv.get("gateway") or {}).get("addressType"))
     _, prev_doc = await _reference(stack, "placements")
-    previous = [Placement.from_json(p) for p in (prev_doc or [])]
+    # modelplane:repack trades stickiness for packing: the previous placements are not retained.
+    previous = [] if spec.repack else [Placement.from_json(p) for p in (prev_doc or [])]
     try:
         plan = schedule([demand_from(d, catalog) for d in spec.deployments],
                         [cluster_from_inventory(inv) for name, inv in inventories.items() if name not in exclude],
-                        previous)
+                        previous, exact="always" if spec.repack else "auto")
     except DemandError as exc:
         index = next(i for i, d in enumerate(spec.deployments) if d.key == exc.deployment)
         where = "nodeSelector.cel" if exc.role == "decode" else f"{exc.role}.nodeSelector.cel"

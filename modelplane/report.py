@@ -110,6 +110,17 @@ def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
     return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories))
 
 
+def repack_of(run: OfflineRun):
+    """What a from-scratch exact plan of this run's inputs would move and gain (`plan --repack`)."""
+    from .api import load_catalog
+    from .fleet import cluster_from_inventory, demand_from
+    from .scheduler.repack import repack
+
+    catalog = load_catalog()
+    clusters = [cluster_from_inventory(inv) for n, inv in run.result.inventories.items() if n not in run.lost]
+    return repack([demand_from(d, catalog) for d in run.result.spec.deployments], clusters, run.result.plan)
+
+
 def clusters_of(run: OfflineRun) -> list[dict]:
     """Every cluster the plan could place on, with its GPU pools (the report draws these)."""
     out = []

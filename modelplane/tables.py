@@ -132,6 +132,26 @@ def cost_shift(out, before: dict, after: dict) -> None:
               f"GPUs {before['stack']['gpus']['max']} -> {after['stack']['gpus']['max']}")
 
 
+def repack(out, doc: dict) -> None:
+    """`plan --repack`: the sticky plan against a from-scratch exact plan of the same inputs."""
+    r, g = doc["replicas"], doc["gpus"]
+    if not (doc["moves"] or doc["gained"] or doc["lost"]):
+        out.print(f"re-pack: nothing to gain; a plan from scratch places the same {r['now']} replicas "
+                  f"({g['now']} GPUs) where they are ({doc['phase']})", markup=False)
+        return
+    out.print(f"re-pack (a plan from scratch, ignoring where replicas run now; {doc['phase']}):", markup=False)
+    out.print(f"  replicas {r['now']} -> {r['repacked']} ({r['repacked'] - r['now']:+d}), GPUs {g['now']} -> "
+              f"{g['repacked']} ({g['repacked'] - g['now']:+d}), {len(doc['moves'])} replica(s) would move", markup=False)
+    for m in doc["moves"]:
+        out.print(f"  moves  {m['deployment']}#{m['replica']}: {m['from']} -> {m['to']}", markup=False)
+    for m in doc["gained"]:
+        out.print(f"  gains  {m['deployment']}: one more replica on {m['to']}", markup=False)
+    for m in doc["lost"]:
+        out.print(f"  drops  {m['deployment']}#{m['replica']} (on {m['from']})", markup=False)
+    out.print("  nothing is applied; to re-pack, set modelplane:repack: true for one `up` (and unset it after)",
+              markup=False)
+
+
 def print_violations(out, violations: list[dict], policy_file: Path) -> None:
     """Grouped by policy, mandatory first; one line per violation with the resource it names."""
     if not violations:

@@ -30,6 +30,7 @@ class StackSpec(Model):
     dns: Dns | None = None
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
     production: bool = False
+    repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
 # libyaml when PyYAML has it (10x faster on a fleet's stack file); the same nodes and marks either way.

@@ -7,14 +7,18 @@ Retain. Objective, lexicographic (one solve per level, each fixing the level abo
   1. replicas placed, per priority tier, highest tier first;
   2. GPUs placed;
   3. spread: the most replicas of one deployment on one cluster, summed over deployments;
-  4. quality: 2 - fabric tier per replica (same pool > RDMA > TCP), then GPUs stranded.
+  4. quality: 2 - fabric tier per replica (same pool > RDMA > TCP), then GPUs stranded, then
+     replicas off the fast path's spots (an equally good plan moves nothing).
 Retained replicas are fixed; replicas the fast path placed keep their spot when the solution
 has room for them there, so the exact phase moves only what it must.
 
 Deterministic: one worker, a fixed seed and a deterministic time budget (CP-SAT's
-`max_deterministic_time`), so the same inputs give the same plan on any machine; when a level
-is not solved to optimality within its budget, or the result is not at least the fast path's in
-every tier, the fast path's plan stands and the plan says so.
+`max_deterministic_time`, split evenly over the levels), so the same inputs give the same plan on
+any machine. Every level starts from the best solution so far (the fast path's fill at first)
+and the fast path's count per tier is a constraint, so the result is never worse than the fast
+path in any tier. A level that is not proven optimal within its share keeps the best solution
+found (the plan names the unproven levels); a level that finds none leaves the levels above it
+standing.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 from .model import RDMA_FABRICS
 
-DEFAULT_BUDGET = 4.0      # deterministic seconds for all levels together (about wall seconds on one core)
+DEFAULT_BUDGET = 1.0      # deterministic seconds for all levels together (CP-SAT work units, not wall time)
 
 
 @dataclass
@@ -93,10 +97,17 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
 
     gpus = {d.key: sum(r.nodes * r.gpus_per_node for r in d.roles) for d in demands}
     tiers = sorted({d.priority for d in demands if d.key in by_d}, reverse=True)
+    # Never fewer replicas of a tier than the fast path placed (it is a feasible floor).
+    priority = {d.key: d.priority for d in demands}
+    floor = Counter()
+    for dk, fills in greedy.items():
+        floor[priority[dk]] += len(fills)
+    for t in tiers:
+        model.Add(sum(v for (dk, i), v in x.items() if priority[dk] == t) >= floor[t])
     levels = [(f"tier {t}", [(1, v) for (dk, i), v in x.items() if combos[(dk, i)][3].priority == t], True)
               for t in tiers]
     levels.append(("GPUs", [(gpus[dk], v) for (dk, i), v in x.items()], True))
-    spread = []
+    spread, tops = [], {}
     for dk in sorted(by_d):
         per_cluster = defaultdict(list)
         for (k, i), v in x.items():
@@ -106,33 +117,55 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
         for vs in per_cluster.values():
             model.Add(sum(vs) <= top)
         spread.append((1, top))
+        tops[dk] = top
     levels.append(("spread", spread, False))
     quality = []
+    # Below fabric and stranded GPUs, prefer the fast path's spots: an equal plan moves nothing.
+    unhinted = sum(missing.values()) + 1
     for (dk, i), v in x.items():
         cluster, combo, need, d = combos[(dk, i)]
         stranded = sum(r.nodes * (p.gpus_per_node - r.gpus_per_node) for r, p in zip(d.roles, combo))
-        quality.append(((2 - _tier(combo)) * 1000 + stranded, v))
+        moved = 0 if hint.get((dk, cluster, tuple(p.name for p in combo))) else 1
+        quality.append((((2 - _tier(combo)) * 1000 + stranded) * unhinted + moved, v))
     levels.append(("quality", quality, False))
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 7
     solver.parameters.max_deterministic_time = budget / len(levels)
+    solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
+    # Start from the fast path's fill: a complete, feasible solution of every level.
+    hinted = [*x.values(), *tops.values()]
+    values = [hint.get((dk, combos[(dk, i)][0], tuple(p.name for p in combos[(dk, i)][1])), 0) for dk, i in x]
+    values += [max(Counter(c for c, _ in greedy.get(dk, [])).values(), default=0) for dk in tops]
+    wanted = Counter()
+    for dk, n in missing.items():
+        wanted[priority[dk]] += n
+    unproven, stopped = [], None
     for name, terms, maximize in levels:
         expr = sum(c * v for c, v in terms)
+        if name.startswith("tier ") and floor[int(name[5:])] >= wanted[int(name[5:])]:
+            continue            # the fast path already placed every replica of this tier
         (model.Maximize if maximize else model.Minimize)(expr)
+        model.ClearHints()
+        for var, value in zip(hinted, values):
+            model.AddHint(var, value)
         status = solver.Solve(model)
-        if status != cp_model.OPTIMAL:
-            if status == cp_model.FEASIBLE and name in ("spread", "quality"):
-                break       # the counts are settled; keep the best found for the tie-breaking levels
-            return Outcome(None, f"fast path (the exact phase did not prove the {name} level within its budget)")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            stopped = name      # keep the best plan of the levels above
+            break
+        if status == cp_model.FEASIBLE:
+            unproven.append(name)
+        values = [solver.Value(var) for var in hinted]
         best = int(round(solver.ObjectiveValue()))
         model.Add(expr >= best) if maximize else model.Add(expr <= best)
-        model.ClearHints()                      # the next level starts from this solution
-        for var in x.values():
-            model.AddHint(var, solver.Value(var))
     fills = defaultdict(list)
-    for (dk, i), var in sorted(x.items()):
+    for ((dk, i), _), value in sorted(zip(x.items(), values), key=lambda kv: kv[0][0]):
         cluster, combo, _, _ = combos[(dk, i)]
-        fills[dk] += [(cluster, tuple(p.name for p in combo))] * solver.Value(var)
-    return Outcome(dict(fills), "exact")
+        fills[dk] += [(cluster, tuple(p.name for p in combo))] * value
+    phase = "exact"
+    if unproven:
+        phase += f" (best found within the budget; not proven optimal: {', '.join(unproven)})"
+    if stopped:
+        phase += f" (the budget ran out at the {stopped} level; the levels above it stand)"
+    return Outcome(dict(fills), phase)
