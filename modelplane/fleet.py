@@ -101,4 +101,41 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
                        weights, w.topology.tensor * w.topology.pipeline)
                   for name, (sel, w, _) in md.gpu_roles().items())
-    return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier)
+    return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
+                  shape_steps(md, counts))
+
+
+def shape_steps(md: ModelDeployment, counts: dict[str, int]) -> tuple[tuple[int, ...], ...]:
+    """Smaller shapes a replica may be placed at when its full shape fits nowhere, largest first:
+    each autoscaled GPU role gives up one worker per step, down to its minReplicas (the
+    autoscaling envelope shrinks; the plan and `capacity-envelope` say so)."""
+    names = list(md.gpu_roles())
+    lows = {a.role: min(a.min_replicas, counts[a.role]) for a in md.autoscaling if a.role in counts}
+    depth = max((counts[r] - lo for r, lo in lows.items()), default=0)
+    return tuple(tuple(max(lows[r], counts[r] - t) if r in lows else counts[r] for r in names)
+                 for t in range(1, depth + 1))
+
+
+def envelope(md: ModelDeployment, placements: list[dict]) -> dict | None:
+    """The autoscaling envelope of a deployment with autoscaled GPU roles: GPUs at minimum and at
+    the maximum the plan reserved, against what its spec asks for; None without GPU autoscaling."""
+    roles = md.gpu_roles()
+    if not any(a.role in roles for a in md.autoscaling):
+        return None
+    per_worker = {name: w.topology.gpus_per_worker for name, (_, w, _) in roles.items()}
+    counts, lows = role_workers(md), minimum_workers(md)
+    placed_max = placed_min = 0
+    short = []
+    for p in placements:
+        for name, rp in p["roles"].items():
+            placed_max += int(rp["workers"]) * per_worker[name]
+            placed_min += min(int(rp["workers"]), lows[name]) * per_worker[name]
+            if int(rp["workers"]) < counts[name]:
+                short.append({"replica": int(p["replica"]), "role": name, "reserved": int(rp["workers"]),
+                              "maxReplicas": counts[name], "cluster": p["cluster"], "pool": rp["pool"]})
+    return {"deployment": md.key,
+            "gpus": {"min": placed_min, "max": placed_max},
+            "target": {"min": md.replicas * sum(lows[r] * per_worker[r] for r in roles),
+                       "max": md.replicas * sum(counts[r] * per_worker[r] for r in roles)},
+            "pools": sorted({f"{p['cluster']}/{rp['pool']}" for p in placements for rp in p["roles"].values()}),
+            "short": short}

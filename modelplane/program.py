@@ -129,11 +129,13 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
                           for p in problems])
     namespaces = model_namespaces(spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
+    progress = {row["deployment"]: row for row in plan.progress}
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
             ModelDeployment(md, mine, targets, weights_gib=catalog.weights_gib(md), served_names=names[key],
-                            namespaces={c: namespaces[(c, md.namespace)] for c in {p.cluster for p in mine}})
+                            namespaces={c: namespaces[(c, md.namespace)] for c in {p.cluster for p in mine}},
+                            progress=progress[key])
     except RenderError as exc:
         raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])

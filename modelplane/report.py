@@ -92,12 +92,29 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "unplaced": [u.to_json() for u in plan.unplaced],
         "fill": {"phase": plan.phase, "changed": [{"deployment": d, "replica": i, "fastPath": a, "exact": b}
                                                   for d, i, a, b in plan.changed]},
+        "progress": plan.progress,
+        "envelope": envelopes(run, placements),
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),
         "resources": resources,
         "policy": {"violations": violations},
     }
+
+
+def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
+    """Per deployment with autoscaled GPU roles: GPUs at minimum and reserved maximum, and the free
+    nodes its pools have left after the plan (its headroom)."""
+    from .fleet import envelope
+
+    out = []
+    free = run.result.plan.free
+    for md in sorted(run.result.spec.deployments, key=lambda d: d.key):
+        row = envelope(md, [p for p in placements if p["deployment"] == md.key])
+        if row:
+            row["headroom"] = {where: free.get(tuple(where.split("/", 1)), 0) for where in row["pools"]}
+            out.append(row)
+    return out
 
 
 def cost_of(run: OfflineRun, placements: list[dict]) -> dict:

@@ -56,10 +56,22 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
     placed = {}
     for p in doc["placements"]:
         placed[p["deployment"]] = placed.get(p["deployment"], 0) + 1
+    short = {row["deployment"] for row in doc.get("progress") or [] if row["stuck"]}
     for key in sorted(desired):
         n, want = placed.get(key, 0), desired[key]
-        mark = "[green]ok[/green]" if n == want else "[yellow]partial[/yellow]"
+        mark = "[green]ok[/green]" if n == want and key not in short else "[yellow]partial[/yellow]"
         out.print(f"  {mark} {key}: {n}/{want} replicas placed")
+    for row in doc.get("progress") or []:
+        stuck = row["stuck"]
+        if stuck and row["placed"]:
+            out.print(f"  [yellow]rollout[/yellow] {row['deployment']}: {row['placed']}/{row['target']} GPU workers "
+                      f"({row['percent']:g}%); stuck at replica {stuck['replica']}"
+                      + (f" ({stuck['role']})" if stuck["role"] else "") + f": {stuck['reason']}: {stuck['detail']}")
+    for row in doc.get("envelope") or []:
+        head = ", ".join(f"{k} {v} node{'s' if v != 1 else ''} free" for k, v in row["headroom"].items())
+        out.print(f"  envelope {row['deployment']}: {row['gpus']['min']}-{row['gpus']['max']} GPUs reserved "
+                  f"(asks {row['target']['min']}-{row['target']['max']})" + (f"; headroom {head}" if head else ""),
+                  markup=False)
     fill = doc.get("fill") or {}
     if fill.get("phase", "fast path") != "fast path":
         out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "

@@ -81,7 +81,10 @@ def stack(deployment, substrate=None):
 
 @pytest.mark.parametrize("deployment,path,words", [
     ({"autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
-     "modelplane:deployments[0].autoscaling[0].role", "no scale subresource"),
+     "modelplane:deployments[0].autoscaling[0].query", "query would be ignored"),
+    ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
+      "autoscaling": [{"role": "decode", "maxReplicas": 2}]},
+     "modelplane:deployments[0].autoscaling[0].query", "needs query"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
       "autoscaling": [{"role": "decode", "minReplicas": 0, "maxReplicas": 2, "query": "q", "threshold": "1"}]},
      "modelplane:deployments[0].autoscaling[0].minReplicas", "cannot scale to zero"),

@@ -124,13 +124,16 @@ class ExtraRole(Model):
 
 
 class Autoscaling(Model):
-    """A KEDA autoscaler for one role (Prometheus trigger)."""
+    """An autoscaler for one role. Native GPU roles and extra roles: a KEDA ScaledObject with a
+    Prometheus trigger (`query`, `threshold`). GPU roles on the kserve backend: the
+    LLMInferenceService's own `spec.scaling` (KServe's Workload Variant Autoscaler decides the
+    count, actuated through KEDA), so `query` and `threshold` stay unset."""
 
     role: str
     min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(ge=1)
-    query: str
-    threshold: str
+    query: str | None = None
+    threshold: str | None = None
     server_address: str = "http://prometheus.monitoring:9090"
 
     @model_validator(mode="after")

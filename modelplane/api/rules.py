@@ -97,17 +97,37 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
         seen.setdefault(auto.role, i)
         if auto.role in md.gpu_roles():
             out += _gpu_autoscaling(md, auto, i)
+        elif auto.role in known:
+            out += _keda_trigger(auto, i)
     return out
 
 
+def uses_wva(md: ModelDeployment, role: str) -> bool:
+    """GPU roles on the kserve backend autoscale through the LLMInferenceService's spec.scaling."""
+    return md.backend == "kserve" and role in md.gpu_roles()
+
+
+def _keda_trigger(auto, i: int) -> list[Finding]:
+    missing = [f for f in ("query", "threshold") if getattr(auto, f) is None]
+    return [Finding("autoscaling-target", ("autoscaling", i, f),
+                    f"role {auto.role!r} scales with a KEDA Prometheus trigger, which needs {f}",
+                    "set query (a PromQL expression) and threshold (the value per replica, as a string)")
+            for f in missing]
+
+
 def _gpu_autoscaling(md: ModelDeployment, auto, i: int) -> list[Finding]:
-    """A GPU role's workers may be autoscaled only where KEDA can scale them and the gang holds."""
+    """A GPU role's workers scale through spec.scaling (kserve) or a ScaledObject (native); the gang holds."""
     out = []
-    if md.backend == "kserve":
-        out.append(Finding("autoscaling-target", ("autoscaling", i, "role"),
-                           f"KServe's LLMInferenceService (v1alpha1, as served by KServe v0.20) has no scale subresource, "
-                           f"so KEDA cannot scale role {auto.role!r}",
-                           "set backend: native to autoscale GPU workers, or autoscale an extra role"))
+    if uses_wva(md, auto.role):
+        for f in ("query", "threshold"):
+            if getattr(auto, f) is not None:
+                out.append(Finding("autoscaling-target", ("autoscaling", i, f),
+                                   f"GPU role {auto.role!r} on the kserve backend scales through the "
+                                   "LLMInferenceService's spec.scaling, where KServe's Workload Variant Autoscaler "
+                                   f"computes the count from the engine's saturation; {f} would be ignored",
+                                   f"remove {f}, or set backend: native to scale on your own Prometheus query"))
+    else:
+        out += _keda_trigger(auto, i)
     if auto.min_replicas < 1:
         out.append(Finding("autoscaling-target", ("autoscaling", i, "minReplicas"),
                            f"GPU role {auto.role!r} cannot scale to zero: its KAI gang needs at least one pod",

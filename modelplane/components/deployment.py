@@ -38,7 +38,8 @@ class ModelNamespace(pulumi.ComponentResource):
 class ModelDeployment(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, placements: list, targets: dict[str, Target],
                  opts: pulumi.ResourceOptions | None = None, weights_gib: float = 0.0,
-                 served_names: list[str] | None = None, namespaces: dict[str, ModelNamespace] | None = None):
+                 served_names: list[str] | None = None, namespaces: dict[str, ModelNamespace] | None = None,
+                 progress: dict | None = None):
         super().__init__("modelplane:index:ModelDeployment", f"{spec.namespace}-{spec.name}", None, opts)
         self.resources = []
         deps = {r.name: r.depends_on for r in spec.roles}
@@ -67,6 +68,7 @@ class ModelDeployment(pulumi.ComponentResource):
             "placements": [p.to_json() for p in placements],
             "clusters": {c: targets[c].inventory for c in sorted({p.cluster for p in placements})},
             "weightsGiB": weights_gib,
+            "progress": progress or {},
         })
 
 

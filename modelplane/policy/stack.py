@@ -140,6 +140,39 @@ def placement_complete(resources, config=None):
     return out
 
 
+@policy("rollout-complete", "Every deployment reaches its target: no replica unplaced or placed at a smaller "
+        "ratio-preserving shape (advisory; mandatory in production configs).", "stack", level=ADVISORY)
+def rollout_complete(resources, config=None):
+    out = []
+    for r, spec, _, _ in deployments(resources):
+        row = r.props.get("progress") or {}
+        stuck = row.get("stuck")
+        if stuck:
+            role = f" ({stuck['role']})" if stuck.get("role") else ""
+            out.append((f"{_key(spec)}: {int(row['placed'])}/{int(row['target'])} GPU workers placed "
+                        f"({float(row['percent']):g}%); stuck at replica {int(stuck['replica'])}{role}: "
+                        f"{stuck['reason']}: {stuck['detail']}", r.urn))
+    return out
+
+
+@policy("capacity-envelope", "Deployments with autoscaled GPU roles have nodes reserved for every replica's "
+        "maxReplicas, so the autoscaler can reach its maximum.", "stack")
+def capacity_envelope(resources, config=None):
+    from ..fleet import envelope
+
+    out = []
+    for r, spec, placements, _ in deployments(resources):
+        try:
+            row = envelope(ModelDeployment.model_validate(spec), placements)
+        except ValueError:
+            continue    # the `roles` policy reports a spec that does not validate
+        for s in (row or {}).get("short", []):
+            out.append((f"{_key(spec)} replica {int(s['replica'])}: {s['role']} may scale to {s['maxReplicas']} workers but "
+                        f"{s['cluster']}/{s['pool']} has room reserved for {s['reserved']}; lower maxReplicas or add "
+                        f"nodes to the pool", r.urn))
+    return out
+
+
 def _placement_index(resources) -> dict[tuple, tuple]:
     """(namespace, deployment, replica label) -> (spec, placement, that cluster's inventory)."""
     index: dict[tuple, tuple] = {}

@@ -5,8 +5,10 @@ from ..api.deployment import Autoscaling
 from .names import meta
 
 
-def scaled_object(name: str, namespace: str, lbls: dict, target: dict, auto: Autoscaling) -> dict:
-    """`target`: the workload's apiVersion, kind and name (it must have a scale subresource)."""
+def scaled_object(name: str, namespace: str, lbls: dict, target: dict, auto: Autoscaling,
+                  reserved: int | None = None) -> dict:
+    """`target`: the workload's apiVersion, kind and name (it must have a scale subresource);
+    `reserved`: caps maxReplicaCount at the workers the plan reserved nodes for."""
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -14,7 +16,7 @@ def scaled_object(name: str, namespace: str, lbls: dict, target: dict, auto: Aut
         "spec": {
             "scaleTargetRef": {"apiVersion": target["apiVersion"], "kind": target["kind"], "name": target["name"]},
             "minReplicaCount": auto.min_replicas,
-            "maxReplicaCount": auto.max_replicas,
+            "maxReplicaCount": min(auto.max_replicas, reserved) if reserved else auto.max_replicas,
             "triggers": [{"type": "prometheus", "metadata": {
                 "serverAddress": auto.server_address, "query": auto.query, "threshold": auto.threshold}}],
         },

@@ -27,11 +27,13 @@ def _check_keda(md: ModelDeployment, inv: dict) -> None:
                           f"which cluster {inv['name']} does not run; enable substrate.keda on that cluster")
 
 
-def _autoscaled(workload: dict, auto, lbls: dict) -> list[dict]:
-    """KEDA owns the replica count: leave it out of the workload so an update never resets it."""
+def _autoscaled(workload: dict, auto, lbls: dict, reserved: int | None = None) -> list[dict]:
+    """KEDA owns the replica count: leave it out of the workload so an update never resets it.
+    `reserved`: the workers the plan holds nodes for (a GPU role's envelope may have shrunk)."""
     workload["spec"].pop("replicas", None)
     name = workload["metadata"]["name"]
-    return [workload, keda.scaled_object(name, workload["metadata"]["namespace"], lbls, keda.target_of(workload), auto)]
+    return [workload, keda.scaled_object(name, workload["metadata"]["namespace"], lbls, keda.target_of(workload), auto,
+                                         reserved)]
 
 
 def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> list[dict]:
@@ -118,6 +120,11 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
                              env=_kserve_env(md, engine, gpu))
             pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
+            if role in autos:   # replicas and scaling are mutually exclusive (the CRD's own rule)
+                price = (pools[rp.pool].get("price") or {}).get("hourly")
+                del workloads[role]["replicas"]
+                workloads[role]["scaling"] = kserve.scaling(autos[role], rp.workers, price * topology.nodes_per_worker
+                                                            if price else None)
             continue
         args = native.engine_args(md.model.uri, served, topology, engine.port) + list(engine.args)
         env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
@@ -136,7 +143,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
                              health_path=engine.health_path)
             work = native.deployment(name, md.namespace, lbls, selector, rp.workers, pod_labels, pod_annotations,
                                      pod_spec(main, gpu, rp.pool, use_kai))
-        objects += _autoscaled(work, autos[role], lbls) if role in autos else [work]
+        objects += _autoscaled(work, autos[role], lbls, rp.workers) if role in autos else [work]
         objects.append(native.service(name, md.namespace, lbls, selector, engine.port,
                                       leader_only=topology.nodes_per_worker > 1))
     if md.backend == "kserve":

@@ -36,6 +36,7 @@ from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
 from .model import (CAPACITY, NO_CLUSTER, RDMA_FABRICS, Cluster, Demand, Move, Placement, Plan, Rejection,
                     RolePlacement, Unplaced)
+from .progress import progress as _progress
 
 
 def _fabric_tier(pools) -> int:
@@ -156,18 +157,56 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> str 
     if set(old.roles) != {r.name for r in d.roles}:
         return "its roles changed"
     need = Counter()
+    shape = tuple(old.roles[r.name].workers for r in d.roles)
     for role in d.roles:
         rp = old.roles[role.name]
         if rp.pool not in {p.name for p in eligible[old.cluster][role.name]}:
             pools = {p.name for p in clusters[old.cluster].pools}
             return f"pool {rp.pool} is gone" if rp.pool not in pools else f"pool {rp.pool} no longer fits {role.name}"
-        if (rp.nodes, rp.gpus_per_node, rp.workers) != (role.nodes, role.gpus_per_node, role.workers):
+        if (rp.nodes, rp.gpus_per_node) != (rp.workers * role.nodes_per_worker, role.gpus_per_node) \
+                or shape not in d.shapes:
             return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
                     f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs)")
         need[rp.pool] += rp.nodes
     for pool, n in need.items():
         if free[(old.cluster, pool)] < n:
             return f"pool {pool} has no room left for it"
+    return None
+
+
+def _bind(d: Demand, idx: int, cluster: str, names, free) -> Placement:
+    roles = {}
+    for role, pool in zip(d.roles, names):
+        free[(cluster, pool)] -= role.nodes
+        roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
+    return Placement(d.key, idx, cluster, MappingProxyType(roles))
+
+
+def _grow(d: Demand, old: Placement, free) -> Placement:
+    """In place: the largest shape (not below the one it runs at) its own pools have room for."""
+    now = tuple(old.roles[r.name].workers for r in d.roles)
+    for shape in d.shapes:
+        if shape == now:
+            break
+        need = Counter()
+        for role, w in zip(d.roles, shape):
+            need[old.roles[role.name].pool] += w * role.nodes_per_worker
+        # `free` is not yet charged for this replica: its own nodes count as room
+        if all(free[(old.cluster, pool)] >= n for pool, n in need.items()):
+            sized = d.shaped(shape)
+            return Placement(d.key, old.replica, old.cluster, MappingProxyType({
+                r.name: RolePlacement(old.roles[r.name].pool, r.nodes, r.gpus_per_node, r.workers) for r in sized.roles}))
+    return old
+
+
+def _fill_steps(d: Demand, idx: int, eligible, free, counts):
+    """The largest smaller shape of `d` that fits somewhere (Score as for the full shape), bound."""
+    for shape in d.steps:
+        sized = d.shaped(shape)
+        keys = [b for c, per in eligible.items() if (b := _best(sized, c, per, free, counts[c]))]
+        if keys:
+            key = min(keys)
+            return _bind(sized, idx, key[4], key[5], free)
     return None
 
 
@@ -210,8 +249,10 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
             if why:
                 moves.append(Move(d.key, idx, old.cluster, why))
                 continue
+            if d.steps:
+                old = _grow(d, old, free)
             for role in d.roles:
-                free[(old.cluster, old.roles[role.name].pool)] -= role.nodes
+                free[(old.cluster, old.roles[role.name].pool)] -= old.roles[role.name].nodes
             kept[d.key][idx] = old
 
     after_retain = dict(free)
@@ -228,17 +269,18 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
                 heapq.heapify(heap)
             if not heap:
-                # Capacity only shrinks during fill: every later index fails as well.
-                failed_at[d.key] = idx
-                break
+                # Capacity only shrinks during fill: every later index fails at full shape as well;
+                # they may still fit at a smaller ratio-preserving shape.
+                part = _fill_steps(d, idx, eligible[d.key], free, counts) if d.steps else None
+                if part is None:
+                    failed_at[d.key] = idx
+                    break
+                have[idx] = filled[d.key][idx] = part
+                counts[part.cluster] += 1
+                continue
             key = heapq.heappop(heap)
-            cluster, names = key[4], key[5]
-            roles = {}
-            for role, pool in zip(d.roles, names):
-                free[(cluster, pool)] -= role.nodes
-                roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
-            have[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
-            filled[d.key][idx] = have[idx]
+            cluster = key[4]
+            have[idx] = filled[d.key][idx] = _bind(d, idx, cluster, key[5], free)
             counts[cluster] += 1
             nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
             if nxt:
@@ -262,15 +304,38 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         if not reasons:
             reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
         unplaced += [Unplaced(d.key, i, reasons) for i in missing]
+    by_d = defaultdict(list)
+    for p in placements:
+        by_d[p.deployment].append(p)
+    missing_by_d = defaultdict(list)
+    for u in unplaced:
+        missing_by_d[u.deployment].append(u)
+    progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, max_nodes) for d in demands]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
-                {d.key: d.replicas for d in demands}, free, rejections, phase, changed)
+                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress)
+
+
+def _partial(d: Demand, placements) -> bool:
+    full = d.shapes[0]
+    return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
 
 
 def _exact(demands, eligible, after_retain, kept, filled, budget):
     """Run the exact phase; keep the fast path's replicas where the solution has room for them
-    there, give the rest the solution's remaining spots in index order."""
+    there, give the rest the solution's remaining spots in index order. Deployments with a
+    replica at a smaller step keep the fast path's fill (the program counts full shapes only)."""
     from .exact import DEFAULT_BUDGET, solve
 
+    fixed = {d.key for d in demands if _partial(d, [*kept[d.key].values(), *filled[d.key].values()])}
+    original = filled
+    if fixed:
+        after_retain = dict(after_retain)
+        for d in demands:
+            for p in filled[d.key].values() if d.key in fixed else ():
+                for rp in p.roles.values():
+                    after_retain[(p.cluster, rp.pool)] -= rp.nodes
+        kept = {k: ({**v, **filled[k]} if k in fixed else v) for k, v in kept.items()}
+        filled = {k: ({} if k in fixed else v) for k, v in filled.items()}
     missing = {d.key: d.replicas - len(kept[d.key]) for d in demands}
     greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
               for k, v in filled.items()}
@@ -281,13 +346,13 @@ def _exact(demands, eligible, after_retain, kept, filled, budget):
             for role in d.roles:
                 fast_free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
     if outcome.fills is None:
-        return filled, fast_free, outcome.phase, []
+        return original, fast_free, outcome.phase, []
     by_tier_fast, by_tier_exact = Counter(), Counter()
     for d in demands:
         by_tier_fast[d.priority] += len(filled[d.key])
         by_tier_exact[d.priority] += len(outcome.fills.get(d.key, []))
     if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()):
-        return filled, fast_free, "fast path (the exact phase found no better plan)", []
+        return original, fast_free, "fast path (the exact phase found no better plan)", []
     free, out, changed = dict(after_retain), {}, []
     for d in demands:
         spots = Counter(outcome.fills.get(d.key, []))
@@ -310,5 +375,5 @@ def _exact(demands, eligible, after_retain, kept, filled, budget):
         for idx, p in mine.items():
             for role in d.roles:
                 free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
-        out[d.key] = mine
+        out[d.key] = original[d.key] if d.key in fixed else mine
     return out, free, outcome.phase, sorted(changed)

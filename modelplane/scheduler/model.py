@@ -70,6 +70,19 @@ class Demand:
     match_labels: Mapping[str, str] = field(default_factory=dict, compare=False)
     queue: str | None = None
     priority: int = 1             # higher tiers are served first under scarcity (0 low, 1 standard, 2 critical)
+    # Smaller ratio-preserving shapes, largest first: workers per role (aligned with `roles`) a
+    # replica may be placed at when its full shape fits nowhere (autoscaling envelopes, InPlace steps).
+    steps: tuple[tuple[int, ...], ...] = ()
+
+    def shaped(self, workers: tuple[int, ...]) -> "Demand":
+        """This demand with each role's worker count replaced."""
+        from dataclasses import replace
+        return replace(self, roles=tuple(replace(r, workers=w) for r, w in zip(self.roles, workers)), steps=())
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The full shape first, then the steps."""
+        return (tuple(r.workers for r in self.roles), *self.steps)
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,7 @@ class Plan:
     rejections: Mapping[str, list[Rejection]]  # per deployment: static Filter verdicts (built lazily)
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
+    progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)
