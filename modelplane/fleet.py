@@ -9,6 +9,7 @@ from .api import Catalog, InferenceCluster, ModelDeployment
 from .api.deployment import PRIORITY_CLASSES
 from .api.fabric import fabric_wiring
 from .cost import pool_price
+from .scheduler.bindings import resolve
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
@@ -74,6 +75,9 @@ def cluster_from_inventory(inv: dict) -> Cluster:
 
 def role_workers(md: ModelDeployment) -> dict[str, int]:
     """Workers per GPU role: the declared counts, or the ratio bands' split of totalWorkers."""
+    if md.in_place:
+        counts = bound_counts(md, md.workers.count)
+        return {name: counts[name] for name in md.gpu_roles()}
     declared = {name: w.count for name, (_, w, _) in md.gpu_roles().items()}
     for auto in md.autoscaling:     # room for the most workers KEDA may start
         if auto.role in declared:
@@ -102,14 +106,24 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
                        weights, w.topology.tensor * w.topology.pipeline)
                   for name, (sel, w, _) in md.gpu_roles().items())
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
-                  shape_steps(md, counts))
+                  shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
+
+
+def bound_counts(md: ModelDeployment, decode: int) -> dict[str, int]:
+    """InPlace: every role's count (GPU workers, extra-role replicas) at `decode` decode workers."""
+    return resolve(md.scaling.binding_map(), decode)
 
 
 def shape_steps(md: ModelDeployment, counts: dict[str, int]) -> tuple[tuple[int, ...], ...]:
-    """Smaller shapes a replica may be placed at when its full shape fits nowhere, largest first:
-    each autoscaled GPU role gives up one worker per step, down to its minReplicas (the
-    autoscaling envelope shrinks; the plan and `capacity-envelope` say so)."""
+    """Smaller shapes a replica may be placed at when its full shape fits nowhere, largest first.
+    InPlace: the bindings' counts at one decode worker fewer per step, down to one (ratio-preserving:
+    never prefill without decode, never a role below its binding). Autoscaled GPU roles: each gives
+    up one worker per step, down to its minReplicas (the autoscaling envelope shrinks; the plan and
+    `capacity-envelope` say so)."""
     names = list(md.gpu_roles())
+    if md.in_place:
+        steps = [tuple(bound_counts(md, k)[r] for r in names) for k in range(md.workers.count - 1, 0, -1)]
+        return tuple(dict.fromkeys(steps))
     lows = {a.role: min(a.min_replicas, counts[a.role]) for a in md.autoscaling if a.role in counts}
     depth = max((counts[r] - lo for r, lo in lows.items()), default=0)
     return tuple(tuple(max(lows[r], counts[r] - t) if r in lows else counts[r] for r in names)

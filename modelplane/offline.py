@@ -45,6 +45,7 @@ class Record:
     custom: bool
     dependencies: tuple[str, ...] = ()
     ignore_changes: tuple[str, ...] = ()
+    import_id: str = ""             # the `import` resource option: an existing object to take over
     inputs: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
 
@@ -90,7 +91,7 @@ class _Monitor(MockMonitor):
         response = super().RegisterResource(request)
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
                                    request.provider, request.custom, tuple(sorted(request.dependencies)),
-                                   tuple(request.ignoreChanges)))
+                                   tuple(request.ignoreChanges), request.importId))
         return response
 
 

@@ -135,7 +135,8 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
             mine = [p for p in plan.placements if p.deployment == key]
             ModelDeployment(md, mine, targets, weights_gib=catalog.weights_gib(md), served_names=names[key],
                             namespaces={c: namespaces[(c, md.namespace)] for c in {p.cluster for p in mine}},
-                            progress=progress[key])
+                            progress=progress[key],
+                            previous={p.replica: p for p in previous if p.deployment == key})
     except RenderError as exc:
         raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", f"{PROJECT}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])

@@ -82,6 +82,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         item = {"type": r.type, "name": r.name}
         if r.urn in clusters:
             item["cluster"] = clusters[r.urn]
+        if r.import_id:
+            item["import"] = r.import_id
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan

@@ -88,6 +88,11 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         for r in u["reasons"]:
             where = r["cluster"] + (f"/{r['pool']}" if r["pool"] else "")
             out.print(f"      {r['reason']:<16} {where:<24} {r['detail']}")
+    for r in doc["resources"]:
+        if r.get("import"):
+            out.print(f"  import {r['type'].rsplit(':', 1)[-1]} {r['import']} on {r.get('cluster', '-')}: the first "
+                      "`up` takes it over (its pods are replaced only where the rendered template differs)",
+                      markup=False)
     counts = {}
     for r in doc["resources"]:
         counts[r["type"]] = counts.get(r["type"], 0) + 1

@@ -21,7 +21,7 @@ def test_a_replica_whose_full_shape_fits_nowhere_takes_the_largest_step_that_doe
     row = plan.progress[0]
     assert (row["target"], row["placed"], row["percent"]) == (4, 2, 50.0)
     assert row["stuck"] == {"replica": 0, "role": "decode", "reason": "capacity",
-                            "detail": "runs 2 of 4 decode workers; 2 more nodes needed on c/h, 0/2 free"}
+                            "detail": "runs 2 of 4 decode workers; needs 2 more nodes on c/h (0/2 free)"}
 
 
 def test_below_the_smallest_step_the_replica_is_unplaced_and_the_reason_is_capacity():
@@ -44,3 +44,146 @@ def test_full_placements_report_no_stuck_batch():
     plan = schedule([demand(replicas=2)], [Cluster("c", (pool("h", 8),))])
     assert plan.progress[0] == {"deployment": "ml/m", "target": 8, "placed": 8, "percent": 100.0,
                                 "replicas": {"target": 2, "placed": 2}, "stuck": None}
+
+
+# --- InPlace with ratio bindings, and adoption, end to end (stacks/Pulumi.example-inplace.yaml) ---
+
+import pytest  # noqa: E402
+
+from modelplane import offline  # noqa: E402
+from modelplane.api import load_catalog  # noqa: E402
+from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
+from modelplane.errors import InputError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def inplace():
+    return offline.run("example-inplace")
+
+
+def _objects(run, kind):
+    return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}
+
+
+def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(inplace):
+    p = next(p for p in inplace.result.plan.placements if p.deployment == "ml/deepseek")
+    assert {r: rp.workers for r, rp in p.roles.items()} == {"decode": 3, "prefill": 5}   # 3 decode x 1.5 -> 5
+    deployments = _objects(inplace, "Deployment")
+    assert deployments["deepseek-0-decode"].inputs["spec"]["replicas"] == 3
+    assert deployments["deepseek-0-prefill"].inputs["spec"]["replicas"] == 5
+    assert deployments["deepseek-0-router"].inputs["spec"]["replicas"] == 1            # ceil(0.25 x 3)
+    assert _objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
+    row = next(r for r in inplace.result.plan.progress if r["deployment"] == "ml/deepseek")
+    assert (row["target"], row["placed"], row["percent"]) == (10, 8, 80.0)
+    assert row["stuck"]["detail"] == ("runs 3 of 4 decode and 5 of 6 prefill workers; needs 2 more nodes on "
+                                      "h200-inplace/h200 (0/8 free)")
+
+
+def test_the_adopted_object_is_imported_under_its_own_name_and_routing_follows_it(inplace):
+    llmis = _objects(inplace, "LLMInferenceService")
+    assert set(llmis) == {"qwen-legacy"} and llmis["qwen-legacy"].import_id == "ml/qwen-legacy"
+    assert not any(r.import_id for r in inplace.records if r.name.rsplit("/", 1)[-1] != "qwen-legacy")
+    p = next(p for p in inplace.result.plan.placements if p.deployment == "ml/qwen")
+    assert (p.cluster, p.roles["decode"].pool) == ("h200-inplace", "h100")
+
+
+def test_the_plan_prints_the_import_and_the_rollout(inplace):
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    out = CliRunner().invoke(main, ["plan", "example-inplace"]).output
+    assert "import LLMInferenceService ml/qwen-legacy on h200-inplace" in out
+    assert "rollout ml/deepseek: 8/10 GPU workers (80%)" in out
+    assert "policy rollout-complete (advisory, 1)" in out
+
+
+def test_an_adopted_replica_is_bound_before_the_fill_like_a_retained_one():
+    d = Demand("ml/a", 1, (Role("decode", "", 1, 1, 8),), pinned={0: "far"})
+    plan = schedule([Demand("ml/0first", 1, (Role("decode", "", 1, 1, 8),)), d],
+                    [Cluster("far", (pool("h", 1),)), Cluster("near", (pool("h", 1),))])
+    # without the pin, ml/0first (first by name) would take `far`... the adopted replica keeps it
+    assert {p.deployment: p.cluster for p in plan.placements} == {"ml/a": "far", "ml/0first": "near"}
+
+
+def test_an_adopted_replica_that_does_not_fit_its_cluster_is_reported_as_a_move():
+    d = Demand("ml/a", 1, (Role("decode", "", 2, 1, 8),), pinned={0: "far"})
+    plan = schedule([d], [Cluster("far", (pool("h", 1),)), Cluster("near", (pool("h", 4),))])
+    assert [(m.cluster, m.why) for m in plan.moves] == [("far", "it is adopted there, but far has no room for it "
+                                                         "at its shape")]
+    assert plan.placements[0].cluster == "near"
+
+
+BASE = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 1, "backend": "native",
+        "engine": {"image": "vllm/vllm-openai:v0.10.2"}, "workers": {"count": 4, "topology": {"tensor": 8}},
+        "prefill": {"engine": {"image": "vllm/vllm-openai:v0.10.2"}, "workers": {"topology": {"tensor": 8}}}}
+BIND = {"mode": "InPlace", "bindings": [{"role": "prefill", "per": "decode", "ratio": 2}]}
+
+
+def _stack(**deployment):
+    cluster = {"name": "c", "existing": {"kubeconfigSecret": "kc", "version": "1.34"},
+               "nodePools": [{"name": "h", "class": "h200-8x", "maxNodes": 16}], "queues": [{"namespace": "ml"}]}
+    return {"modelplane:kc": {"secure": "x"}, "modelplane:clusters": [cluster],
+            "modelplane:deployments": [{**BASE, **deployment}]}
+
+
+@pytest.mark.parametrize("deployment,path,words", [
+    ({"scaling": {"bindings": BIND["bindings"]}}, "scaling.bindings", "only to mode: InPlace"),
+    ({"scaling": {"mode": "InPlace", "bindings": [{"role": "prefil", "per": "decode", "ratio": 2}]}},
+     "scaling.bindings[0].role", "did you mean 'prefill'"),
+    ({"scaling": {"mode": "InPlace", "bindings": [{"role": "decode", "per": "prefill", "ratio": 2}]}},
+     "scaling.bindings[0].role", "decode cannot be bound"),
+    ({"scaling": {"mode": "InPlace", "bindings": []}}, "scaling.bindings", "prefill has no binding"),
+    ({"scaling": {"mode": "InPlace", "bindings": [{"role": "prefill", "per": "router", "ratio": 1},
+                                                  {"role": "router", "per": "prefill", "ratio": 1}]},
+      "roles": [{"name": "router", "image": "r:v1"}]}, "scaling.bindings", "cycle"),
+    ({"scaling": BIND, "prefill": {**BASE["prefill"], "workers": {"count": 3, "topology": {"tensor": 8}}}},
+     "prefill.workers.count", "contradicts its binding (8 at 4 decode workers)"),
+    ({"scaling": BIND, "autoscaling": [{"role": "prefill", "maxReplicas": 9, "query": "q", "threshold": "1"}]},
+     "autoscaling[0].role", "an autoscaler would fight them"),
+    ({"scaling": BIND, "coordination": {"totalWorkers": 12, "bands": [{"role": "prefill", "min": 10, "max": 50}]}},
+     "coordination.bands", "bindings and bands contradict: the bindings give prefill 8 of 12 workers (67%)"),
+    ({"adopt": [{"cluster": "c", "kind": "LLMInferenceService", "name": "old"}]}, "adopt[0].kind",
+     "as kind Deployment, not LLMInferenceService"),
+    ({"adopt": [{"cluster": "cc", "kind": "Deployment", "name": "old"}]}, "adopt[0].cluster", "did you mean 'c'"),
+    ({"adopt": [{"cluster": "c", "kind": "Deployment", "name": "old", "replica": 2}]}, "adopt[0].replica",
+     "replica 2 does not exist"),
+])
+def test_bad_bindings_and_adoptions_name_the_field_and_the_fix(deployment, path, words):
+    with pytest.raises(InputError) as err:
+        parse_stack_config(_stack(**deployment), Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    full = f"modelplane:deployments[0].{path}"
+    assert any(p.path == full and words in f"{p.message} (fix: {p.fix})" for p in err.value.problems), err.value.render()
+
+
+def test_valid_inplace_bindings_pass():
+    spec = parse_stack_config(_stack(scaling=BIND), Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    from modelplane.fleet import demand_from
+    d = demand_from(spec.deployments[0])
+    assert d.shapes == ((4, 8), (3, 6), (2, 4), (1, 2))     # every step keeps prefill = 2 x decode
+
+
+def test_scale_order_edges_follow_the_bindings_unless_depends_on_says_otherwise():
+    from modelplane.render.order import rank, role_edges
+
+    depth = {"decode": 0, "prefill": 1, "router": 1}
+    roles, deps = ["decode", "prefill", "router"], {"router": ["decode", "prefill"]}
+    grow = role_edges(roles, deps, depth, True)
+    assert grow == {"decode": {"prefill"}, "prefill": set(), "router": {"decode", "prefill"}}
+    assert rank(grow) == {"prefill": 0, "decode": 1, "router": 2}
+    shrink = role_edges(roles, deps, depth, False)
+    assert shrink == {"decode": set(), "prefill": {"decode"}, "router": {"decode", "prefill"}}
+    assert role_edges(roles, deps) == {"decode": set(), "prefill": set(), "router": {"decode", "prefill"}}
+
+
+def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
+    small = {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace",
+             "roles": {"decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 2},
+                       "prefill": {"pool": "h200", "nodes": 3, "gpusPerNode": 8, "workers": 3}}}
+    others = [p.to_json() for p in inplace.result.plan.placements if p.deployment != "ml/deepseek"]
+    run = offline.run("example-inplace", None, [small, *others])
+    p = next(p for p in run.result.plan.placements if p.deployment == "ml/deepseek")
+    assert {r: rp.workers for r, rp in p.roles.items()} == {"decode": 3, "prefill": 5} and run.result.plan.moves == []
+    deployments = _objects(run, "Deployment")
+    assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
+    assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies

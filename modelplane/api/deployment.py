@@ -157,6 +157,42 @@ class Coordination(Model):
     bands: list[RatioBand] = Field(min_length=1)
 
 
+class Binding(Model):
+    """InPlace scaling: `role` runs `ratio` workers (replicas, for an extra role) per worker of `per`,
+    rounded up; e.g. {role: prefill, per: decode, ratio: 2}, {role: router, per: decode, ratio: 0.25}."""
+
+    role: str
+    per: str
+    ratio: float = Field(gt=0, le=64)
+
+
+class Scaling(Model):
+    """How a deployment grows. GroupReplication: more capacity is more whole replicas (`replicas`).
+    InPlace: each replica grows its roles inside its cluster — decode's `workers.count` is the
+    replica's size and every other role follows it through `bindings`."""
+
+    mode: Literal["GroupReplication", "InPlace"] = "GroupReplication"
+    bindings: list[Binding] = []
+
+    def binding_map(self) -> dict[str, tuple[str, float]]:
+        return {b.role: (b.per, b.ratio) for b in self.bindings}
+
+
+ADOPTABLE_KINDS = ("LLMInferenceService", "LeaderWorkerSet", "Deployment")
+
+
+class Adopt(Model):
+    """An object already running on `cluster` (created by hand or another tool) that becomes this
+    deployment's replica `replica` (its `role` workload on the native backend): the first `up`
+    imports it (Pulumi's `import` option, ID `namespace/name`) instead of creating a new one."""
+
+    cluster: str
+    kind: Literal["LLMInferenceService", "LeaderWorkerSet", "Deployment"]
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    replica: int = Field(default=0, ge=0)
+    role: str = "decode"
+
+
 class ModelSource(Model):
     uri: str = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://.+")
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
@@ -177,20 +213,24 @@ PRIORITY_CLASSES = {"low": ("modelplane-inference-low", 100), "standard": ("mode
 
 
 class ModelDeployment(Model):
-    name: Name
-    namespace: Namespace
+    """A model served by replicas the federation scheduler places on the fleet's clusters."""
+
+    name: Name                     # unique in its namespace
+    namespace: Namespace           # the team namespace (created on every cluster a replica lands on)
     labels: dict[str, str] = {}    # facts about the deployment for policies, e.g. modelplane.ai/residency: eu
-    model: ModelSource
-    replicas: int = Field(ge=0, le=1000)
-    cluster_selector: ClusterSelector = ClusterSelector()
-    node_selector: NodeSelector = NodeSelector()
-    workers: Workers = Workers()
-    engine: Engine = Engine()
-    prefill: Prefill | None = None
-    roles: list[ExtraRole] = []
-    autoscaling: list[Autoscaling] = []
-    coordination: Coordination | None = None
-    backend: Literal["kserve", "native"] = "kserve"
+    model: ModelSource             # where the weights come from and the name clients use
+    replicas: int = Field(ge=0, le=1000)   # whole copies, each on one cluster (all its roles together)
+    cluster_selector: ClusterSelector = ClusterSelector()   # which clusters may hold a replica
+    node_selector: NodeSelector = NodeSelector()   # CEL over a class's capabilities, e.g. gpu.memoryGiB >= 80
+    workers: Workers = Workers()   # decode (or unified) workers per replica and their parallelism
+    engine: Engine = Engine()      # the inference engine's image, args and env
+    prefill: Prefill | None = None   # present: a disaggregated replica with its own prefill role
+    roles: list[ExtraRole] = []    # CPU roles beside each replica (router, tokenizer, ...)
+    autoscaling: list[Autoscaling] = []   # at most one autoscaler per role
+    coordination: Coordination | None = None   # split a worker budget between decode and prefill by bands
+    scaling: Scaling = Scaling()   # GroupReplication (whole replicas) or InPlace (roles grow by bindings)
+    adopt: list[Adopt] = []        # objects already running that become replicas (imported)
+    backend: Literal["kserve", "native"] = "kserve"   # kserve: LLMInferenceService; native: Deployment/LWS
     queue: str | None = None       # KAI queue; defaults to the namespace
     # Who gets scarce capacity first: the federation scheduler serves higher tiers first, and the
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
@@ -230,3 +270,11 @@ class ModelDeployment(Model):
 
     def role_names(self) -> list[str]:
         return [*self.gpu_roles(), *(r.name for r in self.roles)]
+
+    def adopted(self, replica: int, cluster: str) -> dict[str, Adopt]:
+        """role -> the adopted object of that replica on that cluster."""
+        return {a.role: a for a in self.adopt if a.replica == replica and a.cluster == cluster}
+
+    @property
+    def in_place(self) -> bool:
+        return self.scaling.mode == "InPlace"

@@ -23,13 +23,13 @@ NAMESPACE = "modelplane"
 class StackSpec(Model):
     """Everything under the `modelplane:` namespace of a stack config file."""
 
-    clusters: list[InferenceCluster] = []
-    deployments: list[ModelDeployment] = []
-    services: list[ModelService] = []
-    providers: list[Provider] = []
-    dns: Dns | None = None
+    clusters: list[InferenceCluster] = []   # clusters this stack builds or adopts
+    deployments: list[ModelDeployment] = []   # models to serve, placed by the federation scheduler
+    services: list[ModelService] = []   # stable model names weighted over deployments and providers
+    providers: list[Provider] = []  # hosted OpenAI-compatible APIs services may route to
+    dns: Dns | None = None         # weighted DNS records across the clusters' gateways
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
-    production: bool = False
+    production: bool = False       # true: production policy config (unplaced replicas fail the plan)
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
@@ -216,9 +216,15 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
                 f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
                 f"\"$(cat kubeconfig)\" --stack <stack>")
+    local = {c.name for c in spec.clusters}
     for i, md in enumerate(spec.deployments):
         for f in check_deployment(md):
             add("deployments", (i, *f.path), f.message, f.fix, f.rule)
+        for j, a in enumerate(md.adopt):
+            if not spec.fleet and a.cluster not in local:   # fleet clusters are known only at plan time
+                guess = did_you_mean(a.cluster, local)
+                add("deployments", (i, "adopt", j, "cluster"), f"no cluster {a.cluster!r} in this stack",
+                    f"did you mean {guess!r}?" if guess else f"use one of {sorted(local)}", "adopt")
     _model_credentials(spec, catalog, secret_keys, add)
     _node_selectors(spec, catalog, add)
     for i, name in duplicates([p.name for p in spec.providers]):

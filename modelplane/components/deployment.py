@@ -9,6 +9,8 @@ from ..api import ModelDeployment as DeploymentSpec
 from ..api.deployment import GPU_ROLES
 from ..render import model_identity, render_replica
 from ..render.names import ROLE
+from ..render.order import rank, role_edges
+from ..scheduler.bindings import depths
 from .k8s import register
 
 
@@ -39,11 +41,15 @@ class ModelDeployment(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, placements: list, targets: dict[str, Target],
                  opts: pulumi.ResourceOptions | None = None, weights_gib: float = 0.0,
                  served_names: list[str] | None = None, namespaces: dict[str, ModelNamespace] | None = None,
-                 progress: dict | None = None):
+                 progress: dict | None = None, previous: dict | None = None):
+        """`previous`: replica -> its previous placement (InPlace size changes follow the scale order)."""
         super().__init__("modelplane:index:ModelDeployment", f"{spec.namespace}-{spec.name}", None, opts)
         self.resources = []
         deps = {r.name: r.depends_on for r in spec.roles}
         for placement in placements:
+            edges = role_edges(spec.role_names(), deps, *_scale_change(spec, placement, (previous or {}).get(
+                placement.replica)))
+            ranks = rank(edges)
             target = targets[placement.cluster]
             ns = (namespaces or {}).get(placement.cluster)
             base = pulumi.ResourceOptions(parent=self, provider=target.provider,
@@ -52,10 +58,15 @@ class ModelDeployment(pulumi.ComponentResource):
             # Extra roles start after the roles they depend on: registration order follows a
             # topological order, and each role's objects depend on its dependencies' objects.
             objs = render_replica(spec, placement, target.inventory, weights_gib, served_names)
-            for obj in sorted(objs, key=lambda o: _rank(o, deps)):
-                role = obj["metadata"]["labels"].get(ROLE)
-                needs = [res for dep in deps.get(role, []) for res in by_role.get(dep, [])]
+            # Adopted objects are imported (ID namespace/name) by the first `up` instead of created.
+            adopted = {(a.kind, a.name) for a in spec.adopted(placement.replica, placement.cluster).values()}
+            for obj in sorted(objs, key=lambda o: ranks.get(_role(o), 0)):
+                role = _role(obj)
+                needs = [res for dep in sorted(edges.get(role, ())) for res in by_role.get(dep, [])]
                 opts_ = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=needs)) if needs else base
+                if (obj["kind"], obj["metadata"]["name"]) in adopted:
+                    opts_ = pulumi.ResourceOptions.merge(opts_, pulumi.ResourceOptions(
+                        import_=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"))
                 res = register(placement.cluster, obj, opts_)
                 # One LLMInferenceService runs every GPU role of the replica.
                 provides = GPU_ROLES if obj["kind"] == "LLMInferenceService" else (role,)
@@ -72,10 +83,16 @@ class ModelDeployment(pulumi.ComponentResource):
         })
 
 
-def _rank(obj: dict, deps: dict[str, list[str]]) -> int:
-    """Depth of an object's role in the dependsOn graph (validated acyclic)."""
-    role = obj["metadata"]["labels"].get(ROLE)
+def _role(obj: dict) -> str | None:
+    """The role an object belongs to; the LLMInferenceService runs decode (and prefill)."""
+    return obj["metadata"]["labels"].get(ROLE) or ("decode" if obj["kind"] == "LLMInferenceService" else None)
 
-    def depth(r, seen=()):
-        return 0 if r not in deps or r in seen else 1 + max((depth(d, (*seen, r)) for d in deps[r]), default=-1)
-    return depth(role)
+
+def _scale_change(spec: DeploymentSpec, placement, before) -> tuple:
+    """(depth per role, grows?) when an InPlace replica changes size where it runs; else (None, None)."""
+    if not spec.in_place or before is None or before.cluster != placement.cluster:
+        return None, None
+    now, was = placement.roles["decode"].workers, before.roles["decode"].workers
+    if now == was:
+        return None, None
+    return depths(spec.scaling.binding_map()), now > was

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..api import ModelDeployment
 from ..api.catalog import MULTI_NODE_FABRICS
-from ..api.rules import check_bands, check_roles
+from ..api.rules import check_bands, check_roles, check_scaling
 from ..render.dra import CLAIM_NAME
 from ..render.kai import gang_pods
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
@@ -77,6 +77,22 @@ def ratio_bands(resources, config=None):
         if total is not None and got != int(total):
             out.append((f"{_key(spec)} replica {int(p['replica'])}: workers add up to {got}, "
                         f"not totalWorkers {int(total)}", r.urn))
+    return out
+
+
+@policy("scaling-bindings", "InPlace scaling: bindings name known roles, chain to decode without cycles, bind "
+        "every GPU role, agree with declared counts and bands, and every placed replica keeps them.", "stack")
+def scaling_bindings(resources, config=None):
+    from ..scheduler.bindings import holds
+
+    out = _spec_findings(resources, lambda md: check_scaling(md, declared=False))
+    for r, spec, p, _ in replicas(resources):
+        bindings = {b["role"]: (b["per"], b["ratio"]) for b in (spec.get("scaling") or {}).get("bindings") or []}
+        counts = {name: int(rp["workers"]) for name, rp in p["roles"].items()}
+        gpu = {role: per_ratio for role, per_ratio in bindings.items() if role in counts and per_ratio[0] in counts}
+        if gpu and not holds(gpu, counts):
+            out.append((f"{_key(spec)} replica {int(p['replica'])}: placed workers {counts} break the bindings "
+                        f"{gpu}", r.urn))
     return out
 
 

@@ -49,6 +49,16 @@ def replica_name(deployment: str, replica: int) -> str:
     return f"{deployment}-{replica}"
 
 
+def workload_name(md, replica: int, cluster: str, role: str | None = None) -> str:
+    """The name of a replica's workload: its LLMInferenceService (role None) or a role's
+    Deployment/LeaderWorkerSet; an adopted object keeps the name it already has."""
+    adopted = md.adopted(replica, cluster).get(role or "decode")
+    base = replica_name(md.name, replica)
+    if role is None:
+        return adopted.name if adopted and adopted.kind == "LLMInferenceService" else base
+    return adopted.name if adopted and adopted.kind != "LLMInferenceService" else f"{base}-{role}"
+
+
 def labels(deployment: str, replica: int | None = None, role: str | None = None, pool: str | None = None) -> dict:
     out = {**MANAGED_BY, DEPLOYMENT: deployment}
     if replica is not None:

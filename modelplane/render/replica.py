@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
 from ..scheduler import Placement
+from ..scheduler.bindings import resolve
 from . import kai, keda, kserve, native
 from .dra import claim_template, nic_claim_template
-from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name
+from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
 
 
@@ -36,8 +37,11 @@ def _autoscaled(workload: dict, auto, lbls: dict, reserved: int | None = None) -
                                          reserved)]
 
 
-def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> list[dict]:
-    name = f"{base}-{role.name}"
+def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, replicas: int | None = None,
+                name: str | None = None) -> list[dict]:
+    """`name`: the Deployment's name (an adopted one keeps its own); the Service keeps ours."""
+    service = f"{base}-{role.name}"
+    name = name or service
     lbls = labels(md.name, idx, role.name)
     selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role.name}
     main = {"name": role.name, "image": role.image}
@@ -48,11 +52,12 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole) -> li
     main["ports"] = [{"name": "http", "containerPort": role.port, "protocol": "TCP"}]
     main["resources"] = {"requests": {"cpu": role.cpu, "memory": role.memory}}
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, md.namespace, lbls, SKIP_AWAIT),
-                  "spec": {"replicas": role.replicas, "selector": {"matchLabels": selector},
+                  "spec": {"replicas": role.replicas if replicas is None else replicas,
+                           "selector": {"matchLabels": selector},
                            "template": {"metadata": {"labels": lbls}, "spec": {"containers": [main]}}}}
     auto = next((a for a in md.autoscaling if a.role == role.name), None)
     objs = _autoscaled(deployment, auto, lbls) if auto else [deployment]
-    return [*objs, native.service(name, md.namespace, lbls, selector, role.port)]
+    return [*objs, native.service(service, md.namespace, lbls, selector, role.port)]
 
 
 def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus_per_node: int,
@@ -130,26 +135,30 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
         selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role}
         name = f"{base}-{role}"
+        work_name = workload_name(md, idx, placement.cluster, role)
         if topology.nodes_per_worker > 1:
             lead_cmd, work_cmd = native.ray_commands(args)
             leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
                                         port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),
                               gpu, rp.pool, use_kai)
-            work = native.leader_worker_set(name, md.namespace, lbls, rp.workers, topology.nodes_per_worker,
+            work = native.leader_worker_set(work_name, md.namespace, lbls, rp.workers, topology.nodes_per_worker,
                                             pod_labels, pod_annotations, leader, worker)
         else:
             main = container(native.CONTAINER, engine.image, gpu, weights_gib, args=args, env=env, port=engine.port,
                              health_path=engine.health_path)
-            work = native.deployment(name, md.namespace, lbls, selector, rp.workers, pod_labels, pod_annotations,
+            work = native.deployment(work_name, md.namespace, lbls, selector, rp.workers, pod_labels, pod_annotations,
                                      pod_spec(main, gpu, rp.pool, use_kai))
         objects += _autoscaled(work, autos[role], lbls, rp.workers) if role in autos else [work]
         objects.append(native.service(name, md.namespace, lbls, selector, engine.port,
                                       leader_only=topology.nodes_per_worker > 1))
     if md.backend == "kserve":
-        objects.append(kserve.llm_inference_service(meta(base, md.namespace, labels(md.name, idx)), md.model.uri,
+        objects.append(kserve.llm_inference_service(meta(workload_name(md, idx, placement.cluster), md.namespace,
+                                                         labels(md.name, idx)), md.model.uri,
                                                     served[0], workloads["decode"], workloads.get("prefill"),
                                                     inv.get("gateway")))
+    # InPlace: bound extra roles follow the decode workers this replica was placed with.
+    bound = resolve(md.scaling.binding_map(), placement.roles["decode"].workers) if md.in_place else {}
     for role in md.roles:
-        objects += _extra_role(md, base, idx, role)
+        objects += _extra_role(md, base, idx, role, bound.get(role.name), workload_name(md, idx, placement.cluster, role.name))
     return objects

@@ -103,7 +103,7 @@ def provider_objects(service: str, namespace: str, provider) -> list[dict]:
 def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref."""
-    from .names import replica_name   # local: names imports nothing of routing
+    from .names import replica_name, workload_name   # local: names imports nothing of routing
 
     out: dict[str, list[dict]] = {}
     for cluster in routes.clusters:
@@ -113,7 +113,9 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
                 continue
             if b.kind == "deployment":
                 md = deployments[b.name]
-                refs.append(deployment_ref(md.namespace, replica_name(md.name, b.replica), md.backend,
+                name = workload_name(md, b.replica, b.cluster) if md.backend == "kserve" else \
+                    replica_name(md.name, b.replica)
+                refs.append(deployment_ref(md.namespace, name, md.backend,
                                            md.engine.port, b.units, svc.namespace))
             else:
                 refs.append(provider_ref(svc.name, b.name, b.units))

@@ -10,6 +10,7 @@ by name, ties break by name, nothing depends on hash order or input order).
    still pass the filter, still have its recorded size and still have room; it is charged at
    that size. Otherwise it is re-placed (a `Move` says why). Indices >= replicas are dropped
    first, so scale-down removes the highest indices and frees their nodes before any fill.
+   An adopted replica without a previous placement is bound on its cluster here, before fill.
 3. Fill, per deployment in name order, per missing index ascending. A candidate is a cluster
    plus one pool per GPU role with enough free whole nodes (a pool shared by two roles must
    hold both). Score, lowest wins: replicas of this deployment already on the cluster (spread
@@ -254,6 +255,18 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
             for role in d.roles:
                 free[(old.cluster, old.roles[role.name].pool)] -= old.roles[role.name].nodes
             kept[d.key][idx] = old
+        for idx, cluster in sorted(d.pinned.items()):
+            if idx >= d.replicas or idx in kept[d.key]:
+                continue
+            per = eligible[d.key].get(cluster)
+            count = sum(1 for p in kept[d.key].values() if p.cluster == cluster)
+            key = _best(d, cluster, per, free, count) if per else None
+            if key is None:
+                why = "does not pass the filter" if cluster in by_name and not per else \
+                    "is not in the fleet" if cluster not in by_name else "has no room for it at its shape"
+                moves.append(Move(d.key, idx, cluster, f"it is adopted there, but {cluster} {why}"))
+                continue
+            kept[d.key][idx] = _bind(d, idx, cluster, key[5], free)
 
     after_retain = dict(free)
     placements, failed_at, filled = [], {}, {d.key: {} for d in demands}

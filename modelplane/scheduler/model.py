@@ -73,6 +73,9 @@ class Demand:
     # Smaller ratio-preserving shapes, largest first: workers per role (aligned with `roles`) a
     # replica may be placed at when its full shape fits nowhere (autoscaling envelopes, InPlace steps).
     steps: tuple[tuple[int, ...], ...] = ()
+    # Replicas that already run on a cluster (adopted objects): replica -> cluster. Without a
+    # previous placement they are bound there first, like retained replicas.
+    pinned: Mapping[int, str] = field(default_factory=dict, compare=False)
 
     def shaped(self, workers: tuple[int, ...]) -> "Demand":
         """This demand with each role's worker count replaced."""

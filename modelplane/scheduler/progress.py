@@ -32,13 +32,15 @@ def progress(d: Demand, placed: list[Placement], unplaced: list[Unplaced], free,
     first_short = min(short, default=None)
     if first_short is not None and (first_unplaced is None or first_short < first_unplaced.replica):
         p = short[first_short]
-        role, want = next((r, w) for r, w in zip(d.roles, full) if p.roles[r.name].workers < w)
-        rp = p.roles[role.name]
-        more = (want - rp.workers) * role.nodes_per_worker
-        out["stuck"] = {"replica": p.replica, "role": role.name, "reason": CAPACITY,
-                        "detail": f"runs {rp.workers} of {want} {role.name} workers; {more} more node"
-                                  f"{'s' if more != 1 else ''} needed on {p.cluster}/{rp.pool}, "
-                                  f"{_free(free, max_nodes, p.cluster, rp.pool)}"}
+        lacking = [(r, w) for r, w in zip(d.roles, full) if p.roles[r.name].workers < w]
+        runs = " and ".join(f"{p.roles[r.name].workers} of {w} {r.name}" for r, w in lacking)
+        more: dict[str, int] = {}
+        for r, w in lacking:
+            more[p.roles[r.name].pool] = more.get(p.roles[r.name].pool, 0) + (w - p.roles[r.name].workers) * r.nodes_per_worker
+        needs = ", ".join(f"{n} more node{'s' if n != 1 else ''} on {p.cluster}/{pool} "
+                          f"({_free(free, max_nodes, p.cluster, pool)})" for pool, n in sorted(more.items()))
+        out["stuck"] = {"replica": p.replica, "role": lacking[0][0].name, "reason": CAPACITY,
+                        "detail": f"runs {runs} workers; needs {needs}"}
         return out
     u = first_unplaced
     capacity = [r for r in u.reasons if r.reason == CAPACITY]
