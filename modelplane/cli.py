@@ -193,6 +193,26 @@ for _op in ("preview", "up", "destroy", "refresh"):
 
 
 @main.command()
+@click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the schema here instead of printing it.")
+def schema(out_file):
+    """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI)."""
+    import json
+
+    from .schema import stack_schema
+
+    text = json.dumps(stack_schema(), indent=2, sort_keys=True) + "\n"
+    if out_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out_file.write_text(text)
+    except OSError as exc:
+        _fail(f"--out {out_file}: {exc.strerror or exc}")
+    err.print(f"wrote the stack file schema to {out_file}", markup=False)
+
+
+@main.command()
 def classes():
     """List the catalog's InferenceClasses."""
     from .api import load_catalog

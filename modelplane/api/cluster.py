@@ -44,15 +44,17 @@ class Capacity(Model):
 
 
 class NodePool(Model):
-    name: Name
-    class_: str = Field(alias="class")
-    min_nodes: int = Field(default=0, ge=0)
-    max_nodes: int = Field(ge=0)
+    """A GPU node pool built from one InferenceClass of the catalog."""
+
+    name: Name                         # the pool's name, unique in its cluster
+    class_: str = Field(alias="class")  # an InferenceClass name (`modelplane classes` lists them)
+    min_nodes: int = Field(default=0, ge=0)   # nodes kept running (and paid for) when idle
+    max_nodes: int = Field(ge=0)       # the most nodes the pool may grow to; the scheduler plans with these
     zones: list[str] = []              # GKE: node locations within the cluster's region
     subnet_ids: list[str] = []         # EKS: subnets for this pool (default: the cluster's)
-    labels: dict[str, str] = {}
-    taints: list[Taint] = []
-    capacity: Capacity = Capacity()
+    labels: dict[str, str] = {}        # extra node labels
+    taints: list[Taint] = []           # extra node taints (the GPU taint is added for you)
+    capacity: Capacity = Capacity()    # how the nodes are bought: on-demand, spot, reservation, ...
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -137,17 +139,19 @@ class GatewayRef(Model):
 
 
 class InferenceCluster(Model):
-    name: Name
-    labels: dict[str, str] = {}
-    gke: Gke | None = None
-    eks: Eks | None = None
-    existing: Existing | None = None
-    dra: bool = True
-    scheduler: Literal["kai"] = "kai"
-    node_pools: list[NodePool] = Field(min_length=1)
-    queues: list[Queue] = []
-    substrate: Substrate = Substrate()
-    gateway_ref: GatewayRef | None = None
+    """A GKE or EKS cluster modelplane builds, or an existing one it adopts, with its GPU pools."""
+
+    name: Name                         # the cluster's name in the fleet (placements refer to it)
+    labels: dict[str, str] = {}        # facts deployments select on (clusterSelector.matchLabels)
+    gke: Gke | None = None             # build a GKE cluster (exactly one of gke, eks, existing)
+    eks: Eks | None = None             # build an EKS cluster
+    existing: Existing | None = None   # use a cluster that already exists (kubeconfig in a secret key)
+    dra: bool = True                   # GPUs through Dynamic Resource Allocation (Kubernetes >= 1.34)
+    scheduler: Literal["kai"] = "kai"  # the in-cluster gang scheduler
+    node_pools: list[NodePool] = Field(min_length=1)   # the GPU pools
+    queues: list[Queue] = []           # KAI queues, one per team namespace
+    substrate: Substrate = Substrate()   # which in-cluster components modelplane installs
+    gateway_ref: GatewayRef | None = None   # serve through an existing Gateway instead of our own
 
     @model_validator(mode="after")
     def _one_source(self):
