@@ -1,3 +1,26 @@
-"""modelplane: LLM inference on GPU fleets across clouds and regions, as a Pulumi program."""
+"""modelplane: LLM inference on GPU fleets across clouds and regions, as a Pulumi program and as
+components for your own program:
+
+    from modelplane import Fleet, FleetArgs, ModelDeployment
+
+Names load on first use, so the pure core (api, scheduler, render) imports without Pulumi.
+"""
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "Fleet": ("sdk", "Fleet"), "FleetArgs": ("sdk", "FleetArgs"),
+    "InferenceCluster": ("api", "InferenceCluster"), "ModelDeployment": ("api", "ModelDeployment"),
+    "ModelService": ("api.service", "ModelService"), "Provider": ("api.service", "Provider"),
+    "load_catalog": ("api", "load_catalog"),
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'modelplane' has no attribute {name!r}")
+    from importlib import import_module
+
+    module, attr = _PUBLIC[name]
+    return getattr(import_module(f"{__name__}.{module}"), attr)

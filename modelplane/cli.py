@@ -65,15 +65,17 @@ def main():
     """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
 
 
-def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
+def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, program_dir=None):
     """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
     from . import offline, report
     from .policy import PackError, PolicyConfigError, default_config, evaluate, read_config
 
     services_before, before, cost_before = [], {}, None
+    if program_dir and (without or config_file):
+        _fail("--program plans your own program as written: --without and --config-file need a stack file")
     try:
         prev = _read_previous(previous)
-        run = offline.run(stack, config_file, prev)
+        run = offline.run_program(program_dir, stack, prev) if program_dir else offline.run(stack, config_file, prev)
         if without:
             known = set(run.result.inventories)
             for name in without:
@@ -105,10 +107,13 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config):
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
 @click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
 @click.option("--repack", is_flag=True, help="What-if: what a full re-pack (no stickiness, exact phase) would move and gain.")
+@click.option("--program", "program_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Plan your own Pulumi Python program (a directory using modelplane.Fleet) for stack STACK.")
 @click.option("--policy-config", type=click.Path(path_type=Path),
               help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
                    "production.json for production stacks).")
-def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, policy_config):
+def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
+         policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     from . import report, tables
     from .policy import Analyzer
@@ -116,7 +121,7 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
     # The pack starts now and imports while the program runs.
     with Analyzer(stack=stack) as gate:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            gate, stack, config_file, previous, without, policy_config)
+            gate, stack, config_file, previous, without, policy_config, program_dir)
     doc = report.document(run, violations)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()

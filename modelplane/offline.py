@@ -16,8 +16,8 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from . import program
-from .api import load_catalog, load_stack, stack_file
-from .api.loader import YAML_LOADER, display_path, stack_names
+from .api import load_stack, stack_file
+from .api.loader import YAML_LOADER, catalog_of, display_path, read_yaml, stack_names
 from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
 
@@ -65,6 +65,9 @@ class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         if args.typ == "pulumi:pulumi:StackReference":
             stack = args.resource_id.rsplit("/", 1)[-1]
+            if stack not in self.references and stack_file(stack).exists():
+                # a program named this infra stack in code: plan it from its file now
+                self.references.update(_infra_references([stack]))
             return args.resource_id, {"outputs": self.references.get(stack, {}),
                                       "secretOutputNames": ["kubeconfigs"]}
         self.inputs[(args.typ, args.name)] = args.inputs
@@ -105,7 +108,7 @@ class OfflineRun:
 
 def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
     """Plan each infra stack of `modelplane:fleet` from its own file; name the reference if one is missing."""
-    refs, problems = {}, []
+    problems = []
     known = stack_names()
     for i, name in enumerate(spec.fleet):
         if not stack_file(name).exists():
@@ -115,7 +118,14 @@ def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
                                     f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}"))
     if problems:
         raise InputError(problems)
-    for name in spec.fleet:
+    return _infra_references(spec.fleet)
+
+
+def _infra_references(names) -> dict[str, dict]:
+    """What each infra stack would export, planned from its own file (kubeconfigs stand in)."""
+    refs = {}
+    for name in names:
+        catalog = catalog_of((read_yaml(stack_file(name)).data or {}).get("config"))
         infra = load_stack(stack_file(name), catalog)
         invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
         # Gateway addresses exist once the infra stack is up; offline they are named, not known.
@@ -140,11 +150,43 @@ def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
     return config, secrets
 
 
+def run_program(program_dir: Path, stack: str, previous: list[dict] | None = None) -> OfflineRun:
+    """Execute your own Pulumi Python program (a directory with Pulumi.yaml and __main__.py, using
+    `modelplane.Fleet`) under the same mocks; infra stacks it references are planned from stacks/."""
+    import runpy
+
+    import yaml
+
+    program_dir = Path(program_dir)
+    main = program_dir / "__main__.py"
+    if not main.exists() or not (program_dir / "Pulumi.yaml").exists():
+        raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi Python program directory",
+                                  "point --program at a directory with Pulumi.yaml and __main__.py")])
+    project = (yaml.safe_load((program_dir / "Pulumi.yaml").read_text()) or {}).get("name", "program")
+    path = program_dir / f"Pulumi.{stack}.yaml"
+    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    mocks = _Mocks({stack: {"placements": previous or []}})
+    monitor = _Monitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    config, secrets = _config_for_engine(path) if path.exists() else ({}, [])
+    pulumi.runtime.set_all_config(config, secrets)
+    program.LAST.clear()
+    pulumi.runtime.test(lambda: runpy.run_path(str(main), run_name="__main__"))()
+    if not program.LAST:
+        raise InputError([Problem(str(main), "(program)", "the program built no modelplane.Fleet",
+                                  "create a Fleet (from modelplane import Fleet) in the program")])
+    for record in monitor.records:
+        record.inputs = mocks.inputs.get((record.type, record.name), {})
+        record.outputs = monitor.outputs.get(record.urn, {})
+    return OfflineRun(stack, program.LAST[-1], monitor.records, ())
+
+
 def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
         exclude: tuple[str, ...] = ()) -> OfflineRun:
     """Validate, then execute the program under mocks. Raises InputError on bad input."""
     path = Path(config_file) if config_file else stack_file(stack)
-    catalog = load_catalog()
+    catalog = catalog_of((read_yaml(path).data or {}).get("config") if path.exists() else None)
     spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
     references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
     os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")

@@ -135,7 +135,7 @@ def repack_of(run: OfflineRun):
     from .fleet import cluster_from_inventory, demand_from
     from .scheduler.repack import repack
 
-    catalog = load_catalog()
+    catalog = run.result.catalog or load_catalog()
     clusters = [cluster_from_inventory(inv) for n, inv in run.result.inventories.items() if n not in run.lost]
     return repack([demand_from(d, catalog) for d in run.result.spec.deployments], clusters, run.result.plan)
 

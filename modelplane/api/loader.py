@@ -30,6 +30,7 @@ class StackSpec(Model):
     dns: Dns | None = None         # weighted DNS records across the clusters' gateways
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
     production: bool = False       # true: production policy config (unplaced replicas fail the plan)
+    catalog_dir: str | None = None  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
@@ -102,11 +103,22 @@ class Catalog:
         return facts.size_gib if facts else 0.0
 
 
-def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
+def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = None) -> Catalog:
+    """The package's catalog, plus the classes, models and prices of `extra` (a directory of YAML
+    files or one file of the user's project), checked together: a name defined twice is an error
+    that names both files."""
     problems, catalog, origin, priced = [], Catalog(), {}, []
-    for path in sorted(directory.glob("*.yaml")):
+    paths = sorted(directory.glob("*.yaml"))
+    if extra is not None:
+        extra = Path(extra)
+        if not extra.exists():
+            raise InputError([Problem(str(extra), "catalogDir", f"no such file or directory: {extra}",
+                                      "point modelplane:catalogDir (or catalogDir) at a directory of class YAML "
+                                      "files or at one file, relative to the project directory")])
+        paths += sorted(extra.glob("*.yaml")) if extra.is_dir() else [extra]
+    for path in paths:
         src = read_yaml(path)
-        if path.name == "substrate.yaml":
+        if path.name == "substrate.yaml" and path.parent == directory:
             catalog.substrate = (src.data or {}).get("substrate", {})
             continue
         try:
@@ -148,6 +160,15 @@ def load_catalog(directory: Path = ROOT / "catalog") -> Catalog:
     return catalog
 
 
+def catalog_of(config: dict, project: Path = ROOT) -> Catalog:
+    """The catalog a stack's config asks for: the package's, plus `modelplane:catalogDir` (relative
+    to the project directory). Read from the raw config because classes are checked while parsing."""
+    extra = (config or {}).get(f"{NAMESPACE}:catalogDir", (config or {}).get("catalogDir"))
+    if isinstance(extra, str) and extra.strip():
+        return load_catalog(extra=project / extra)
+    return load_catalog()
+
+
 def stack_file(stack: str, root: Path = ROOT) -> Path:
     return root / "stacks" / f"Pulumi.{stack}.yaml"
 
@@ -169,7 +190,7 @@ def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec
             secret_keys.add(name)
             continue
         values[name] = (key, value)
-    known = set(StackSpec.model_fields)
+    known = {f.alias or n for n, f in StackSpec.model_fields.items()}
     for name, (key, _) in sorted(values.items()):
         if name not in known:
             guess = did_you_mean(name, known)

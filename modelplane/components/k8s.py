@@ -1,6 +1,8 @@
 """Register one rendered Kubernetes dict as the matching pulumi-kubernetes resource."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -46,10 +48,28 @@ _TYPED = {
 }
 
 
+_RESOLVERS: list = []    # innermost last; empty: the stack's modelplane: secret config
+
+
+def secret_value(key: str) -> pulumi.Output:
+    """A secret the settings name by key: from the enclosing `secrets_from`, else stack config."""
+    return _RESOLVERS[-1](key) if _RESOLVERS else pulumi.Config("modelplane").require_secret(key)
+
+
+@contextmanager
+def secrets_from(resolver):
+    """Resolve secret keys with `resolver` while building (a Fleet's `secrets` argument)."""
+    _RESOLVERS.append(resolver)
+    try:
+        yield
+    finally:
+        _RESOLVERS.pop()
+
+
 def resolve_secrets(value):
-    """Replace SecretValue markers with the secret stack config values they name (secret Outputs)."""
+    """Replace SecretValue markers with the secret values they name (secret Outputs)."""
     if isinstance(value, SecretValue):
-        secret = pulumi.Config("modelplane").require_secret(value.config_key)
+        secret = secret_value(value.config_key)
         return pulumi.Output.concat(value.prefix, secret) if value.prefix else secret
     if isinstance(value, dict):
         return {k: resolve_secrets(v) for k, v in value.items()}

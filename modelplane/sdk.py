@@ -1,0 +1,149 @@
+"""The public component: `Fleet`, one scheduling run over a fleet of GPU clusters.
+
+A Fleet takes everything the scheduler must see at once — the clusters it builds, the clusters
+other stacks built (`stacks`), every deployment, service, provider and DNS zone — places every
+replica and creates the resources, exactly as the config-driven program does with the same
+settings (both call `assemble`). Entries have the shape of the stack file's `modelplane:` settings
+(see `modelplane schema`), as dicts or as the typed models `modelplane.InferenceCluster`,
+`modelplane.ModelDeployment`, ... Hostable for every Pulumi language (`provider/`).
+"""
+
+from pathlib import Path
+from typing import Any, Optional, TypedDict
+
+import pulumi
+from pydantic import BaseModel
+
+from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
+from .assemble import Built, Remote, assemble
+from .components.k8s import secrets_from
+from .scheduler import Placement
+
+
+class FleetArgs(TypedDict, total=False):
+    """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name."""
+
+    clusters: pulumi.Input[list[Any]]
+    """Clusters this fleet builds on GKE or EKS, or adopts (existing): modelplane:clusters entries."""
+    deployments: pulumi.Input[list[Any]]
+    """Models to serve, every replica placed by the scheduler: modelplane:deployments entries."""
+    services: pulumi.Input[list[Any]]
+    """Stable model names weighted over deployments and providers: modelplane:services entries."""
+    providers: pulumi.Input[list[Any]]
+    """Hosted OpenAI-compatible APIs that services may route to: modelplane:providers entries."""
+    dns: pulumi.Input[Any]
+    """Weighted DNS records across the clusters' gateways: the modelplane:dns setting."""
+    stacks: pulumi.Input[list[str]]
+    """Infra stacks whose exported clusters join this fleet: org/project/stack, or a stack of this project."""
+    production: pulumi.Input[bool]
+    """Production policy settings: unplaced replicas and degraded services fail the gate."""
+    repack: pulumi.Input[bool]
+    """Plan from scratch once, ignoring where replicas run now (see modelplane plan --repack)."""
+    catalog_dir: pulumi.Input[str]
+    """Your own InferenceClasses: a directory of catalog YAML files, or one file."""
+    secrets: pulumi.Input[dict[str, str]]
+    """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret); default: config."""
+    previous: pulumi.Input[list[Any]]
+    """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
+
+
+_SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "production", "repack")
+
+
+def _plain(value):
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _value(ref: pulumi.StackReference, output: str) -> pulumi.Output:
+    """A stack output as known data, None when the stack has no such output yet (a first run)."""
+    async def read():
+        details = await ref.get_output_details(output)
+        return details.value if details.value is not None else details.secret_value
+    return pulumi.Output.from_input(read())
+
+
+def _stack_name(name: str) -> str:
+    return name if name.count("/") == 2 else f"{pulumi.get_organization()}/{pulumi.get_project()}/{name}"
+
+
+class Fleet(pulumi.ComponentResource):
+    """One scheduling run: clusters, placements and the workloads, services and DNS they imply."""
+
+    inventory: pulumi.Output[list[Any]]
+    """The clusters this fleet built: pools, GPUs, device classes, queues (plain data)."""
+    kubeconfigs: pulumi.Output[dict[str, str]]
+    """Kubeconfig of every cluster this fleet built or adopted, by cluster name (secret)."""
+    gateways: pulumi.Output[dict[str, Any]]
+    """The inference Gateway's address per cluster this fleet built, once provisioned."""
+    placements: pulumi.Output[list[Any]]
+    """Where every replica runs: deployment, replica, cluster and pool per role."""
+    unplaced: pulumi.Output[list[Any]]
+    """Replicas that found no room, with every reason."""
+    endpoints: pulumi.Output[dict[str, Any]]
+    """Per service (`namespace/name`): its hostname and the clusters whose gateways carry it."""
+
+    def __init__(self, name: str, args: FleetArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("modelplane:index:Fleet", name, None, opts)
+        args = dict(args or {})
+        catalog_dir = args.get("catalog_dir")
+        catalog = load_catalog(extra=Path(catalog_dir)) if catalog_dir else load_catalog()
+        given = args.get("secrets") if isinstance(args.get("secrets"), dict) else {}
+        spec = self.spec = _spec(name, args, given, catalog)
+        stacks = list(args.get("stacks") or [])
+        refs = [pulumi.StackReference(_stack_name(s), opts=pulumi.ResourceOptions(parent=self)) for s in stacks]
+        previous = args.get("previous")
+        if previous is None and not spec.repack:
+            own = pulumi.StackReference(_stack_name(pulumi.get_stack()), opts=pulumi.ResourceOptions(parent=self))
+            previous = _value(own, "placements")
+
+        def secret(key: str) -> pulumi.Output:
+            if key in given:
+                return pulumi.Output.secret(pulumi.Output.from_input(given[key]))
+            return pulumi.Config(NAMESPACE).require_secret(key)
+
+        def build(values) -> dict:
+            *inventories, before = values
+            remote = [Remote(s, ref, inv or []) for s, ref, inv in zip(stacks, refs, inventories)]
+            prior = [] if spec.repack else [Placement.from_json(p) for p in (before or [])]
+            with secrets_from(secret):
+                self.built = assemble(spec, catalog, f"Fleet {name}", remote, prior, secret, parent=self,
+                                      fleet_key="stacks")
+            return _outputs(self.built)
+
+        # Stack references and the previous placements are known at preview (they are read from
+        # state), so the resources below are registered during preview as well as update.
+        done = pulumi.Output.all(*[_value(r, "inventory") for r in refs], previous).apply(build)
+        self.inventory = done.apply(lambda o: o["inventory"])
+        self.kubeconfigs = pulumi.Output.secret(done.apply(lambda o: o["kubeconfigs"]))
+        self.gateways = done.apply(lambda o: o["gateways"])
+        self.placements = done.apply(lambda o: o["placements"])
+        self.unplaced = done.apply(lambda o: o["unplaced"])
+        self.endpoints = done.apply(lambda o: o["endpoints"])
+        self.register_outputs({"inventory": self.inventory, "kubeconfigs": self.kubeconfigs,
+                               "gateways": self.gateways, "placements": self.placements,
+                               "unplaced": self.unplaced, "endpoints": self.endpoints})
+
+
+def _spec(name: str, args: dict, secrets: dict, catalog):
+    """The args checked exactly like a stack file's settings (errors name `Fleet <name>`)."""
+    from .program import config_values
+
+    config = {f"{NAMESPACE}:{k}": _plain(args[k]) for k in _SETTINGS if args.get(k) is not None}
+    # Secrets the settings name (kubeconfigSecret, tokenSecret, apiKey.secret): the `secrets`
+    # argument, else the stack's modelplane: secret config keys, as in the config-driven program.
+    config.update({k: v for k, v in config_values().items() if k.startswith(f"{NAMESPACE}:")
+                   and isinstance(v, dict) and set(v) == {"secure"}})
+    config.update({f"{NAMESPACE}:{key}": {"secure": "<secret>"} for key in secrets})
+    return parse_stack_config(config, Source(f"Fleet {name}", None), catalog)
+
+
+def _outputs(built: Built) -> dict:
+    routes, spec = built.result.routes, built.result.spec
+    endpoints = {s.key: {"hostname": s.hostname, "clusters": sorted(routes[s.key].clusters)} for s in spec.services}
+    return {**built.outputs, "endpoints": endpoints}
