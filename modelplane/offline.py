@@ -150,6 +150,24 @@ def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
     return config, secrets
 
 
+def _execute(stack: str, project: str, references: dict, config_path: Path | None, body) -> list[Record]:
+    """Run `body` (a program) under mocks as a preview of `stack`; return the registered resources
+    with their inputs and outputs."""
+    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    mocks = _Mocks(references)
+    monitor = _Monitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    config, secrets = _config_for_engine(config_path) if config_path and config_path.exists() else ({}, [])
+    pulumi.runtime.set_all_config(config, secrets)
+    program.LAST.clear()
+    pulumi.runtime.test(body)()
+    for record in monitor.records:
+        record.inputs = mocks.inputs.get((record.type, record.name), {})
+        record.outputs = monitor.outputs.get(record.urn, {})
+    return monitor.records
+
+
 def run_program(program_dir: Path, stack: str, previous: list[dict] | None = None) -> OfflineRun:
     """Execute your own Pulumi Python program (a directory with Pulumi.yaml and __main__.py, using
     `modelplane.Fleet`) under the same mocks; infra stacks it references are planned from stacks/."""
@@ -163,23 +181,12 @@ def run_program(program_dir: Path, stack: str, previous: list[dict] | None = Non
         raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi Python program directory",
                                   "point --program at a directory with Pulumi.yaml and __main__.py")])
     project = (yaml.safe_load((program_dir / "Pulumi.yaml").read_text()) or {}).get("name", "program")
-    path = program_dir / f"Pulumi.{stack}.yaml"
-    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    mocks = _Mocks({stack: {"placements": previous or []}})
-    monitor = _Monitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
-    config, secrets = _config_for_engine(path) if path.exists() else ({}, [])
-    pulumi.runtime.set_all_config(config, secrets)
-    program.LAST.clear()
-    pulumi.runtime.test(lambda: runpy.run_path(str(main), run_name="__main__"))()
+    records = _execute(stack, project, {stack: {"placements": previous or []}}, program_dir / f"Pulumi.{stack}.yaml",
+                       lambda: runpy.run_path(str(main), run_name="__main__"))
     if not program.LAST:
         raise InputError([Problem(str(main), "(program)", "the program built no modelplane.Fleet",
                                   "create a Fleet (from modelplane import Fleet) in the program")])
-    for record in monitor.records:
-        record.inputs = mocks.inputs.get((record.type, record.name), {})
-        record.outputs = monitor.outputs.get(record.urn, {})
-    return OfflineRun(stack, program.LAST[-1], monitor.records, ())
+    return OfflineRun(stack, program.LAST[-1], records, ())
 
 
 def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
@@ -189,16 +196,6 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     catalog = catalog_of((read_yaml(path).data or {}).get("config") if path.exists() else None)
     spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
     references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
-    os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    mocks = _Mocks(references)
-    monitor = _Monitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=program.PROJECT, stack=stack, preview=True, monitor=monitor)
-    config, secrets = _config_for_engine(path)
-    pulumi.runtime.set_all_config(config, secrets)
-    program.LAST.clear()
-    pulumi.runtime.test(lambda: asyncio.ensure_future(program.run(path, exclude)))()
-    for record in monitor.records:
-        record.inputs = mocks.inputs.get((record.type, record.name), {})
-        record.outputs = monitor.outputs.get(record.urn, {})
-    return OfflineRun(stack, program.LAST[-1], monitor.records, tuple(exclude))
+    records = _execute(stack, program.PROJECT, references, path,
+                       lambda: asyncio.ensure_future(program.run(path, exclude)))
+    return OfflineRun(stack, program.LAST[-1], records, tuple(exclude))
