@@ -94,7 +94,8 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
         mins = minimum_workers.get(p["deployment"], {})
         for role, rp in sorted(p["roles"].items()):
             workers, nodes = int(rp["workers"]), int(rp["nodes"])
-            lo = mins.get(role, workers) * (nodes // workers) if workers else 0
+            # a replica placed at a smaller step runs at most what it was placed with
+            lo = min(mins.get(role, workers), workers) * (nodes // workers) if workers else 0
             gpn = int(rp["gpusPerNode"])
             pool = pools.get((p["cluster"], rp["pool"]), {})
             price = (pool.get("price") or {}).get("hourly")

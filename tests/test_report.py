@@ -132,3 +132,19 @@ def test_a_real_browser_draws_the_prod_report(prod_doc, tmp_path):
     present = {c for _, c in colours}
     bar = tuple(int(PALETTE[0][i:i + 2], 16) for i in (1, 3, 5))
     assert bar in present
+
+
+def test_rollouts_and_envelopes_are_drawn_with_their_numbers():
+    from modelplane import offline
+
+    doc = report.document(offline.run("example-inplace"), [])
+    page = BeautifulSoup(render(doc), "html.parser")
+    row = page.select_one('#rollout tr[data-deployment="ml/deepseek"]')
+    placed = row.select_one('rect[data-kind="placed"]')
+    missing = row.select_one('rect[data-kind="missing"]')
+    assert (int(placed["data-workers"]), int(missing["data-workers"])) == (8, 2)
+    assert abs(float(placed["width"]) / (float(placed["width"]) + float(missing["width"])) - 0.8) < 1e-6
+    assert "8/10 (80%)" in row.text and "runs 3 of 4 decode and 5 of 6 prefill workers" in row.text
+    env = report.document(offline.run("example-5p3d"), [])
+    page = BeautifulSoup(render(env), "html.parser")
+    assert "88–96" in page.select_one('#envelope tr[data-deployment="ml/kimi-native"]').text

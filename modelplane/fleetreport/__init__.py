@@ -11,7 +11,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from ..cost import doubtful, money, money_span
-from .bars import CLUSTER_PALETTE, colours, pool_bar, share_bar
+from .bars import CLUSTER_PALETTE, colours, pool_bar, progress_bar, share_bar
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -55,7 +55,10 @@ def context(doc: dict) -> dict:
         entry["replicas"].append(u["replica"])
     placed = {d: sum(1 for p in doc["placements"] if p["deployment"] == d) for d in deployments}
     violations = doc["policy"]["violations"]
+    rollout = [{**row, "bar": progress_bar(row["deployment"], row["placed"], row["target"], palette[row["deployment"]])}
+               for row in doc.get("progress") or [] if row["stuck"] and row["deployment"] in palette]
     return {
+        "rollout": rollout, "envelope": doc.get("envelope") or [],
         "stack": doc["stack"], "cost": cost, "cards": cards, "empty": empty, "services": services,
         "legend": [(d, palette[d], placed[d], placed[d] + len(unplaced.get(d, {}).get("replicas", [])))
                    for d in deployments],

@@ -85,3 +85,16 @@ def share_bar(service: str, clusters: dict[str, int], palette: dict) -> Markup:
     return Markup(f'<svg class="bar" role="img" aria-label="{escape(service)} traffic by cluster" width="{WIDTH}" '
                   f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">'
                   f'{"".join(parts)}</svg>')
+
+
+def progress_bar(deployment: str, placed: int, target: int, colour: str) -> Markup:
+    """A rollout: GPU workers placed out of the target, in the deployment's colour, the rest free."""
+    w = WIDTH * placed / target if target else WIDTH
+    parts = [_rect(0, w, colour, {"deployment": deployment, "kind": "placed", "workers": placed},
+                   f"{placed} of {target} GPU workers placed")]
+    if target > placed:
+        parts.append(_rect(w, WIDTH - w, FREE, {"deployment": deployment, "kind": "missing", "workers": target - placed},
+                           f"{target - placed} GPU workers not placed"))
+    return Markup(f'<svg class="bar" role="img" aria-label="{escape(deployment)} rollout" width="{WIDTH}" '
+                  f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">'
+                  f'{"".join(parts)}</svg>')
