@@ -187,3 +187,51 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     deployments = _objects(run, "Deployment")
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
+
+
+def test_the_exact_phase_keeps_a_partially_placed_deployment_and_never_over_commits():
+    a = Demand("ml/a", 1, (Role("decode", "", 4, 1, 8),), steps=((3,), (2,), (1,)))
+    b = Demand("ml/b", 2, (Role("decode", "", 2, 1, 8),))
+    plan = schedule([a, b], [Cluster("c1", (pool("h", 2),)), Cluster("c2", (pool("h", 3),))])
+    assert plan.phase == "exact"
+    assert [(p.deployment, p.cluster, shape(p)) for p in plan.placements] == [
+        ("ml/a", "c2", {"decode": 3}), ("ml/b", "c1", {"decode": 2})]
+    assert plan.free == {("c1", "h"): 0, ("c2", "h"): 0}
+
+
+def test_inplace_on_the_kserve_backend_sizes_the_llminferenceservice_roles(tmp_path, schema_catalog):
+    import yaml as _yaml
+
+    doc = _stack(backend="kserve", engine={}, prefill={"workers": {"topology": {"tensor": 8}}},
+                 scaling={"mode": "InPlace", "bindings": [{"role": "prefill", "per": "decode", "ratio": 1.5},
+                                                          {"role": "router", "per": "prefill", "ratio": 0.5}]},
+                 roles=[{"name": "router", "image": "ghcr.io/example/router:v1"}])
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(_yaml.safe_dump({"config": doc}))
+    run = offline.run("t", path)
+    spec = _objects(run, "LLMInferenceService")["m-0"].inputs["spec"]
+    assert (spec["replicas"], spec["prefill"]["replicas"]) == (4, 6)        # 16 nodes hold 4 + 6
+    assert _objects(run, "Deployment")["m-0-router"].inputs["spec"]["replicas"] == 3   # ceil(0.5 x 6)
+    checked = set()
+    for r in run.records:
+        if r.type.startswith("kubernetes:") and r.inputs.get("kind"):
+            status, line = schema_catalog.report({k: v for k, v in r.inputs.items() if k != "__defaults"})
+            assert status in ("ok", "unknown"), line
+            checked.add((r.inputs["kind"], status))
+    assert {("LLMInferenceService", "ok"), ("Deployment", "ok"), ("PodGroup", "ok")} <= checked
+
+
+def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it(tmp_path):
+    import yaml as _yaml
+
+    doc = _stack(prefill=None, adopt=[{"cluster": "c", "kind": "Deployment", "name": "m-by-hand"}],
+                 workers={"count": 1, "topology": {"tensor": 8}},
+                 autoscaling=[{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}])
+    doc["modelplane:deployments"][0].pop("prefill")
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(_yaml.safe_dump({"config": doc}))
+    run = offline.run("t", path)
+    deployment = _objects(run, "Deployment")["m-by-hand"]
+    assert deployment.import_id == "ml/m-by-hand"
+    assert _objects(run, "ScaledObject")["m-by-hand"].inputs["spec"]["scaleTargetRef"]["name"] == "m-by-hand"
+    assert "m-0-decode" in _objects(run, "Service")       # our Service, selecting the pods by label
