@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..api import ModelDeployment
 from ..api.catalog import MULTI_NODE_FABRICS
-from ..api.rules import check_bands, check_roles, check_scaling
+from ..api.rules import check_adopt, check_bands, check_roles, check_scaling
 from ..render.dra import CLAIM_NAME
 from ..render.kai import gang_pods
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
@@ -94,6 +94,12 @@ def scaling_bindings(resources, config=None):
             out.append((f"{_key(spec)} replica {int(p['replica'])}: placed workers {counts} break the bindings "
                         f"{gpu}", r.urn))
     return out
+
+
+@policy("adopt", "Adopted objects name an existing replica and role, the kind modelplane renders for it, "
+        "and one cluster per replica.", "stack")
+def adopt(resources, config=None):
+    return _spec_findings(resources, check_adopt)
 
 
 def _role_topology(spec, role):
