@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..api import ModelDeployment
 from ..api.catalog import MULTI_NODE_FABRICS
-from ..api.rules import check_adopt, check_bands, check_roles, check_scaling
+from ..api.rules import check_bands, check_roles
+from ..api.scaling_rules import check_adopt, check_scaling
 from ..render.dra import CLAIM_NAME
 from ..render.kai import gang_pods
 from ..render.names import DEPLOYMENT, REPLICA, ROLE

@@ -328,65 +328,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress)
 
 
-def _partial(d: Demand, placements) -> bool:
-    full = d.shapes[0]
-    return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
-
-
 def _exact(demands, eligible, after_retain, kept, filled, budget):
-    """Run the exact phase; keep the fast path's replicas where the solution has room for them
-    there, give the rest the solution's remaining spots in index order. Deployments with a
-    replica at a smaller step keep the fast path's fill (the program counts full shapes only)."""
-    from .exact import DEFAULT_BUDGET, solve
+    from .exact import refill     # OR-Tools loads only when the exact phase runs
 
-    fixed = {d.key for d in demands if _partial(d, [*kept[d.key].values(), *filled[d.key].values()])}
-    original = filled
-    if fixed:
-        after_retain = dict(after_retain)
-        for d in demands:
-            for p in filled[d.key].values() if d.key in fixed else ():
-                for rp in p.roles.values():
-                    after_retain[(p.cluster, rp.pool)] -= rp.nodes
-        kept = {k: ({**v, **filled[k]} if k in fixed else v) for k, v in kept.items()}
-        filled = {k: ({} if k in fixed else v) for k, v in filled.items()}
-    missing = {d.key: d.replicas - len(kept[d.key]) for d in demands}
-    greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
-              for k, v in filled.items()}
-    outcome = solve(demands, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET)
-    fast_free = dict(after_retain)
-    for d in demands:
-        for p in filled[d.key].values():
-            for role in d.roles:
-                fast_free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
-    if outcome.fills is None:
-        return original, fast_free, outcome.phase, []
-    by_tier_fast, by_tier_exact = Counter(), Counter()
-    for d in demands:
-        by_tier_fast[d.priority] += len(filled[d.key])
-        by_tier_exact[d.priority] += len(outcome.fills.get(d.key, []))
-    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()):
-        return original, fast_free, "fast path (the exact phase found no better plan)", []
-    free, out, changed = dict(after_retain), {}, []
-    for d in demands:
-        spots = Counter(outcome.fills.get(d.key, []))
-        mine = {}
-        for idx, p in sorted(filled[d.key].items()):
-            spot = (p.cluster, tuple(p.roles[r.name].pool for r in d.roles))
-            if spots[spot]:
-                spots[spot] -= 1
-                mine[idx] = p
-        rest = sorted(spots.elements())
-        # interleave clusters so the remaining replicas of a deployment spread by index
-        rest = [s for _, s in sorted((i, s) for c, group in itertools.groupby(rest, key=lambda s: s[0])
-                                     for i, s in enumerate(group))]
-        free_idx = [i for i in range(d.replicas) if i not in kept[d.key] and i not in mine]
-        for idx, (cluster, names) in zip(free_idx, rest):
-            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers) for r, pool in zip(d.roles, names)}
-            mine[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
-            before = filled[d.key].get(idx)
-            changed.append((d.key, idx, before.cluster if before else None, cluster))
-        for idx, p in mine.items():
-            for role in d.roles:
-                free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
-        out[d.key] = original[d.key] if d.key in fixed else mine
-    return out, free, outcome.phase, sorted(changed)
+    return refill(demands, eligible, after_retain, kept, filled, budget)
