@@ -122,7 +122,8 @@ def shape_steps(md: ModelDeployment, counts: dict[str, int]) -> tuple[tuple[int,
     `capacity-envelope` say so)."""
     names = list(md.gpu_roles())
     if md.in_place:
-        steps = [tuple(bound_counts(md, k)[r] for r in names) for k in range(md.workers.count - 1, 0, -1)]
+        sizes = (bound_counts(md, k) for k in range(md.workers.count - 1, 0, -1))
+        steps = [tuple(counts[r] for r in names) for counts in sizes]
         return tuple(dict.fromkeys(steps))
     lows = {a.role: min(a.min_replicas, counts[a.role]) for a in md.autoscaling if a.role in counts}
     depth = max((counts[r] - lo for r, lo in lows.items()), default=0)

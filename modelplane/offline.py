@@ -16,6 +16,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from . import program
+from .assemble import Result
 from .api import load_stack, stack_file
 from .api.loader import YAML_LOADER, catalog_of, display_path, read_yaml, stack_names
 from .errors import InputError, Problem, did_you_mean
@@ -101,7 +102,7 @@ class _Monitor(MockMonitor):
 @dataclass
 class OfflineRun:
     stack: str
-    result: program.Result
+    result: Result
     records: list[Record]
     lost: tuple[str, ...] = ()      # clusters planned without (what-if)
 

@@ -13,7 +13,7 @@ from pulumi.runtime import config as runtime_config
 
 from .api import Catalog, StackSpec, parse_stack_config, stack_file
 from .api.loader import Source, catalog_of, display_path, read_yaml
-from .assemble import RUNS, Remote, Result, assemble  # noqa: F401 (Result: the type offline reads)
+from .assemble import RUNS, Remote, assemble
 from .errors import InputError
 from .scheduler import Placement
 

@@ -131,11 +131,10 @@ def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
 
 def repack_of(run: OfflineRun):
     """What a from-scratch exact plan of this run's inputs would move and gain (`plan --repack`)."""
-    from .api import load_catalog
     from .fleet import cluster_from_inventory, demand_from
     from .scheduler.repack import repack
 
-    catalog = run.result.catalog or load_catalog()
+    catalog = run.result.catalog
     clusters = [cluster_from_inventory(inv) for n, inv in run.result.inventories.items() if n not in run.lost]
     return repack([demand_from(d, catalog) for d in run.result.spec.deployments], clusters, run.result.plan)
 

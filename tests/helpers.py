@@ -23,3 +23,8 @@ def role(name="decode", tensor=8, pipeline=1, count=1, cel=""):
 
 def demand(key="ml/kimi", replicas=1, roles=None, labels=None, queue=None):
     return Demand(key, replicas, tuple(roles or (role(),)), labels or {}, queue)
+
+
+def objects(run, kind):
+    """An offline run's resources of one Kubernetes kind, by object name."""
+    return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}

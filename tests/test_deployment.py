@@ -7,14 +7,12 @@ from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
 
+from helpers import objects
+
 
 @pytest.fixture(scope="module")
 def run():
     return offline.run("example-5p3d")
-
-
-def objects(run, kind):
-    return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}
 
 
 def test_5p3d_kserve_gang_is_eleven_pods_with_multi_node_decode(run):

@@ -55,24 +55,22 @@ from modelplane.api import load_catalog  # noqa: E402
 from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
 from modelplane.errors import InputError  # noqa: E402
 
+from helpers import objects  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def inplace():
     return offline.run("example-inplace")
 
 
-def _objects(run, kind):
-    return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}
-
-
 def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(inplace):
     p = next(p for p in inplace.result.plan.placements if p.deployment == "ml/deepseek")
     assert {r: rp.workers for r, rp in p.roles.items()} == {"decode": 3, "prefill": 5}   # 3 decode x 1.5 -> 5
-    deployments = _objects(inplace, "Deployment")
+    deployments = objects(inplace, "Deployment")
     assert deployments["deepseek-0-decode"].inputs["spec"]["replicas"] == 3
     assert deployments["deepseek-0-prefill"].inputs["spec"]["replicas"] == 5
     assert deployments["deepseek-0-router"].inputs["spec"]["replicas"] == 1            # ceil(0.25 x 3)
-    assert _objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
+    assert objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
     row = next(r for r in inplace.result.plan.progress if r["deployment"] == "ml/deepseek")
     assert (row["target"], row["placed"], row["percent"]) == (10, 8, 80.0)
     assert row["stuck"]["detail"] == ("runs 3 of 4 decode and 5 of 6 prefill workers; needs 2 more nodes on "
@@ -80,7 +78,7 @@ def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(
 
 
 def test_the_adopted_object_is_imported_under_its_own_name_and_routing_follows_it(inplace):
-    llmis = _objects(inplace, "LLMInferenceService")
+    llmis = objects(inplace, "LLMInferenceService")
     assert set(llmis) == {"qwen-legacy"} and llmis["qwen-legacy"].import_id == "ml/qwen-legacy"
     assert not any(r.import_id for r in inplace.records if r.name.rsplit("/", 1)[-1] != "qwen-legacy")
     p = next(p for p in inplace.result.plan.placements if p.deployment == "ml/qwen")
@@ -184,7 +182,7 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     run = offline.run("example-inplace", None, [small, *others])
     p = next(p for p in run.result.plan.placements if p.deployment == "ml/deepseek")
     assert {r: rp.workers for r, rp in p.roles.items()} == {"decode": 3, "prefill": 5} and run.result.plan.moves == []
-    deployments = _objects(run, "Deployment")
+    deployments = objects(run, "Deployment")
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
 
@@ -209,9 +207,9 @@ def test_inplace_on_the_kserve_backend_sizes_the_llminferenceservice_roles(tmp_p
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(_yaml.safe_dump({"config": doc}))
     run = offline.run("t", path)
-    spec = _objects(run, "LLMInferenceService")["m-0"].inputs["spec"]
+    spec = objects(run, "LLMInferenceService")["m-0"].inputs["spec"]
     assert (spec["replicas"], spec["prefill"]["replicas"]) == (4, 6)        # 16 nodes hold 4 + 6
-    assert _objects(run, "Deployment")["m-0-router"].inputs["spec"]["replicas"] == 3   # ceil(0.5 x 6)
+    assert objects(run, "Deployment")["m-0-router"].inputs["spec"]["replicas"] == 3   # ceil(0.5 x 6)
     checked = set()
     for r in run.records:
         if r.type.startswith("kubernetes:") and r.inputs.get("kind"):
@@ -231,7 +229,7 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(_yaml.safe_dump({"config": doc}))
     run = offline.run("t", path)
-    deployment = _objects(run, "Deployment")["m-by-hand"]
+    deployment = objects(run, "Deployment")["m-by-hand"]
     assert deployment.import_id == "ml/m-by-hand"
-    assert _objects(run, "ScaledObject")["m-by-hand"].inputs["spec"]["scaleTargetRef"]["name"] == "m-by-hand"
-    assert "m-0-decode" in _objects(run, "Service")       # our Service, selecting the pods by label
+    assert objects(run, "ScaledObject")["m-by-hand"].inputs["spec"]["scaleTargetRef"]["name"] == "m-by-hand"
+    assert "m-0-decode" in objects(run, "Service")       # our Service, selecting the pods by label

@@ -87,14 +87,11 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
         by_d[dk].append(var)
     for dk, vars_ in by_d.items():
         model.Add(sum(vars_) <= missing[dk])
-    # hint: the fast path's choice
+    # the fast path's choice: each level's starting point (hinted below) and the last tie-break
     hint = Counter()
     for dk, fills in greedy.items():
         for cluster, names in fills:
             hint[(dk, cluster, names)] += 1
-    for (dk, i), var in sorted(x.items()):
-        cluster, combo, _, _ = combos[(dk, i)]
-        model.AddHint(var, hint.get((dk, cluster, tuple(p.name for p in combo)), 0))
 
     gpus = {d.key: sum(r.nodes * r.gpus_per_node for r in d.roles) for d in demands}
     tiers = sorted({d.priority for d in demands if d.key in by_d}, reverse=True)
