@@ -112,8 +112,11 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
 @click.option("--policy-config", type=click.Path(path_type=Path),
               help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
                    "production.json for production stacks).")
+@click.option("--trace", "hosts", multiple=True, metavar="HOST",
+              help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider; "
+                   "exit 1 if any share of it breaks on the way.")
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config):
+         policy_config, hosts):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     from . import report, tables
     from .policy import Analyzer
@@ -125,6 +128,9 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
     doc = report.document(run, violations)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
+    traces = _traces(run, hosts)
+    if traces:
+        doc["trace"] = [t.to_json() for t in traces]
     if out_dir:
         n = report.write_out(run, out_dir)
         err.print(f"wrote {n} files to {out_dir}", markup=False)
@@ -166,8 +172,27 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)
-    if any(v["level"] == "mandatory" for v in violations):
+        for t in traces:
+            for line in trace_lines(t):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces):
         sys.exit(1)
+
+
+def _traces(run, hosts) -> list:
+    """Every --trace HOST followed through the plan; an unknown host fails before anything is written."""
+    from .trace import TraceError, trace
+
+    try:
+        return [trace(run, host) for host in hosts]
+    except TraceError as exc:
+        _fail(f"--trace: {exc}")
+
+
+def trace_lines(t) -> list[str]:
+    from .trace import render
+
+    return render(t)
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,

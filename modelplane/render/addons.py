@@ -17,6 +17,12 @@ GATEWAY_CLASS = "envoy"
 GATEWAY_NAMESPACE = "modelplane-gateway"
 GATEWAY_NAME = "inference"
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+ENVOY_NAMESPACE = "envoy-gateway-system"     # the envoyGateway release's namespace; its proxies run here
+LOOPBACK_SERVICE = "modelplane-gateway-loopback"
+LOOPBACK_PORT = 80
+# Envoy Gateway v1.8.1 binds a listener on a privileged port 10000 higher in the proxy container
+# (internal/gatewayapi/listener.go, wellKnownPortShift in translator.go).
+ENVOY_HTTP_CONTAINER_PORT = 80 + 10000
 AI_GATEWAY_SERVICE = "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local"
 KSERVE_WEBHOOK_SERVICE = "llmisvc-webhook-server-service"
 GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"     # where Google's COS installer puts the driver
@@ -66,6 +72,11 @@ def envoy_gateway_values() -> dict:
             "hooks": {"xdsTranslator": {"translation": hooks, "post": ["Translation", "Cluster", "Route"]}},
             "service": {"fqdn": {"hostname": AI_GATEWAY_SERVICE, "port": 1063}},
             "backendResources": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}],
+            # Closed on purpose: when the AI Gateway extension fails, Envoy Gateway keeps serving the
+            # last good xDS snapshot (internal/xds/runner/runner.go) instead of publishing routes to
+            # InferencePools without their endpoint picker, which would send requests nowhere. The
+            # pack's route-rules policy keeps the rules the extension refuses out of the stack.
+            "failOpen": False,
         },
     }}}
 
@@ -102,7 +113,22 @@ def gateway_objects() -> list[dict]:
                "spec": {"gatewayClassName": GATEWAY_CLASS,
                         "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
                                        "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
-    return [namespace(GATEWAY_NAMESPACE), gateway_class, gateway]
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, gateway, loopback_service()]
+
+
+def loopback_service() -> dict:
+    """A fixed name for the inference Gateway's own Envoy pods, so a service route can send a pool's
+    weighted share back through them (render/routing.py). Envoy Gateway names its generated
+    Service with a hash, but labels every proxy pod with its owning Gateway
+    (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector)."""
+    selector = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+                "app.kubernetes.io/managed-by": "envoy-gateway",
+                "gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+                "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(LOOPBACK_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
+            "spec": {"type": "ClusterIP", "selector": selector,
+                     "ports": [{"name": "http", "port": LOOPBACK_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
+                                "protocol": "TCP"}]}}
 
 
 def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
