@@ -62,7 +62,10 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
         return None
     # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
-    return {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    if cluster.tls is not None:
+        out["tls"] = {"hostnames": list(cluster.tls.hostnames)}
+    return out
 
 
 def cluster_from_inventory(inv: dict) -> Cluster:

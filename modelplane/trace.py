@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE, LOOPBACK_SERVICE, gateway_objects
-from .api.cluster import POOL_LABEL as POOL_LABEL_KEY
+from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE, LOOPBACK_SERVICE, listeners
+from .api.cluster import POOL_LABEL as POOL_LABEL_KEY, tls_covers
 from .render.routing import POOL_HEADER, rule_problems
 
 KSERVE_POOL_SUFFIX = "-inference-pool"
@@ -67,10 +67,18 @@ def _routes_for(objs: dict, host: str) -> list[dict]:
             if kind == "HTTPRoute" and host in ((o.get("spec") or {}).get("hostnames") or [host])]
 
 
+def _on(routes: list[dict], listener: str) -> list[dict]:
+    """The routes attached to one listener of the Gateway (no sectionName: every listener)."""
+    return [r for r in routes if any(p.get("sectionName") in (None, listener) for p in r["spec"].get("parentRefs") or [])]
+
+
 def _rule_for(routes: list[dict], header: str | None):
-    """The `/v1/` rule a request takes: with the pool header when one is set, else a header-less one."""
+    """The `/v1/` rule a request takes: with the pool header when one is set, else a header-less one
+    that forwards (a redirect rule has no backendRefs)."""
     for route in routes:
         for i, rule in enumerate(route["spec"].get("rules") or []):
+            if not rule.get("backendRefs"):
+                continue
             for match in rule.get("matches") or [{}]:
                 headers = {h["name"]: h["value"] for h in match.get("headers") or []}
                 if headers.get(POOL_HEADER) == header if header else not headers:
@@ -105,8 +113,8 @@ def _follow(objs: dict, routes: list[dict], ref: dict, route_ns: str, hop: Hop, 
     if kind == "Service" and name == LOOPBACK_SERVICE:
         header = next((h["value"] for f in ref.get("filters") or [] for h in
                        (f.get("requestHeaderModifier") or {}).get("set") or [] if h["name"] == POOL_HEADER), None)
-        hop.path.append(f"loopback through the cluster's Envoy with {POOL_HEADER}: {header}")
-        route, i, rule = _rule_for(routes, header)
+        hop.path.append(f"loopback through the cluster's Envoy (listener http) with {POOL_HEADER}: {header}")
+        route, i, rule = _rule_for(_on(routes, "http"), header)
         if rule is None or depth:
             hop.broken = f"no route rule matches {POOL_HEADER}: {header}"
             return
@@ -155,16 +163,19 @@ def _selects(selector: dict, workload: dict) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items() if k != "leaderworkerset.sigs.k8s.io/worker-index")
 
 
-def _listener(run, cluster: str) -> tuple[str, str]:
+def _listener(run, cluster: str, host: str) -> tuple[str, str, str]:
+    """(what the client reaches, the listener name, broken reason)."""
     gateway = run.result.inventories[cluster].get("gateway")
     if not gateway:
-        return "", "the cluster has no inference Gateway (substrate.gateway is off and no gatewayRef)"
+        return "", "", "the cluster has no inference Gateway (substrate.gateway is off and no gatewayRef)"
     ref = f"Gateway {gateway['namespace']}/{gateway['name']}"
     if (gateway["name"], gateway["namespace"]) != (GATEWAY_NAME, GATEWAY_NAMESPACE):
-        return f"{ref} (the cluster's own; listeners not checked)", ""
-    ours = next(o for o in gateway_objects() if o["kind"] == "Gateway")
-    listeners = ", ".join(f"{x['name']} {x['protocol']}:{x['port']}" for x in ours["spec"]["listeners"])
-    return f"{ref}, listener {listeners}", ""
+        return f"{ref} (the cluster's own; listeners not checked)", "http", ""
+    tls = gateway.get("tls")
+    x = listeners(tls)[-1]
+    if tls and not tls_covers(tls["hostnames"], host):
+        return "", "", f"the HTTPS certificate of {ref} does not cover {host}"
+    return f"{ref}, listener {x['name']} {x['protocol']}:{x['port']}", x["name"], ""
 
 
 def trace(run, host: str) -> Trace:
@@ -182,9 +193,9 @@ def trace(run, host: str) -> Trace:
         objs = _objects(run, cluster)
         routes = _routes_for(objs, host)
         base = Hop(cluster, 0)
-        listener, broken = _listener(run, cluster)
-        base.path.append(listener or "no gateway")
-        route, i, rule = _rule_for([r for r in routes if r["metadata"]["namespace"] == svc_ns], None)
+        entered, listener, broken = _listener(run, cluster, host)
+        base.path.append(entered or "no gateway")
+        route, i, rule = _rule_for(_on([r for r in routes if r["metadata"]["namespace"] == svc_ns], listener), None)
         if broken or rule is None:
             base.broken = broken or f"no HTTPRoute rule for {host} /v1/ on this cluster"
             base.share = units

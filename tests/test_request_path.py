@@ -11,7 +11,7 @@ from modelplane.api.loader import ROOT
 from modelplane.policy import POLICIES, Resource
 from modelplane.render.addons import (ENVOY_HTTP_CONTAINER_PORT, ENVOY_NAMESPACE, LOOPBACK_SERVICE, envoy_gateway_values,
                                       gateway_objects)
-from modelplane.render.routing import POOL_HEADER, rule_problems
+from modelplane.render.routing import POOL_HEADER, cluster_routes, rule_problems
 from modelplane.trace import TraceError, trace
 
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
@@ -32,8 +32,9 @@ def test_no_example_stack_renders_a_rule_the_gateway_refuses(prod, example, lab)
             seen += 1
             assert rule_problems(route) == [], name
             for rule in route["spec"]["rules"]:
-                pools = [r for r in rule["backendRefs"] if r["kind"] == "InferencePool"]
-                assert len(pools) <= 1 and (not pools or len(rule["backendRefs"]) == 1), name
+                refs = rule.get("backendRefs") or []
+                pools = [r for r in refs if r["kind"] == "InferencePool"]
+                assert len(pools) <= 1 and (not pools or len(refs) == 1), name
     assert seen >= 8
 
 
@@ -46,11 +47,16 @@ def test_a_shared_cluster_splits_by_weight_through_the_loopback_and_one_rule_per
     assert tags == [{"name": POOL_HEADER, "value": "chat.llama-70b-0-inference-pool"},
                     {"name": POOL_HEADER, "value": "chat.llama-70b-2-inference-pool"}]
     assert all(r["namespace"] == ENVOY_NAMESPACE and r["port"] == 80 for r in refs[:2])
-    pools = routes(prod)["eks-use1/chat/httproute/chat-pools"]["spec"]
-    assert pools["hostnames"] == ["chat.inference.example.com"]
-    assert [(rule["matches"][0]["headers"][0]["value"], rule["backendRefs"]) for rule in pools["rules"]] == [
+    # prod terminates TLS: clients enter on https; the http listener carries the hop's pool rules and
+    # redirects everything else of the host to https.
+    assert chat["parentRefs"][0]["sectionName"] == "https"
+    http = routes(prod)["eks-use1/chat/httproute/chat-http"]["spec"]
+    assert http["hostnames"] == ["chat.inference.example.com"] and http["parentRefs"][0]["sectionName"] == "http"
+    assert [(rule["matches"][0]["headers"][0]["value"], rule["backendRefs"]) for rule in http["rules"][:2]] == [
         ("chat.llama-70b-0-inference-pool", [pool("llama-70b-0-inference-pool", 1)]),
         ("chat.llama-70b-2-inference-pool", [pool("llama-70b-2-inference-pool", 1)])]
+    assert http["rules"][2] == {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "filters": [
+        {"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
     # A cluster with one target keeps the direct rule: no hop.
     reasoning = routes(prod)["gke-usc1/chat/httproute/reasoning"]["spec"]["rules"]
     assert reasoning[0]["backendRefs"] == [pool("deepseek-r1-1-inference-pool", 500)]
@@ -58,6 +64,18 @@ def test_a_shared_cluster_splits_by_weight_through_the_loopback_and_one_rule_per
                  "modelplane-loopback-chat-chat")
     assert grant["spec"] == {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "chat"}],
                              "to": [{"group": "", "kind": "Service", "name": LOOPBACK_SERVICE}]}
+
+
+def test_without_tls_the_pool_rules_sit_in_their_own_route_on_every_listener():
+    gw = {"name": "inference", "namespace": "modelplane-gateway"}
+    refs = [pool("a-0-inference-pool", 600), pool("a-1-inference-pool", 400)]
+    split, pools = cluster_routes("svc", "ns", "svc.example.com", gw, refs)
+    assert split["metadata"]["name"] == "svc" and pools["metadata"]["name"] == "svc-pools"
+    assert "sectionName" not in split["spec"]["parentRefs"][0]
+    assert [r["weight"] for r in split["spec"]["rules"][0]["backendRefs"]] == [600, 400]
+    assert [r["backendRefs"][0]["name"] for r in pools["spec"]["rules"]] == ["a-0-inference-pool", "a-1-inference-pool"]
+    # One target keeps the direct rule.
+    assert cluster_routes("svc", "ns", None, gw, refs[:1])[0]["spec"]["rules"][0]["backendRefs"] == refs[:1]
 
 
 def test_the_loopback_service_selects_the_gateways_own_envoy_pods(gke, eks):
@@ -122,7 +140,7 @@ def test_every_host_of_every_example_stack_traces_to_a_gpu_or_a_provider(example
 
 def test_the_trace_names_the_first_broken_link(prod):
     run = copy.copy(prod)
-    run.records = [r for r in prod.records if r.name != "eks-use1/chat/httproute/chat-pools"]
+    run.records = [r for r in prod.records if r.name != "eks-use1/chat/httproute/chat-http"]
     t = trace(run, "chat.inference.example.com")
     assert [h.broken for h in t.broken] == [f"no route rule matches {POOL_HEADER}: chat.llama-70b-0-inference-pool",
                                             f"no route rule matches {POOL_HEADER}: chat.llama-70b-2-inference-pool"]

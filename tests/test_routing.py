@@ -76,16 +76,20 @@ def test_prod_routes_carry_the_planned_weights_to_kserve_inference_pools(prod):
     routes = objects(prod, "HTTPRoute")
     assert set(routes) == {"gke-usc1/chat/httproute/chat", "eks-use1/chat/httproute/chat",
                            "gke-usc1/chat/httproute/reasoning", "eks-use1/chat/httproute/reasoning",
-                           "gke-euw4/eu-support/httproute/support", "gke-usc1/chat/httproute/chat-pools",
-                           "eks-use1/chat/httproute/chat-pools", "gke-euw4/eu-support/httproute/support-pools"}
+                           "gke-euw4/eu-support/httproute/support"} | {
+        f"{c}/{ns}/httproute/{svc}-{kind}" for c, ns, svc in (("gke-usc1", "chat", "chat"), ("eks-use1", "chat", "chat"),
+                                                              ("gke-usc1", "chat", "reasoning"),
+                                                              ("eks-use1", "chat", "reasoning"),
+                                                              ("gke-euw4", "eu-support", "support"))
+        for kind in ("http", "health")}
     plan = {s["service"]: s for s in report.services(prod)}
     for name, route_ in routes.items():
         cluster, ns, _, svc = name.split("/")
-        if svc.endswith("-pools"):      # one rule per pool behind the weighted split (test_request_path.py)
+        if svc.endswith(("-http", "-health")):   # the hop's pool rules and redirect; DNS health (test_request_path)
             continue
         spec = route_["spec"]
         assert spec["parentRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference",
-                                       "namespace": "modelplane-gateway"}]
+                                       "namespace": "modelplane-gateway", "sectionName": "https"}]
         assert spec["hostnames"] == [f"{svc}.inference.example.com"]
         refs = spec["rules"][0]["backendRefs"]
         assert sum(ref["weight"] for ref in refs) == plan[f"{ns}/{svc}"]["clusters"][cluster]

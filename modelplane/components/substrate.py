@@ -47,7 +47,8 @@ def facts_of(c: InferenceCluster, catalog) -> ClusterFacts:
     efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
     toggles = c.substrate.model_dump(by_alias=True)
     root = c.existing.nvidia_driver_root if c.existing else "/"
-    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver, toggles, efa, root)
+    tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
+    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver, toggles, efa, root, tls)
 
 
 def _register(c: InferenceCluster, addon: Addon, versions: dict, opts: pulumi.ResourceOptions) -> list:

@@ -53,6 +53,7 @@ class ClusterFacts:
     toggles: dict                        # substrate toggles (camelCase keys as in the stack file)
     efa: bool = False                    # some pool attaches EFA interfaces
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
+    tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -101,19 +102,57 @@ def critical_pods_quota(namespace: str) -> dict:
                  "values": ["system-node-critical", "system-cluster-critical"]}]}}}
 
 
-def gateway_objects() -> list[dict]:
-    """The GatewayClass of Envoy Gateway and the cluster's inference Gateway (HTTP on port 80).
-    Pulumi waits until the Gateway has an address, which the DNS layer points at."""
+GATEWAY_TLS_SECRET = "inference-gateway-tls"
+ACME_ISSUER = "modelplane-acme"
+
+
+def listeners(tls: dict | None) -> list[dict]:
+    """The inference Gateway's listeners: HTTP :80 always (the loopback hop and, with TLS, the
+    redirect and ACME HTTP-01 answers), HTTPS :443 terminating with the cert-manager Secret."""
+    out = [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}]
+    if tls:
+        out.append({"name": "https", "protocol": "HTTPS", "port": 443,
+                    "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": GATEWAY_TLS_SECRET}]},
+                    "allowedRoutes": {"namespaces": {"from": "All"}}})
+    return out
+
+
+def tls_objects(tls: dict) -> list[dict]:
+    """The Certificate the HTTPS listener serves, and the ACME ClusterIssuer when modelplane makes one
+    (HTTP-01 answered through this Gateway's HTTP listener: cert-manager's gatewayHTTPRoute solver)."""
+    out = []
+    if tls.get("acme"):
+        acme = tls["acme"]
+        solver = {"http01": {"gatewayHTTPRoute": {"parentRefs": [
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
+             "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+        out.append({"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": meta(ACME_ISSUER, None, MANAGED_BY),
+                    "spec": {"acme": {"email": acme["email"],
+                                      "server": acme.get("server", "https://acme-v02.api.letsencrypt.org/directory"),
+                                      "privateKeySecretRef": {"name": f"{ACME_ISSUER}-account"}, "solvers": [solver]}}})
+        issuer = {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ACME_ISSUER}
+    else:
+        ref = tls["issuerRef"]
+        issuer = {"group": "cert-manager.io", "kind": ref.get("kind", "ClusterIssuer"), "name": ref["name"]}
+    out.append({"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                "metadata": meta(GATEWAY_TLS_SECRET, GATEWAY_NAMESPACE, MANAGED_BY),
+                "spec": {"secretName": GATEWAY_TLS_SECRET, "dnsNames": list(tls["hostnames"]), "issuerRef": issuer}})
+    return out
+
+
+def gateway_objects(tls: dict | None = None) -> list[dict]:
+    """The GatewayClass of Envoy Gateway, the cluster's inference Gateway (HTTP :80, and HTTPS :443
+    when `tls` is set) and the loopback Service. Pulumi waits until the Gateway has an address,
+    which the DNS layer points at."""
     gateway_class = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                      "metadata": meta(GATEWAY_CLASS, None, MANAGED_BY),
                      "spec": {"controllerName": ENVOY_CONTROLLER}}
     gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": meta(GATEWAY_NAME, GATEWAY_NAMESPACE, MANAGED_BY,
                                 {"pulumi.com/waitFor": "jsonpath={.status.addresses[0].value}"}),
-               "spec": {"gatewayClassName": GATEWAY_CLASS,
-                        "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
-                                       "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
-    return [namespace(GATEWAY_NAMESPACE), gateway_class, gateway, loopback_service()]
+               "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners(tls)}}
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []), gateway,
+            loopback_service()]
 
 
 def loopback_service() -> dict:
@@ -141,12 +180,16 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
 
     kserve = _on(facts, "kserve")
     gateway = _on(facts, "gateway")
-    if _on(facts, "certManager") and kserve:
-        add(Addon("cert-manager", "release", "KServe's webhooks and conversion use cert-manager Certificates",
-                  key="certManager", values={"crds": {"enabled": True}}))
     if gateway or kserve:
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
+    acme = bool(facts.tls and facts.tls.get("acme"))
+    if _on(facts, "certManager") and (kserve or facts.tls):
+        # HTTP-01 through the Gateway needs cert-manager's Gateway API support, which it turns on only
+        # when the Gateway API CRDs exist at start (config.enableGatewayAPI, cert-manager >= 1.15).
+        add(Addon("cert-manager", "release", "KServe's webhooks and the Gateway's HTTPS certificate",
+                  key="certManager", after=("gateway-api-crds",) if acme else (SYSTEM,),
+                  values={"crds": {"enabled": True}, **({"config": {"enableGatewayAPI": True}} if acme else {})}))
     if gateway:
         add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
                   after=("gateway-api-crds",), key="envoyGatewayCrds",
@@ -157,7 +200,8 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
                   after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
         add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
-                  after=("envoy-gateway", "gateway-api-crds"), objects=tuple(gateway_objects())))
+                  after=("envoy-gateway", "gateway-api-crds", *(("cert-manager",) if facts.tls else ())),
+                  objects=tuple(gateway_objects(facts.tls))))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:

@@ -73,14 +73,20 @@ def _rule(backend_refs: list[dict], header: str | None = None) -> dict:
 
 
 def http_route(service: str, namespace: str, hostname: str | None, gateway: dict, backend_refs: list[dict],
-               name: str | None = None, rules: list[dict] | None = None) -> dict:
-    spec = {"parentRefs": [{"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"],
-                            "namespace": gateway["namespace"]}]}
+               name: str | None = None, rules: list[dict] | None = None, listener: str | None = None) -> dict:
+    parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"]}
+    if listener:
+        parent["sectionName"] = listener
+    spec = {"parentRefs": [parent]}
     if hostname:
         spec["hostnames"] = [hostname]
     spec["rules"] = rules if rules is not None else [_rule(backend_refs)]
     return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
             "metadata": meta(name or service, namespace, _labels(service)), "spec": spec}
+
+
+REDIRECT = {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+            "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
 
 
 def is_pool(ref: dict) -> bool:
@@ -107,12 +113,42 @@ def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: 
     the service route splits by weight (each pool's share through the loopback hop) and
     `<service>-pools` holds one rule per pool, matched on the hop's header."""
     pools = [r for r in refs if is_pool(r)]
-    if len(refs) == 1 or not pools:
-        return [http_route(service, namespace, hostname, gateway, refs)]
-    split = [loopback_ref(r, namespace) if is_pool(r) else r for r in refs]
-    per_pool = [_rule([{**r, "weight": 1}], pool_key(r, namespace)) for r in pools]
-    return [http_route(service, namespace, hostname, gateway, split),
-            http_route(service, namespace, hostname, gateway, [], name=f"{service}-pools", rules=per_pool)]
+    hop = len(refs) > 1 and bool(pools)
+    split = [loopback_ref(r, namespace) if is_pool(r) and hop else r for r in refs]
+    per_pool = [_rule([{**r, "weight": 1}], pool_key(r, namespace)) for r in pools] if hop else []
+    if gateway.get("tls"):
+        # Clients come in on HTTPS; on HTTP the host's requests are redirected, except the loopback
+        # hop's (they carry the pool header, a more specific match in the same virtual host).
+        return [http_route(service, namespace, hostname, gateway, split, listener="https"),
+                http_route(service, namespace, hostname, gateway, [], name=f"{service}-http",
+                           rules=[*per_pool, REDIRECT], listener="http")]
+    out = [http_route(service, namespace, hostname, gateway, split)]
+    if hop:
+        out.append(http_route(service, namespace, hostname, gateway, [], name=f"{service}-pools", rules=per_pool))
+    return out
+
+
+HEALTH_PREFIX = "/modelplane/health"
+KSERVE_WORKLOAD_PORT = 8000   # KServe's `<name>-kserve-workload-svc`, which its own catch-all rules use
+
+
+def health_path(service: str, namespace: str) -> str:
+    return f"{HEALTH_PREFIX}/{namespace}/{service}"
+
+
+def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, refs: list[dict]) -> dict:
+    """What a DNS health check asks on one cluster: the service's replicas there answer vLLM's
+    `/health`, reached through their Services (KServe's workload Service, the native decode Service)
+    so the check sees the pods without the endpoint picker. One rule, no pool: a plain weighted split."""
+    rule = {"matches": [{"path": {"type": "Exact", "value": health_path(service, namespace)}}],
+            "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath",
+                                                                         "replaceFullPath": "/health"}}}],
+            "backendRefs": refs}
+    parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
+              "sectionName": "http"}
+    return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
+            "metadata": meta(f"{service}-health", namespace, _labels(service)),
+            "spec": {"parentRefs": [parent], "hostnames": hostnames, "rules": [rule]}}
 
 
 def rule_problems(route: dict) -> list[str]:
@@ -177,14 +213,16 @@ def provider_objects(service: str, namespace: str, provider) -> list[dict]:
     return objects
 
 
-def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict) -> dict[str, list[dict]]:
+def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict,
+                    health_hosts: dict | None = None) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
-    key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref."""
+    key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
+    `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without)."""
     from .names import replica_name, workload_name   # local: names imports nothing of routing
 
     out: dict[str, list[dict]] = {}
     for cluster in routes.clusters:
-        refs, used = [], []
+        refs, used, health = [], [], []
         for b in routes.backends:
             if b.cluster != cluster:
                 continue
@@ -194,14 +232,22 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
                     replica_name(md.name, b.replica)
                 refs.append(deployment_ref(md.namespace, name, md.backend,
                                            md.engine.port, b.units, svc.namespace))
+                target = f"{name}-kserve-workload-svc" if md.backend == "kserve" else f"{name}-decode"
+                if len(target) <= 63:   # longer, KServe hashes the name (knative ChildName): not probed
+                    health.append({"kind": "Service", "name": target, "weight": 1,
+                                   **({"namespace": md.namespace} if md.namespace != svc.namespace else {}),
+                                   "port": KSERVE_WORKLOAD_PORT if md.backend == "kserve" else md.engine.port})
             else:
                 refs.append(provider_ref(svc.name, b.name, b.units))
                 used.append(providers[b.name])
         objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateways[cluster], refs)
-        if len(objects) > 1:
+        if any(r.get("name") == LOOPBACK_SERVICE for o in objects for rule in o["spec"]["rules"]
+               for r in rule.get("backendRefs") or []):
             objects.append(loopback_grant(svc.name, svc.namespace))
         for provider in used:
             objects += provider_objects(svc.name, svc.namespace, provider)
+        if health and (health_hosts or {}).get(cluster):
+            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateways[cluster], health))
         out[cluster] = objects
     return out
 
