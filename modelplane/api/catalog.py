@@ -155,8 +155,22 @@ class Price(Model):
     unconfirmed: bool = False
 
 
+class GpuDirectRecipe(Model):
+    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the per-pod daemon and NCCL's settings
+    (catalog/gpudirect.yaml says where each comes from)."""
+
+    nics: int = Field(ge=1, le=16)          # GPU NICs per node, each on its own VPC
+    daemon_image: str = Field(min_length=1)
+    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
+    nccl_env: dict[str, str]
+    min_gke_version: dict[str, str] = {}    # lowest GKE patch per minor ("1.32": "1.32.11-gke.1174000")
+    source: str = Field(min_length=1)
+    as_of: date
+
+
 class CatalogFile(Model):
     classes: list[InferenceClass] = []
+    gpudirect: dict[Literal["tcpx", "tcpxo"], GpuDirectRecipe] = {}
     models: list[ModelFacts] = []
     prices: list[Price] = []
     sources: dict[str, dict] = {}   # YAML anchors for a source and date that many prices share
