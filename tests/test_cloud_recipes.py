@@ -39,14 +39,35 @@ def test_1_gke_dra_pools_disable_the_managed_driver_and_device_plugin(gke):
         assert {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.present": "true",
                 "cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}.items() <= node["labels"].items()
     files = {r.name: r.inputs["file"] for r in gke.records if r.type == "kubernetes:yaml/v2:ConfigFile"}
-    assert files["gke-usc1-cos-driver-installer"] == (
+    assert files["gke-usc1-cos-driver-installer"] == (      # the H200 pool needs the LATEST driver (review #6)
         "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
-        "992db81257553607f1477945f1b3219632991829/nvidia-driver-installer/cos/daemonset-preloaded.yaml")
+        "992db81257553607f1477945f1b3219632991829/nvidia-driver-installer/cos/daemonset-preloaded-latest.yaml")
     driver = releases(gke)["dra-driver-nvidia-gpu"]
     assert driver.inputs["values"]["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"      # COS
     urns = {r.urn: r.name for r in gke.records}
     assert {"gke-usc1-cos-driver-installer", "gke-usc1/dra-driver-nvidia-gpu/resourcequota/critical-pods"} <= \
         {urns[d] for d in driver.dependencies}
+
+
+def test_1_gke_dra_driver_meets_every_class_floor_review_6(gke, tmp_path):
+    """DRA pools skip GKE's driver install, so the COS installer must honour the classes' gpuDriver:
+    LATEST (H200 >= 550, B200 >= 570) through its --version=latest manifest; default otherwise."""
+    def installer(run, cluster):
+        return next(r.inputs["file"] for r in run.records
+                    if r.type == "kubernetes:yaml/v2:ConfigFile" and r.name == f"{cluster}-cos-driver-installer")
+    catalog = load_catalog()
+    assert catalog.classes["gke-h200-8x-a3ultra"].provisioning.gke.gpu_driver == "LATEST"
+    assert catalog.classes["gke-b200-8x-a4"].provisioning.gke.gpu_driver == "LATEST"
+    assert installer(gke, "gke-usc1") == catalog.substrate["cosDriverInstallerLatest"]["manifests"]
+    assert catalog.substrate["cosDriverInstallerLatest"]["manifests"].endswith("/cos/daemonset-preloaded-latest.yaml")
+    # H100 and L4 only (both DEFAULT): the default driver, which meets their floors.
+    run = with_cluster(tmp_path, lambda c: c.update(nodePools=[p for p in c["nodePools"] if p["name"] != "h200"]))
+    assert installer(run, "gke-usc1") == catalog.substrate["cosDriverInstaller"]["manifests"]
+    # A B200 pool (A4) alone turns it to latest again.
+    run = with_cluster(tmp_path, lambda c: c.update(nodePools=[
+        {"name": "b200", "class": "gke-b200-8x-a4", "minNodes": 0, "maxNodes": 2, "zones": ["us-central1-b"],
+         "capacity": {"type": "reservation", "reservation": "a4-usc1"}}]))
+    assert installer(run, "gke-usc1") == catalog.substrate["cosDriverInstallerLatest"]["manifests"]
 
 
 def test_1_eks_dra_driver_uses_the_al2023_host_driver(eks):
@@ -97,10 +118,19 @@ def test_3_eks_efa_pods_request_every_interface(prod, eks):
                 assert limits == {"vpc.amazonaws.com/efa": 16}          # p5en: 16 EFA interfaces
 
 
-def test_3_unwired_gpudirect_counts_as_tcp_and_never_carries_a_multi_node_worker(gke):
+def test_3_gke_a3_high_pools_are_wired_for_gpudirect_tcpx(gke):
     h100 = next(p for p in gke.result.inventories["gke-usc1"]["pools"] if p["name"] == "h100")
+    assert h100["fabric"]["declared"] == h100["fabric"]["effective"] == "gpudirect-tcpx"
+    assert h100["fabric"]["gpudirect"]["nics"] == 4          # tests/test_gpudirect.py covers the whole recipe
+
+
+def test_3_gpudirect_below_its_gke_floor_counts_as_tcp_and_never_carries_a_multi_node_worker(tmp_path):
+    run = with_cluster(tmp_path, lambda c: c.update(dra=False, gke={**c["gke"], "version": "1.26"}))
+    h100 = next(p for p in run.result.inventories["gke-usc1"]["pools"] if p["name"] == "h100")
     assert h100["fabric"]["declared"] == "gpudirect-tcpx" and h100["fabric"]["effective"] == "tcp"
-    assert "NCCL plugin" in h100["fabric"]["note"]
+    assert "needs GKE 1.27.16-gke.2874000" in h100["fabric"]["note"]
+    node = by_name(run, "gcp:container/nodePool:NodePool")["gke-usc1-h100"].inputs
+    assert "networkConfig" not in node and not by_name(run, "gcp:compute/network:Network")
 
 
 def test_3_fabric_wired_fails_when_pods_do_not_claim_the_nics(prod):
