@@ -41,7 +41,9 @@ def deployments():
         out.append({"name": f"r1-pp-{site}", "namespace": "chat", "model": {"uri": "hf://deepseek-ai/DeepSeek-R1"},
                     "replicas": 1, "backend": "native", **pin,
                     "workers": {"count": 1, "topology": {"tensor": 8, "pipeline": 2}},
-                    "engine": {"image": "vllm/vllm-openai:v0.10.2"}})
+                    "engine": {"image": "vllm/vllm-openai:v0.10.2",
+                               "env": [{"name": "LD_LIBRARY_PATH", "value": "/opt/other"},
+                                       {"name": "VLLM_LOGGING_LEVEL", "value": "INFO"}]}})
     out.append({"name": "qwen-small", "namespace": "chat", "model": {"uri": "hf://Qwen/Qwen3-32B"}, "replicas": 1,
                 "backend": "native", "clusterSelector": {"matchLabels": {"site": "high"}},
                 "nodeSelector": {"cel": 'gpu.product == "H100"'},
@@ -117,7 +119,11 @@ def test_multi_node_pods_carry_the_gpudirect_networks_daemon_mounts_and_nccl_env
         assert volumes["gpudirect-libraries"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia/lib64"
         (engine,) = pod["containers"]
         env = {e["name"]: e["value"] for e in engine["env"] if "value" in e}
+        names = [e["name"] for e in engine["env"]]
+        assert len(names) == len(set(names))             # env is keyed by name: the recipe replaces
         assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+        if prefix == "r1-pp":
+            assert env["VLLM_LOGGING_LEVEL"] == "INFO"
         assert recipe.nccl_env.items() <= env.items()
         mounts = {m["mountPath"]: m["name"] for m in engine["volumeMounts"]}
         assert mounts["/usr/local/nvidia/lib64"] == "gpudirect-libraries"

@@ -88,8 +88,10 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
-    if gpu.gpudirect:
-        env = [*env, *gd.engine_env(gpu.gpudirect["ncclEnv"])]
+    if gpu.gpudirect:   # the recipe's values replace same-named ones (env is a list keyed by name)
+        recipe = gd.engine_env(gpu.gpudirect["ncclEnv"])
+        names = {e["name"] for e in recipe}
+        env = [*(e for e in env if e["name"] not in names), *recipe]
     if env:
         out["env"] = list(env)
     if port is not None:
