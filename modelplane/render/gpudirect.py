@@ -99,7 +99,7 @@ def daemon(kind: str, image: str) -> dict:
               {"name": "gpudirect-proc-sys", "mountPath": "/hostprocsysfs"}]
     env = [{"name": "LD_LIBRARY_PATH", "value": LIB_DIR}]
     out = {"name": DAEMON[kind], "image": image, "imagePullPolicy": "Always", "restartPolicy": "Always"}
-    if kind == "tcpx":
+    if kind == "tcpx":   # the escaped quotes are the upstream manifests' literal argument
         out["command"] = ["/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type",
                           "fd", "--uds_path", TCPX_SOCKET_DIR, "--setup_param", '\\"--verbose 128 2 0 \\"']
         out["securityContext"] = {"capabilities": {"add": ["NET_ADMIN"]}}
