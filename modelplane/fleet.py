@@ -29,7 +29,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
-            "fabric": fabric_wiring(cls, cluster.source).to_json(),
+            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),

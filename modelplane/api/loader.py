@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
-from .catalog import CatalogFile, InferenceClass, ModelFacts, Price
+from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
@@ -92,6 +92,7 @@ def display_path(path: Path) -> str:
 class Catalog:
     classes: dict[str, InferenceClass] = field(default_factory=dict)
     substrate: dict = field(default_factory=dict)
+    gpudirect: dict[str, GpuDirectRecipe] = field(default_factory=dict)   # tcpx | tcpxo (catalog/gpudirect.yaml)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
 
@@ -140,6 +141,7 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
                                         f"model {model.uri!r} is already described", "keep one entry per model",
                                         src.line(("models", i, "uri"))))
             catalog.models[model.uri] = model
+        catalog.gpudirect |= parsed.gpudirect
         priced.append((src, parsed.prices))
     for src, prices in priced:    # after every file, so a price may name a class of another file
         for i, price in enumerate(prices):

@@ -47,8 +47,17 @@ def facts_of(c: InferenceCluster, catalog) -> ClusterFacts:
     efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
     toggles = c.substrate.model_dump(by_alias=True)
     root = c.existing.nvidia_driver_root if c.existing else "/"
+    latest = gpudirect = nics = None
+    if c.source == "gke":
+        from .gke import gpu_nics, wiring_of
+        gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
+        latest = any(g.gpu_driver == "LATEST" for g in gkes)
+        recipes = [w.recipe for p in c.node_pools if (w := wiring_of(c, catalog, p)).recipe]
+        gpudirect = tuple(sorted({r.installer for r in recipes}))
+        nics = gpu_nics(c, catalog)
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
-    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver, toggles, efa, root, tls)
+    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver, toggles, efa, root,
+                        latest_driver=bool(latest), gpudirect_installers=gpudirect or (), gpu_nics=nics or 0, tls=tls)
 
 
 def _register(c: InferenceCluster, addon: Addon, versions: dict, opts: pulumi.ResourceOptions) -> list:

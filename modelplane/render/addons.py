@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import gpudirect as gd
 from .names import MANAGED_BY, meta
 from .substrate import namespace
 
@@ -53,6 +54,9 @@ class ClusterFacts:
     toggles: dict                        # substrate toggles (camelCase keys as in the stack file)
     efa: bool = False                    # some pool attaches EFA interfaces
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
+    latest_driver: bool = False          # GKE DRA: some pool's GPU needs GKE's LATEST driver (H200, B200)
+    gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
+    gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
 
 
@@ -232,8 +236,11 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
     """GPU and NIC drivers and the node autoscaler, per cloud."""
     driver_deps: tuple[str, ...] = (SYSTEM,)
     if facts.dra and facts.source == "gke":
+        # The plain manifest installs COS's default driver; GPUs whose floor is above it (H200 >= 550,
+        # B200 >= 570: the classes' gpuDriver LATEST) get the manifest that installs the latest one.
         add(Addon("cos-driver-installer", "manifests", "GKE does not install the GPU driver on DRA pools; "
-                  "Google's COS installer DaemonSet does", key="cosDriverInstaller"))
+                  "Google's COS installer DaemonSet does",
+                  key="cosDriverInstallerLatest" if facts.latest_driver else "cosDriverInstaller"))
         ns = versions.get("draDriver", {}).get("namespace", "dra-driver-nvidia-gpu")
         add(Addon("dra-driver-quota", "objects", "GKE admits the driver's system-node-critical pods only with "
                   "this ResourceQuota", objects=(namespace(ns), critical_pods_quota(ns))))
@@ -244,6 +251,15 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
     elif facts.source == "eks":
         add(Addon("nvidia-device-plugin", "release", "advertises nvidia.com/gpu (EKS AL2023 AMIs do not "
                   "ship the device plugin)", key="nvidiaDevicePlugin", values={"tolerations": TOLERATE_ALL}))
+    if facts.source == "gke" and facts.gpu_nics:
+        add(Addon("gpu-networks", "objects", "GKE multi-networking: a GKENetworkParamSet and a Network per GPUDirect "
+                  "VPC, which pods name in networking.gke.io/interfaces",
+                  objects=tuple(gd.network_objects(facts.name, facts.gpu_nics))))
+        add(Addon("nri-device-injector", "manifests", "injects the GPU devices into the tcpx(o)-daemon sidecar "
+                  "(devices.gke.io/container.* annotation)", key="nriDeviceInjector"))
+        for key in facts.gpudirect_installers:
+            add(Addon(f"nccl-{key.removesuffix('Installer')}-installer", "manifests", "installs the GPUDirect NCCL "
+                      "plugin into /home/kubernetes/bin/nvidia/lib64 on the A3 nodes", key=key))
     if facts.source == "eks" and facts.efa:
         add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",
                   key="efaDevicePlugin", values={"tolerations": TOLERATE_ALL}))
