@@ -218,6 +218,34 @@ def schema(out_file):
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--schemas", "extra", multiple=True, type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Another folder of CRDs / OpenAPI documents, overriding the repository's schemas/.")
+@click.option("--allow-unknown", is_flag=True, help="A kind with no schema is not a failure.")
+def validate(paths, extra, allow_unknown):
+    """Check Kubernetes objects (e.g. a `plan --out` directory) against the upstream schemas in
+    schemas/: structure, unknown fields and every CRD's CEL rules. Exit 1 on any failure."""
+    import yaml
+
+    from .manifests import SCHEMA_DIR, Catalog, manifest_files, read_documents
+
+    catalog = Catalog([SCHEMA_DIR, *extra])
+    failed = 0
+    for path in manifest_files(paths):
+        try:
+            docs = read_documents(path)
+        except (yaml.YAMLError, ValueError) as exc:
+            out.print(f"FAIL {path}: cannot parse: {exc}", markup=False)
+            failed += 1
+            continue
+        for obj in docs:
+            status, line = catalog.report(obj)
+            out.print(f"{line} ({path})", markup=False)
+            failed += status == "FAIL" or (status == "unknown" and not allow_unknown)
+    sys.exit(1 if failed else 0)
+
+
+@main.command()
 def classes():
     """List the catalog's InferenceClasses."""
     from .api import load_catalog
