@@ -200,13 +200,21 @@ for _op in ("preview", "up", "destroy", "refresh"):
 @main.command()
 @click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the schema here instead of printing it.")
-def schema(out_file):
+@click.option("--catalog-dir", type=click.Path(path_type=Path, exists=True),
+              help="Your own InferenceClasses (as modelplane:catalogDir): their names join the pool class enum.")
+def schema(out_file, catalog_dir):
     """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI)."""
     import json
 
+    from .api import load_catalog
     from .schema import stack_schema
 
-    text = json.dumps(stack_schema(), indent=2, sort_keys=True) + "\n"
+    try:
+        catalog = load_catalog(extra=catalog_dir) if catalog_dir else None
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    text = json.dumps(stack_schema(catalog), indent=2, sort_keys=True) + "\n"
     if out_file is None:
         sys.stdout.write(text)
         return
