@@ -8,14 +8,17 @@ SHELL := /bin/bash
 .PHONY: install browser plan test report-check screenshot bench clean
 
 # Progress: one line per package pip collects (its full output goes to $(VENV)/install.log, whose
-# tail is printed if it fails). PYTHONWARNINGS silences setuptools' "Editable installation" notice,
+# tail is printed if it fails; a shell loop, because mawk holds its input back). PYTHONWARNINGS silences setuptools' "Editable installation" notice,
 # which says only that a folder named like the package could shadow it.
 $(BIN)/modelplane: requirements.txt pyproject.toml
 	@echo "install: a virtualenv in $(VENV), then the pinned packages of requirements.txt (about a minute)"
 	$(PY) -m venv $(VENV)
 	@$(BIN)/pip install -q --upgrade pip
-	@$(BIN)/pip install -r requirements.txt 2>&1 | tee $(VENV)/install.log | \
-		awk '/^Collecting /{printf "  %3d %s\n", ++n, $$2; fflush()} /^Installing collected/{print "  installing..."; fflush()}' \
+	@$(BIN)/pip install -r requirements.txt 2>&1 | tee $(VENV)/install.log | while IFS= read -r line; do \
+		set -- $$line; case $$line in \
+		"Collecting "*) echo "  $$((++n)) $$2";; \
+		"Processing "*) f=$${2##*/}; echo "  $$((++n)) $${f%%-[cp][py][0-9]*}";; \
+		"Installing collected"*) echo "  installing the $$n packages...";; esac; done \
 		|| { tail -n 30 $(VENV)/install.log >&2; exit 1; }
 	@echo "install: modelplane itself (editable: the package is this checkout)"
 	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q --no-deps -e .
