@@ -48,7 +48,7 @@ def facts_of(c: InferenceCluster, catalog) -> ClusterFacts:
     efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
     root = c.existing.nvidia_driver_root if c.existing else "/"
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
-                        efa, root, overrides(c.substrate))
+                        efa, root, overrides=overrides(c.substrate))
 
 
 def _register(c: InferenceCluster, addon: Addon, versions: dict, opts: pulumi.ResourceOptions) -> list:
