@@ -225,13 +225,21 @@ for _op in ("preview", "up", "destroy", "refresh"):
 @main.command()
 @click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the schema here instead of printing it.")
-def schema(out_file):
+@click.option("--catalog-dir", type=click.Path(path_type=Path, exists=True),
+              help="Your own InferenceClasses (as modelplane:catalogDir): their names join the pool class enum.")
+def schema(out_file, catalog_dir):
     """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI)."""
     import json
 
+    from .api import load_catalog
     from .schema import stack_schema
 
-    text = json.dumps(stack_schema(), indent=2, sort_keys=True) + "\n"
+    try:
+        catalog = load_catalog(extra=catalog_dir) if catalog_dir else None
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    text = json.dumps(stack_schema(catalog), indent=2, sort_keys=True) + "\n"
     if out_file is None:
         sys.stdout.write(text)
         return
@@ -240,6 +248,34 @@ def schema(out_file):
     except OSError as exc:
         _fail(f"--out {out_file}: {exc.strerror or exc}")
     err.print(f"wrote the stack file schema to {out_file}", markup=False)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--schemas", "extra", multiple=True, type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Another folder of CRDs / OpenAPI documents, overriding the repository's schemas/.")
+@click.option("--allow-unknown", is_flag=True, help="A kind with no schema is not a failure.")
+def validate(paths, extra, allow_unknown):
+    """Check Kubernetes objects (e.g. a `plan --out` directory) against the upstream schemas in
+    schemas/: structure, unknown fields and every CRD's CEL rules. Exit 1 on any failure."""
+    import yaml
+
+    from .manifests import SCHEMA_DIR, Catalog, manifest_files, read_documents
+
+    catalog = Catalog([SCHEMA_DIR, *extra])
+    failed = 0
+    for path in manifest_files(paths):
+        try:
+            docs = read_documents(path)
+        except (yaml.YAMLError, ValueError) as exc:
+            out.print(f"FAIL {path}: cannot parse: {exc}", markup=False)
+            failed += 1
+            continue
+        for obj in docs:
+            status, line = catalog.report(obj)
+            out.print(f"{line} ({path})", markup=False)
+            failed += status == "FAIL" or (status == "unknown" and not allow_unknown)
+    sys.exit(1 if failed else 0)
 
 
 @main.command()

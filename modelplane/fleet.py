@@ -46,10 +46,10 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         "source": cluster.source, "kubernetesVersion": cluster.version, "labels": dict(sorted(cluster.labels.items())),
         "dra": {"enabled": cluster.dra, "deviceClasses": sorted(drivers)},
         "gateway": gateway_of(cluster),
-        "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
+        "kai": {"enabled": cluster.substrate.kai.enabled, "queues": cluster.queue_names(),
                 "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
                 "priorityClass": PRIORITY_CLASSES["standard"][0]},
-        "keda": {"enabled": cluster.substrate.keda},
+        "keda": {"enabled": cluster.substrate.keda.enabled},
         "pools": pools,
     }
 

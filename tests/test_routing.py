@@ -13,6 +13,7 @@ from modelplane import offline, report
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import ROOT, Source
 from modelplane.errors import InputError
+from modelplane.manifests import read_documents
 from modelplane.policy import evaluate
 from modelplane.scheduler.traffic import TOTAL_UNITS, Target, route
 
@@ -152,15 +153,20 @@ def test_cross_namespace_routes_get_a_reference_grant(tmp_path):
     assert "hostnames" not in route_
 
 
-def test_every_routing_object_passes_the_schemas(prod, tmp_path):
+def test_every_routing_object_passes_the_schemas(prod, tmp_path, schema_catalog):
     report.write_out(prod, tmp_path)
-    tool = ROOT.parent / "shared" / "tools" / "validate_manifests.py"
-    checked = subprocess.run([sys.executable, str(tool), "--schemas", str(ROOT / "tests" / "schemas"), str(tmp_path)],
-                             capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stdout
-    kinds = {line.split()[1] for line in checked.stdout.splitlines()}
+    lines = [schema_catalog.report(obj) for path in sorted(tmp_path.rglob("*.yaml"))
+             for obj in read_documents(path)]
+    assert [line for status, line in lines if status != "ok"] == []
+    kinds = {line.split()[1] for _, line in lines}
     assert {"gateway.networking.k8s.io/v1/HTTPRoute", "gateway.envoyproxy.io/v1alpha1/Backend",
             "gateway.envoyproxy.io/v1alpha1/HTTPRouteFilter"} <= kinds
+
+
+def test_routing_objects_pass_the_shared_validator_too(prod, tmp_path, shared_validator):
+    report.write_out(prod, tmp_path)
+    checked = subprocess.run([sys.executable, str(shared_validator), str(tmp_path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
 
 
 # Rules ------------------------------------------------------------------------------------------

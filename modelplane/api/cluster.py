@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid, require_one
+from .substrate import Component, Switch
 
 # The label and taint every GPU node carries; renderers pin and tolerate with the same values.
 POOL_LABEL = "modelplane.ai/pool"
@@ -117,17 +118,19 @@ class Queue(Model):
 
 
 class Substrate(Model):
-    """Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml).
-    Turn one off when the cluster already runs it (e.g. an existing cert-manager)."""
+    """Which in-cluster operators modelplane installs: each `true`, `false` (the cluster already
+    runs it, e.g. an existing cert-manager) or `{enabled, version, values}` to pick the chart
+    version and deep-merge Helm values over modelplane's (pins and values: catalog/substrate.yaml,
+    render/addons.py; what each switch covers: api/substrate.py)."""
 
-    dra_driver: bool = True
-    kai: bool = True
-    lws: bool = True
-    kserve: bool = True
-    keda: bool = True
-    cert_manager: bool = True
-    gateway: bool = True        # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
-    autoscaler: bool = True     # EKS: the cluster autoscaler (GKE scales its node pools itself)
+    dra_driver: Switch = Component()
+    kai: Switch = Component()
+    lws: Switch = Component()
+    kserve: Switch = Component()
+    keda: Switch = Component()
+    cert_manager: Switch = Component()
+    gateway: Switch = Component()       # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
+    autoscaler: Switch = Component()    # EKS: the cluster autoscaler (GKE scales its node pools itself)
 
 
 class GatewayRef(Model):

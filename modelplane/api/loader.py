@@ -15,6 +15,7 @@ from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from
 from .rules import check_cluster, check_deployment, check_services, duplicates
+from .substrate import check_substrate
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "modelplane"
@@ -234,6 +235,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
     for i, cluster in enumerate(spec.clusters):
         for f in check_cluster(cluster, catalog.classes):
             add("clusters", (i, *f.path), f.message, f.fix, f.rule)
+        for switch, path, message, fix in check_substrate(cluster.substrate, catalog.substrate):
+            add("clusters", (i, "substrate", switch, *path), message, fix, "substrate")
         if cluster.existing and cluster.existing.kubeconfig_secret not in secret_keys:
             add("clusters", (i, "existing", "kubeconfigSecret"),
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",

@@ -32,7 +32,7 @@ GKE_DRA_AUTOSCALER_LABEL = "cloud.google.com/gke-nvidia-gpu-dra-driver"
 
 def uses_dra(c: InferenceCluster) -> bool:
     """GPUs are claimed through the NVIDIA DRA driver on this cluster (not GKE's device plugin)."""
-    return c.dra and c.substrate.dra_driver
+    return c.dra and c.substrate.dra_driver.enabled
 
 
 def wiring_of(c: InferenceCluster, catalog: Catalog, pool):

@@ -7,9 +7,10 @@ come from catalog/substrate.yaml; the reasons and sources are in docs/runtime.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import gpudirect as gd
+from ..api.substrate import deep_merge
 from .names import MANAGED_BY, meta
 from .substrate import namespace
 
@@ -41,6 +42,7 @@ class Addon:
     skip_crds: bool = False
     objects: tuple = ()                  # kind objects: Kubernetes dicts we render ourselves
     wait_for: str = ""                   # kind gate: a pulumi.com/waitFor expression on `objects[0]`
+    version: str = ""                    # kind release: the chart version (pinned, or the stack's override)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class ClusterFacts:
     gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
+    overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -180,7 +183,7 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
 
     def add(addon: Addon):
         if addon.key is None or addon.key in versions:
-            out.append(addon)
+            out.append(_configured(addon, versions, facts.overrides))
 
     kserve = _on(facts, "kserve")
     gateway = _on(facts, "gateway")
@@ -230,6 +233,15 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("keda", "release", "autoscaling of native GPU roles and extra roles", key="keda"))
     add_drivers(facts, versions, add)
     return out
+
+
+def _configured(addon: Addon, versions: dict, overrides: dict) -> Addon:
+    """A release at the cluster's chart version, with the stack's values deep-merged over ours."""
+    if addon.kind != "release":
+        return addon
+    over = overrides.get(addon.key, {})
+    return replace(addon, version=str(over.get("version") or versions[addon.key]["version"]),
+                   values=deep_merge(addon.values, over.get("values", {})))
 
 
 def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
