@@ -165,7 +165,7 @@ def test_every_routing_object_passes_the_schemas(prod, tmp_path, schema_catalog)
 
 def test_routing_objects_pass_the_shared_validator_too(prod, tmp_path, shared_validator):
     report.write_out(prod, tmp_path)
-    checked = subprocess.run([sys.executable, str(shared_validator), str(tmp_path)], capture_output=True, text=True)
+    checked = subprocess.run([*shared_validator, str(tmp_path)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
 
 
