@@ -239,6 +239,11 @@ def classes():
     out.print(table)
 
 
+from .prices.command import prices as _prices  # noqa: E402  (the `prices` command group)
+
+main.add_command(_prices)
+
+
 if __name__ == "__main__":
     os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
     main()

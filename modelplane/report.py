@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import yaml
@@ -126,7 +127,9 @@ def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
     spec = run.result.spec
     # Idle nodes are charged to the plan that sees the usage: the apps plan for fleet clusters.
     inventories = {n: inv for n, inv in run.result.inventories.items() if n not in run.lost}
-    return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories))
+    # Prices' age is counted on the day of the plan: the same plan on the same day gives the same document.
+    return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories),
+                      date.today())
 
 
 def repack_of(run: OfflineRun):

@@ -129,11 +129,11 @@ def cost_table(doc: dict) -> Table:
 
 def price_notes(out, doc: dict) -> None:
     """Where the prices come from, and what is not priced."""
-    from .cost import doubtful, money
+    from .cost import caveats, doubtful, money
 
     cost = doc["cost"]
     for p in doubtful(cost):
-        why = p["basis"] + ("; unconfirmed" if p.get("unconfirmed") else "")
+        why = caveats(p)
         out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
                   f"{why} (source {p['source']}, {p['asOf']})", markup=False)
     for p in cost["unpriced"]:
