@@ -1,14 +1,15 @@
-# One-command entry points (see README). Everything installs into .venv from requirements.txt.
+# One-command entry points (see README). Everything installs into .venv from requirements.txt
+# and requirements-prices.txt (the price API clients the tests exercise).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
 .PHONY: install browser plan test report-check screenshot bench clean
 
-$(BIN)/modelplane: requirements.txt pyproject.toml
+$(BIN)/modelplane: requirements.txt requirements-prices.txt pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q -r requirements.txt -r requirements-prices.txt
 	$(BIN)/pip install -q --no-deps -e .
 	@touch $@
 

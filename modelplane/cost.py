@@ -167,8 +167,13 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
 
 
 def doubtful(cost: dict) -> list[dict]:
-    """Prices a reader should question: unconfirmed, stale, or an on-demand upper bound for another type."""
-    return [p for p in cost["prices"] if p.get("unconfirmed") or p.get("upperBound") or p.get("stale")]
+    """Prices a reader should question: unconfirmed, or an on-demand upper bound for another type."""
+    return [p for p in cost["prices"] if p.get("unconfirmed") or p.get("upperBound")]
+
+
+def stale(cost: dict) -> list[dict]:
+    """Prices older than STALE_DAYS on the day of the plan, oldest first."""
+    return sorted((p for p in cost["prices"] if p.get("stale")), key=lambda p: (-p["ageDays"], p["cluster"], p["pool"]))
 
 
 def caveats(price: dict) -> str:

@@ -27,6 +27,10 @@ def classes_of(catalog, cloud: str) -> dict[str, str]:
 
 def gcp_skus(client=None) -> list[dict]:
     """Every Compute Engine SKU, as the API's JSON (camelCase), all pages."""
+    import warnings
+
+    # google-api-core warns on import about Python versions it will drop later; not the user's concern here
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
     try:
         from google.auth.exceptions import DefaultCredentialsError
         from google.cloud import billing_v1
