@@ -112,7 +112,7 @@ def test_refresh_reads_every_page_through_the_google_client(gcp_client, catalog)
     row = got[("gke-h100-8x-a3high", "us-central1", "on-demand")]
     assert row["hourly"] == round(gce.machine_price(all_skus(), gce.MACHINES["a3-highgpu-8g"], "us-central1",
                                                     "on-demand")[0], 4)
-    assert row["asOf"] == "2026-11-23" and row["source"].startswith("Cloud Billing Catalog API services/6F81-5844-456A/skus: ")
+    assert row["asOf"] == "2026-11-23" and row["source"].startswith("https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus (")
     assert any(m.startswith("gke-h100-8x-a3high europe-west4 on-demand: no OnDemand RAM SKU") for m in missing)
     assert "gke-h200-8x-a3ultra: machine type a3-ultragpu-8g has no known SKU composition" in missing
 
@@ -202,7 +202,7 @@ def test_the_refreshed_rows_merge_into_the_price_file(tmp_path, catalog):
                     "source: old, asOf: 2025-03-06}\n"
                     "  - {class: h100-8x, region: '*', capacityType: internal, hourly: 20, source: owner, asOf: 2026-01-01}\n")
     new = [{"class": "gke-h100-8x-a3high", "region": "us-central1", "capacityType": "spot", "hourly": 53.0936,
-            "source": "Cloud Billing Catalog API services/6F81-5844-456A/skus: A, B", "asOf": "2026-11-23"}]
+            "source": "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus (A, B)", "asOf": "2026-11-23"}]
     pricefile.write(path, new)
     text = path.read_text()
     assert text.startswith("# where prices come from\nprices:\n")

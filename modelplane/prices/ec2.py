@@ -40,7 +40,7 @@ def on_demand(price_list: list[str], classes: dict[str, str], region: str, as_of
         if itype in by_type:
             usd, sku = by_type[itype]
             rows.append({"class": cls, "region": region, "capacityType": "on-demand", "hourly": round(usd, 4),
-                         "source": f"AWS Price List Query API AmazonEC2 {region} SKU {sku} (Linux, shared, on-demand)",
+                         "source": f"https://api.pricing.us-east-1.amazonaws.com GetProducts AmazonEC2 {region} (SKU {sku}, Linux, shared)",
                          "asOf": as_of})
     return rows
 
@@ -60,7 +60,7 @@ def spot(history: list[dict], classes: dict[str, str], region: str, as_of: str) 
         zones = {z: p for (t, z), (_, p) in latest.items() if t == itype}
         if zones:
             rows.append({"class": cls, "region": region, "capacityType": "spot", "hourly": round(max(zones.values()), 4),
-                         "source": f"EC2 DescribeSpotPriceHistory Linux/UNIX, highest current price of {', '.join(sorted(zones))}",
+                         "source": f"https://ec2.{region}.amazonaws.com DescribeSpotPriceHistory (Linux/UNIX, highest of {', '.join(sorted(zones))})",
                          "asOf": as_of})
     return rows
 
@@ -82,7 +82,7 @@ def capacity_block(offerings: list[dict], classes: dict[str, str], region: str, 
         if itype in best:
             rate, o = best[itype]
             rows.append({"class": cls, "region": region, "capacityType": "capacity-block", "hourly": round(rate, 4),
-                         "source": f"EC2 DescribeCapacityBlockOfferings {o.get('AvailabilityZone', region)}: "
-                                   f"upfront {o['UpfrontFee']} USD for {o['InstanceCount']} x {o['CapacityBlockDurationHours']} h",
+                         "source": f"https://ec2.{region}.amazonaws.com DescribeCapacityBlockOfferings ({o.get('AvailabilityZone', region)}: "
+                                   f"{o['UpfrontFee']} USD upfront for {o['InstanceCount']} x {o['CapacityBlockDurationHours']} h)",
                          "asOf": as_of})
     return rows

@@ -145,5 +145,5 @@ def prices(skus: list[dict], classes: dict[str, str], regions: list[str], as_of:
                     continue
                 hourly, ids = got
                 rows.append({"class": cls, "region": region, "capacityType": capacity_type, "hourly": round(hourly, 4),
-                             "source": f"Cloud Billing Catalog API {SERVICE}/skus: {', '.join(ids)}", "asOf": as_of})
+                             "source": f"https://cloudbilling.googleapis.com/v1/{SERVICE}/skus ({', '.join(ids)})", "asOf": as_of})
     return rows, missing
