@@ -123,6 +123,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
             gate, stack, config_file, previous, without, policy_config, program_dir)
     doc = report.document(run, violations)
+    if without:
+        doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
     if out_dir:

@@ -218,3 +218,18 @@ def write_out(run: OfflineRun, out: Path) -> int:
         path.write_text(yaml.dump(body, Dumper=_DUMPER, sort_keys=True, width=120))
         count += 1
     return count
+
+
+def what_if(without, before: dict, doc: dict, cost_before: dict) -> dict:
+    """`plan --without`: the replicas that move, those lost, and the stack's cost and GPUs before
+    and after, as the CLI prints them (the report draws this section from it). `before`:
+    (deployment, replica) -> cluster in the plan with every cluster."""
+    moves = [{"deployment": p["deployment"], "replica": p["replica"], "from": before.get((p["deployment"], p["replica"])),
+              "to": p["cluster"]} for p in doc["placements"]
+             if before.get((p["deployment"], p["replica"])) != p["cluster"]]
+    lost = [{"deployment": u["deployment"], "replica": u["replica"], "from": before[(u["deployment"], u["replica"])]}
+            for u in doc["unplaced"] if (u["deployment"], u["replica"]) in before]
+    def head(c):
+        return {"hourly": c["stack"]["hourly"], "gpus": c["stack"]["gpus"]}
+    return {"without": list(without), "moves": moves, "lost": lost,
+            "cost": {"before": head(cost_before), "after": head(doc["cost"])}}
