@@ -115,8 +115,10 @@ def cost_table(doc: dict) -> Table:
 
     def row(kind, name, r):
         note = f" (+{r['unpricedNodes']} unpriced)" if r.get("unpricedNodes") else ""
-        table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), money_span(r["hourly"]) + note,
-                      money_span(r["monthly"]))
+        hourly, monthly = money_span(r["hourly"]) + note, money_span(r["monthly"])
+        if r.get("unpricedNodes") and r["hourly"]["max"] == 0:     # nothing priced: never "$0.00"
+            hourly, monthly = f"unpriced ({r['unpricedNodes']} nodes)", "unpriced"
+        table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), hourly, monthly)
     for d in cost["deployments"]:
         row("deployment", d["deployment"], d)
     for i in cost["idle"]["pools"]:

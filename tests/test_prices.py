@@ -213,3 +213,31 @@ def test_the_refreshed_rows_merge_into_the_price_file(tmp_path, catalog):
     assert path.read_text() == text          # deterministic
     from modelplane.api import load_catalog
     load_catalog(extra=None)                 # the shipped file still loads
+
+
+def test_prices_lists_what_a_stack_pays_with_age_and_marks():
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    result = CliRunner().invoke(main, ["prices", "--stack", "prod"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.startswith("│ ")}
+    assert "upper bound" in rows["eks-use1/h200"] and "capacity-block" in rows["eks-use1/h200"]
+    assert "contract" in rows["gke-usc1/h200"]
+    # the 2025-06-01 g6e row is past any threshold: its age is flagged
+    assert "(> 90 d)" in rows["eks-use1/l40s"] and "2025-06-01" in rows["eks-use1/l40s"]
+    assert "modelplane prices refresh" in result.output
+
+
+def test_a_broken_price_file_is_named_not_a_traceback(tmp_path, gcp_client, monkeypatch):
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("prices: [ {class: x\n")
+    monkeypatch.setattr(fetch, "gcp_skus", lambda client=None: all_skus())
+    result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", "gcp", "--regions", "us-central1", "--out", str(bad)])
+    assert result.exit_code == 1 and f"{bad}: not a price file" in result.output and "nothing written" in result.output
+    assert bad.read_text() == "prices: [ {class: x\n"

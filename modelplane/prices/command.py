@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import click
+import yaml
 from rich.table import Table
 
 from ..errors import InputError
@@ -59,9 +60,9 @@ def price_table(rows: list[dict], title: str, max_age: int) -> Table:
             table.add_row(r["where"], r["class"], r["region"] or "-", r["capacityType"] or "-", "[yellow]unpriced[/yellow]",
                           "-", "-", "-", "set capacity.hourly or add a row to catalog/prices.yaml")
             continue
-        basis = r["basis"] + ("; unconfirmed" if r.get("unconfirmed") else "")
-        if r.get("upperBound"):
-            basis = f"[yellow]{basis}[/yellow]"
+        # an upper bound says so first: the full basis wraps in narrow terminals
+        basis = "[yellow]upper bound[/yellow] (on-demand)" if r.get("upperBound") else r["basis"]
+        basis += "; unconfirmed" if r.get("unconfirmed") else ""
         days = f"{r['ageDays']} d" if "ageDays" in r else "-"
         if r.get("stale"):
             days = f"[yellow]{days} (> {max_age} d)[/yellow]"
@@ -136,4 +137,7 @@ def refresh(clouds, regions, out_file):
         pricefile.write(out_file, rows)
     except OSError as exc:
         _fail(f"--out {out_file}: {exc.strerror or exc}; nothing written")
+    except yaml.YAMLError as exc:
+        _fail(f"{out_file}: not a price file ({exc.problem if hasattr(exc, 'problem') else exc}); fix or remove it; "
+              "nothing written")
     err.print(f"wrote {len(rows)} price(s) to {out_file}", markup=False)

@@ -109,16 +109,23 @@ def refresh(catalog, clouds: list[str], regions: dict[str, list[str]], as_of: st
     `aws_clients`: region -> (pricing client, ec2 client), for tests and callers with sessions."""
     rows, missing = [], []
     if "gcp" in clouds:
-        got, why = gce.prices(gcp_skus(gcp_client), classes_of(catalog, "gcp"), regions.get("gcp", []), as_of)
+        skus = gcp_skus(gcp_client)
+        try:
+            got, why = gce.prices(skus, classes_of(catalog, "gcp"), regions.get("gcp", []), as_of)
+        except gce.SkuError as exc:
+            raise PriceSourceError(f"Cloud Billing Catalog: {exc}") from exc
         rows, missing = rows + got, missing + why
     if "aws" in clouds:
         classes = classes_of(catalog, "aws")
         for region in sorted(regions.get("aws", [])):
             pricing, ec2_client = (aws_clients or {}).get(region, (None, None))
             products, history, blocks = aws_prices(sorted(set(classes.values())), region, pricing, ec2_client)
-            for part in (ec2.on_demand(products, classes, region, as_of), ec2.spot(history, classes, region, as_of),
-                         ec2.capacity_block(blocks, classes, region, as_of)):
-                rows += part
+            try:
+                for part in (ec2.on_demand(products, classes, region, as_of), ec2.spot(history, classes, region, as_of),
+                             ec2.capacity_block(blocks, classes, region, as_of)):
+                    rows += part
+            except (KeyError, TypeError, ValueError) as exc:     # a response not shaped as documented
+                raise PriceSourceError(f"AWS {region}: unexpected price response ({type(exc).__name__}: {exc})") from exc
             have = {(r["class"], r["capacityType"]) for r in rows if r["region"] == region}
             missing += [f"{c} {region} {t}: no rate in the response" for c in sorted(classes)
                         for t in ("on-demand", "spot", "capacity-block") if (c, t) not in have]
