@@ -117,7 +117,8 @@ def cost_table(doc: dict) -> Table:
         note = f" (+{r['unpricedNodes']} unpriced)" if r.get("unpricedNodes") else ""
         hourly, monthly = money_span(r["hourly"]) + note, money_span(r["monthly"])
         if r.get("unpricedNodes") and r["hourly"]["max"] == 0:     # nothing priced: never "$0.00"
-            hourly, monthly = f"unpriced ({r['unpricedNodes']} nodes)", "unpriced"
+            n = r['unpricedNodes']
+            hourly, monthly = f"unpriced ({n} node{'s' if n != 1 else ''})", "unpriced"
         table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), hourly, monthly)
     for d in cost["deployments"]:
         row("deployment", d["deployment"], d)
