@@ -80,9 +80,9 @@ def test_spot_and_flex_start_use_their_own_skus():
         + 6000 * rate("SSD backed Local Storage attached to Spot Preemptible VMs") / 730)
     flex, _ = gce.machine_price(skus, a3, "us-central1", "flex-start")
     assert flex == pytest.approx(
-        8 * rate("DWS Defined Duration Nvidia H100 80GB GPU running in Americas")
-        + 208 * rate("DWS Defined Duration A3 Instance Core running in Americas")
-        + 1872 * rate("DWS Defined Duration A3 Instance Ram running in Americas")
+        8 * rate("Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas")
+        + 208 * rate("DWS Defined Duration A3 Instance Core running in Americas")     # both wordings match
+        + 1872 * rate("DWS Defined Duration A3 Ram running in Americas")
         + 6000 * rate("SSD backed Local Storage") / 730)
     on_demand, _ = gce.machine_price(skus, a3, "us-central1", "on-demand")
     assert len({round(spot, 4), round(flex, 4), round(on_demand, 4)}) == 3 and max(spot, flex) < on_demand
@@ -114,7 +114,8 @@ def test_refresh_reads_every_page_through_the_google_client(gcp_client, catalog)
                                                     "on-demand")[0], 4)
     assert row["asOf"] == "2026-11-23" and row["source"].startswith("https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus (")
     assert any(m.startswith("gke-h100-8x-a3high europe-west4 on-demand: no OnDemand RAM SKU") for m in missing)
-    assert "gke-h200-8x-a3ultra: machine type a3-ultragpu-8g has no known SKU composition" in missing
+    assert 'gke-h200-8x-a3ultra us-central1 spot: no Preemptible GPU SKU "H200 141GB GPU attached to Spot Preemptible VMs ' \
+        'running in..." in us-central1 (gpu)' in missing
 
 
 def stubbed(region="us-east-1"):

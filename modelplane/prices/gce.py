@@ -43,19 +43,24 @@ MACHINES = {
     "a3-megagpu-8g": Machine(8, "Nvidia H100 80GB Mega", "A3", 208, 1872, 6000),
     "g2-standard-4": Machine(1, "Nvidia L4", "G2", 4, 16),
     "g2-standard-48": Machine(4, "Nvidia L4", "G2", 48, 192),
+    # A3 Ultra bills its own "A3Ultra Instance Core/Ram" and "H200 141GB GPU" SKUs: wording read in
+    # public SKU-matching code and a public SKU export (2026-07), not in a live list.
+    "a3-ultragpu-8g": Machine(8, "H200 141GB", "A3Ultra", 224, 2952, 12000),
     # Sold per GPU slice (the SKU covers its share of vCPUs and memory); local SSD billed apart.
     "a4-highgpu-8g": Machine(8, "A4 Nvidia B200 (1 gpu slice)", None, local_ssd_gib=12000),
 }
 
 # Per capacity type: the usage type, the text before a family's name, before and after a GPU's
-# name, and the local SSD SKU (usage type, description). Flex-start (DWS) SKUs carry a
-# "DWS Defined Duration" prefix on the on-demand wording; no DWS local SSD SKU is known, so
-# Flex-start machines are charged the on-demand local SSD rate.
+# name, and the local SSD SKU (usage type, description). Flex-start is billed on the "DWS Defined
+# Duration" SKUs ("Nvidia Tesla A100 80GB GPU attached to DWS Defined Duration VMs running in
+# ...", "DWS Defined Duration A2 ..." for vCPUs and memory: wording read in public SKU-matching
+# code, not in a live list); no DWS local SSD SKU is known, so Flex-start machines are charged
+# the on-demand local SSD rate.
 _WORDING = {
     "on-demand": ("OnDemand", "", "", " running in ", ("OnDemand", "SSD backed Local Storage")),
     "spot": ("Preemptible", "Spot Preemptible ", "", " attached to Spot Preemptible VMs running in ",
              ("Preemptible", "SSD backed Local Storage attached to Spot Preemptible VMs")),
-    "flex-start": ("OnDemand", "DWS Defined Duration ", "DWS Defined Duration ", " running in ",
+    "flex-start": ("OnDemand", "DWS Defined Duration ", "", " attached to DWS Defined Duration VMs running in ",
                    ("OnDemand", "SSD backed Local Storage")),
 }
 
@@ -93,24 +98,28 @@ def _hourly(sku: dict, amount: float, unit: str) -> float:
     return rate * amount
 
 
-def _find(skus: list[dict], region: str, usage: str, group: str, prefix: str) -> dict | None:
+def _find(skus: list[dict], region: str, usage: str, group: str, prefix: str | tuple[str, ...]) -> dict | None:
+    prefixes = tuple(p.lower() for p in ((prefix,) if isinstance(prefix, str) else prefix))
     hits = [s for s in skus
             if region in (s.get("serviceRegions") or [])
             and (s.get("category") or {}).get("usageType") == usage
             and (s.get("category") or {}).get("resourceGroup") == group
-            and s.get("description", "").lower().startswith(prefix.lower())]
+            and s.get("description", "").lower().startswith(prefixes)]
     # Should one wording match twice in a region, the lowest SKU id keeps the output deterministic.
     return min(hits, key=lambda s: s.get("skuId", "")) if hits else None
 
 
-def components(machine: Machine, capacity_type: str) -> list[tuple[str, str, str, str, float, str]]:
+def components(machine: Machine, capacity_type: str) -> list[tuple]:
     """(component, usage type, resource group, description prefix, amount, unit) the machine is billed for."""
     usage, pre, gpu_pre, gpu_tail, (ssd_usage, ssd) = _WORDING[capacity_type]
     gpu = f"{gpu_pre}{machine.gpu}{' GPU' if machine.family else ''}{gpu_tail}"
     out = [("gpu", usage, "GPU", gpu, machine.gpus, "unit")]
     if machine.family:
+        # DWS vCPU and memory SKUs are written with or without "Instance": either wording matches
         out += [("cpu", usage, "CPU", f"{pre}{machine.family} Instance Core running in ", machine.vcpus, "unit"),
                 ("ram", usage, "RAM", f"{pre}{machine.family} Instance Ram running in ", machine.memory_gib, "GiB")]
+        if capacity_type == "flex-start":
+            out[1:] = [(n, u, g, (p, p.replace(" Instance ", " ")), a, unit) for n, u, g, p, a, unit in out[1:]]
     if machine.local_ssd_gib:
         out.append(("local-ssd", ssd_usage, "LocalSSD", ssd, machine.local_ssd_gib, "GiB"))
     return out
@@ -122,7 +131,8 @@ def machine_price(skus: list[dict], machine: Machine, region: str, capacity_type
     for name, usage, group, prefix, amount, unit in components(machine, capacity_type):
         sku = _find(skus, region, usage, group, prefix)
         if sku is None:
-            return f"no {usage} {group} SKU \"{prefix.strip()}...\" in {region} ({name})"
+            shown = prefix if isinstance(prefix, str) else prefix[0]
+            return f"no {usage} {group} SKU \"{shown.strip()}...\" in {region} ({name})"
         total += _hourly(sku, amount, unit)
         ids.append(sku["skuId"])
     return total, ids
