@@ -53,11 +53,13 @@ def price_table(rows: list[dict], title: str, max_age: int) -> Table:
     from ..cost import money
 
     table = Table(title=title, title_justify="left")
-    for col in ("pool", "class", "region", "capacity", "$/node-hour", "basis", "as of", "age", "source"):
+    pools = any(r["where"] != "-" for r in rows)
+    for col in ("pool",) * pools + ("class", "region", "capacity", "$/node-hour", "basis", "as of", "age", "source"):
         table.add_column(col, justify="right" if col in ("$/node-hour", "age") else "left")
     for r in rows:
+        where = (r["where"],) * pools
         if "hourly" not in r:
-            table.add_row(r["where"], r["class"], r["region"] or "-", r["capacityType"] or "-", "[yellow]unpriced[/yellow]",
+            table.add_row(*where, r["class"], r["region"] or "-", r["capacityType"] or "-", "[yellow]unpriced[/yellow]",
                           "-", "-", "-", "set capacity.hourly or add a row to catalog/prices.yaml")
             continue
         # an upper bound says so first: the full basis wraps in narrow terminals
@@ -66,7 +68,7 @@ def price_table(rows: list[dict], title: str, max_age: int) -> Table:
         days = f"{r['ageDays']} d" if "ageDays" in r else "-"
         if r.get("stale"):
             days = f"[yellow]{days} (> {max_age} d)[/yellow]"
-        table.add_row(r["where"], r["class"], r["region"] or "-", r["capacityType"] or "-", money(r["hourly"]), basis,
+        table.add_row(*where, r["class"], r["region"] or "-", r["capacityType"] or "-", money(r["hourly"]), basis,
                       r.get("asOf", "-"), days, r["source"])
     return table
 
