@@ -242,3 +242,25 @@ def test_a_broken_price_file_is_named_not_a_traceback(tmp_path, gcp_client, monk
     result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", "gcp", "--regions", "us-central1", "--out", str(bad)])
     assert result.exit_code == 1 and f"{bad}: not a price file" in result.output and "nothing written" in result.output
     assert bad.read_text() == "prices: [ {class: x\n"
+
+
+def test_refresh_end_to_end_for_aws_writes_a_valid_price_file(catalog, tmp_path):
+    from types import SimpleNamespace
+
+    from modelplane.api.catalog import CatalogFile
+
+    two = SimpleNamespace(classes={k: catalog.classes[k] for k in ("eks-h100-8x-p5", "eks-h200-8x-p5en")})
+    pricing, ec2_client, ps, es = stubbed()
+    rows, missing = fetch.refresh(two, ["aws"], {"aws": ["us-east-1"]}, "2026-11-23",
+                                  aws_clients={"us-east-1": (pricing, ec2_client)})
+    ps.assert_no_pending_responses(), es.assert_no_pending_responses()
+    assert {(r["class"], r["capacityType"]): r["hourly"] for r in rows} == {
+        ("eks-h100-8x-p5", "on-demand"): 55.04, ("eks-h200-8x-p5en", "on-demand"): 63.296,
+        ("eks-h100-8x-p5", "spot"): 33.002, ("eks-h200-8x-p5en", "spot"): 36.87,
+        ("eks-h200-8x-p5en", "capacity-block"): 49.4}
+    assert missing == ["eks-h100-8x-p5 us-east-1 capacity-block: no rate in the response"]
+    path = tmp_path / "prices.yaml"
+    pricefile.write(path, rows)
+    parsed = CatalogFile.model_validate(yaml.safe_load(path.read_text()))
+    assert len(parsed.prices) == 5 and all(p.source.startswith("https://") and str(p.as_of) == "2026-11-23"
+                                           for p in parsed.prices)

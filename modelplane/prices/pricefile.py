@@ -41,8 +41,8 @@ def _scalar(key: str, value) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)) or key == "asOf":
         return str(value)
-    # a string as YAML writes it in flow style: quoted only when it has to be
-    return yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip().removesuffix("...").strip()
+    # a string as YAML writes it inside a flow collection (so a comma or colon gets it quoted)
+    return yaml.safe_dump([value], default_flow_style=True, width=1 << 16).strip()[1:-1]
 
 
 def render(header: str, rows: list[dict]) -> str:
