@@ -9,9 +9,10 @@ import click
 import yaml
 from rich.table import Table
 
+from ..api.loader import ROOT
 from ..errors import InputError
 
-PRICE_FILE = Path(__file__).resolve().parents[2] / "catalog" / "prices.yaml"
+PRICE_FILE = ROOT / "catalog" / "prices.yaml"     # the file the catalog loader reads
 
 
 def _console():
