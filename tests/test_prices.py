@@ -264,3 +264,15 @@ def test_refresh_end_to_end_for_aws_writes_a_valid_price_file(catalog, tmp_path)
     parsed = CatalogFile.model_validate(yaml.safe_load(path.read_text()))
     assert len(parsed.prices) == 5 and all(p.source.startswith("https://") and str(p.as_of) == "2026-11-23"
                                            for p in parsed.prices)
+
+
+def test_a_sku_in_an_unknown_unit_is_refused_by_name(gcp_client, catalog):
+    skus = all_skus()
+    ram = next(s for s in skus if s["description"] == "A3 Instance Ram running in Americas")
+    ram["pricingInfo"][0]["pricingExpression"]["usageUnit"] = "GiBy.d"
+    with pytest.raises(gce.SkuError, match=f"SKU {ram['skuId']} \\(A3 Instance Ram running in Americas\\): usage unit 'GiBy.d'"):
+        gce.machine_price(skus, gce.MACHINES["a3-highgpu-8g"], "us-central1", "on-demand")
+    # through refresh it is a PriceSourceError: the CLI prints it and writes nothing
+    import unittest.mock as mock
+    with mock.patch.object(fetch, "gcp_skus", return_value=skus), pytest.raises(fetch.PriceSourceError, match="GiBy.d"):
+        fetch.refresh(catalog, ["gcp"], {"gcp": ["us-central1"]}, "2026-11-23")
