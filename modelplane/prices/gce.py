@@ -98,8 +98,8 @@ def _hourly(sku: dict, amount: float, unit: str) -> float:
     return rate * amount
 
 
-def _find(skus: list[dict], region: str, usage: str, group: str, prefix: str | tuple[str, ...]) -> dict | None:
-    prefixes = tuple(p.lower() for p in ((prefix,) if isinstance(prefix, str) else prefix))
+def _find(skus: list[dict], region: str, usage: str, group: str, wordings: tuple[str, ...]) -> dict | None:
+    prefixes = tuple(w.lower() for w in wordings)
     hits = [s for s in skus
             if region in (s.get("serviceRegions") or [])
             and (s.get("category") or {}).get("usageType") == usage
@@ -110,29 +110,29 @@ def _find(skus: list[dict], region: str, usage: str, group: str, prefix: str | t
 
 
 def components(machine: Machine, capacity_type: str) -> list[tuple]:
-    """(component, usage type, resource group, description prefix, amount, unit) the machine is billed for."""
+    """(component, usage type, resource group, description prefixes, amount, unit) the machine is billed for."""
     usage, pre, gpu_pre, gpu_tail, (ssd_usage, ssd) = _WORDING[capacity_type]
     gpu = f"{gpu_pre}{machine.gpu}{' GPU' if machine.family else ''}{gpu_tail}"
-    out = [("gpu", usage, "GPU", gpu, machine.gpus, "unit")]
+    out = [("gpu", usage, "GPU", (gpu,), machine.gpus, "unit")]
     if machine.family:
-        # DWS vCPU and memory SKUs are written with or without "Instance": either wording matches
-        out += [("cpu", usage, "CPU", f"{pre}{machine.family} Instance Core running in ", machine.vcpus, "unit"),
-                ("ram", usage, "RAM", f"{pre}{machine.family} Instance Ram running in ", machine.memory_gib, "GiB")]
-        if capacity_type == "flex-start":
-            out[1:] = [(n, u, g, (p, p.replace(" Instance ", " ")), a, unit) for n, u, g, p, a, unit in out[1:]]
+        def family(what):
+            wordings = (f"{pre}{machine.family} Instance {what} running in ",)
+            # DWS vCPU and memory SKUs are written with or without "Instance": either matches
+            return wordings + ((f"{pre}{machine.family} {what} running in ",) if capacity_type == "flex-start" else ())
+        out += [("cpu", usage, "CPU", family("Core"), machine.vcpus, "unit"),
+                ("ram", usage, "RAM", family("Ram"), machine.memory_gib, "GiB")]
     if machine.local_ssd_gib:
-        out.append(("local-ssd", ssd_usage, "LocalSSD", ssd, machine.local_ssd_gib, "GiB"))
+        out.append(("local-ssd", ssd_usage, "LocalSSD", (ssd,), machine.local_ssd_gib, "GiB"))
     return out
 
 
 def machine_price(skus: list[dict], machine: Machine, region: str, capacity_type: str) -> tuple[float, list[str]] | str:
     """The machine's hourly price and the SKU ids it is composed of, or why it has none."""
     total, ids = 0.0, []
-    for name, usage, group, prefix, amount, unit in components(machine, capacity_type):
-        sku = _find(skus, region, usage, group, prefix)
+    for name, usage, group, wordings, amount, unit in components(machine, capacity_type):
+        sku = _find(skus, region, usage, group, wordings)
         if sku is None:
-            shown = prefix if isinstance(prefix, str) else prefix[0]
-            return f"no {usage} {group} SKU \"{shown.strip()}...\" in {region} ({name})"
+            return f"no {usage} {group} SKU \"{wordings[0].strip()}...\" in {region} ({name})"
         total += _hourly(sku, amount, unit)
         ids.append(sku["skuId"])
     return total, ids
