@@ -1,15 +1,14 @@
-# One-command entry points (see README). Everything installs into .venv from requirements.txt
-# and requirements-prices.txt (the price API clients the tests exercise).
+# One-command entry points (see README). Everything installs into .venv from requirements.txt.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
 .PHONY: install browser plan test report-check screenshot bench clean
 
-$(BIN)/modelplane: requirements.txt requirements-prices.txt pyproject.toml
+$(BIN)/modelplane: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt -r requirements-prices.txt
+	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	@touch $@
 
@@ -23,7 +22,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; }
 	@command -v chromium >/dev/null || { echo "chromium could not be installed (apt-get)" >&2; exit 1; }
 
-test: install browser
+test: install $(VENV)/prices.stamp browser
 	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory report-check
 
@@ -48,3 +47,9 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis out
+
+# The price API clients of the optional extra modelplane[prices]: tests/test_prices.py runs
+# `modelplane prices refresh` through them on recorded responses.
+$(VENV)/prices.stamp: requirements-prices.txt $(BIN)/modelplane
+	$(BIN)/pip install -q -r requirements-prices.txt
+	@touch $@

@@ -224,7 +224,9 @@ def test_prices_lists_what_a_stack_pays_with_age_and_marks():
     result = CliRunner().invoke(main, ["prices", "--stack", "prod"], terminal_width=400)
     assert result.exit_code == 0, result.output
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.startswith("│ ")}
-    assert "upper bound" in rows["eks-use1/h200"] and "capacity-block" in rows["eks-use1/h200"]
+    assert "upper bound" in rows["gke-usc1/h100"] and "flex-start" in rows["gke-usc1/h100"]
+    assert "upper bound" in rows["eks-use1/l40s"] and "spot" in rows["eks-use1/l40s"]
+    assert "upper bound" not in rows["eks-use1/h100"]
     assert "contract" in rows["gke-usc1/h200"]
     # the 2025-06-01 g6e row is past any threshold: its age is flagged
     assert "(> 90 d)" in rows["eks-use1/l40s"] and "2025-06-01" in rows["eks-use1/l40s"]

@@ -117,11 +117,12 @@ def test_one_gpu_total_on_the_page_and_upper_bounds_marked(page, prod_doc):
     assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [str(prod_doc["cost"]["stack"]["gpus"]["max"])]
     stack_row = page.select_one('#cost tr[data-row="stack"]')
     assert str(prod_doc["cost"]["stack"]["gpus"]["max"]) not in [td.text for td in stack_row.select("td")]
-    # the p5en Capacity Block pool has no rate of its own: charged at on-demand, said so where it is drawn and in the notes
-    card = page.select_one('section.card[data-cluster="eks-use1"]')
-    assert "capacity-block · $63.30/node-h (upper bound)" in card.text
+    # the A3 High Flex-start pool has no rate of its own: charged at on-demand, said so where it is drawn and in the notes
+    card = page.select_one('section.card[data-cluster="gke-usc1"]')
+    assert "flex-start · $88.49/node-h (upper bound)" in card.text
     bounds = [li.text for li in page.select('#price-notes li[data-price="upper-bound"]')]
-    assert any(t.startswith("eks-use1/h200 (eks-h200-8x-p5en, capacity-block)") and "an upper bound" in t for t in bounds)
+    assert any(t.startswith("gke-usc1/h100 (gke-h100-8x-a3high, flex-start)") and "an upper bound" in t for t in bounds)
+    assert "$88.49/node-h (upper bound)" not in page.select_one('section.card[data-cluster="gke-euw4"]').text
 
 
 def test_unpriced_never_shows_as_free(lab_doc):
