@@ -36,7 +36,7 @@ browser:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-dejavu-core; }
 	@command -v chromium >/dev/null || { echo "chromium could not be installed (apt-get)" >&2; exit 1; }
 
-test: install browser
+test: install $(VENV)/prices.stamp browser
 	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory report-check
 
@@ -61,3 +61,9 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis out
+
+# The price API clients of the optional extra modelplane[prices]: tests/test_prices.py runs
+# `modelplane prices refresh` through them on recorded responses.
+$(VENV)/prices.stamp: requirements-prices.txt $(BIN)/modelplane
+	$(BIN)/pip install -q -r requirements-prices.txt
+	@touch $@

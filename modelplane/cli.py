@@ -126,6 +126,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
             gate, stack, config_file, previous, without, policy_config, program_dir)
     doc = report.document(run, violations)
+    if without:
+        doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
     traces = _traces(run, hosts)
@@ -298,6 +300,11 @@ def classes():
         table.add_row(name, ",".join(c.clouds()) or "byo", machine, f"{g.product} {g.memory_gib}GB", str(g.count),
                       f"{c.capabilities.network.fabric} {c.capabilities.network.bandwidth_gbps}G")
     out.print(table)
+
+
+from .prices.command import prices as _prices  # noqa: E402  (the `prices` command group)
+
+main.add_command(_prices)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,19 @@ A pool's node price, first that applies:
 3. for `reservation`: the on-demand list price (GCE reservations and EC2 On-Demand Capacity
    Reservations bill reserved nodes at the on-demand rate unless a commitment discounts them);
 4. an internal rate of a bring-your-own class (`region: "*"`);
-5. the on-demand list price as an upper bound, marked so (no list price for that capacity type);
+5. the on-demand list price as an upper bound, marked `upperBound` (no rate for that capacity
+   type: Spot, Flex-start and Capacity Blocks each have their own rate when the catalog has it);
 otherwise the pool is unpriced and listed as such, never counted as free.
+
+A price older than STALE_DAYS on the day of the plan is marked `stale` with its age.
 """
 from __future__ import annotations
 
+from datetime import date
+
 HOURS_PER_MONTH = 730
 CURRENCY = "USD"
+STALE_DAYS = 90   # list prices move (Spot daily); older than this, a plan says so
 
 
 def pool_price(prices: dict, cls: str, region: str, capacity_type: str, contract: float | None = None) -> dict | None:
@@ -33,7 +39,7 @@ def pool_price(prices: dict, cls: str, region: str, capacity_type: str, contract
     if internal is not None:
         return _entry(internal, "internal")
     if on_demand is not None:
-        return _entry(on_demand, f"on-demand (no {capacity_type} list price; an upper bound)")
+        return {**_entry(on_demand, f"on-demand (no {capacity_type} list price; an upper bound)"), "upperBound": True}
     return None
 
 
@@ -78,11 +84,20 @@ class _Sum:
         return out
 
 
+def age(price: dict, today: date, max_days: int = STALE_DAYS) -> dict:
+    """`ageDays` of a price entry on `today`, and `stale` when older than `max_days`."""
+    if "asOf" not in price:
+        return {}
+    days = (today - date.fromisoformat(price["asOf"])).days
+    return {"ageDays": days, **({"stale": True} if days > max_days else {})}
+
+
 def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_workers: dict[str, dict[str, int]],
-               owned: set[str] | frozenset = frozenset()) -> dict:
+               owned: set[str] | frozenset = frozenset(), today: date | None = None) -> dict:
     """Cost of a plan. `placements`: the plan's JSON placements; `minimum_workers`: per deployment
     and role, the workers that run at minimum (autoscaled roles at minReplicas); `owned`: clusters
-    whose idle minNodes this plan charges (those whose usage it sees).
+    whose idle minNodes this plan charges (those whose usage it sees); `today`: the day prices'
+    age is counted on (none: no age).
 
     Per replica, `min` is what runs at minimum and `max` the envelope the plan reserved."""
     pools = {(c, p["name"]): p for c, inv in inventories.items() for p in inv.get("pools", [])}
@@ -139,7 +154,7 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
             continue
         where = {"cluster": cluster, "pool": name, "class": pool.get("class"), "capacityType": pool.get("capacityType")}
         if pool.get("price"):
-            price_rows.append({**where, **pool["price"]})
+            price_rows.append({**where, **pool["price"], **(age(pool["price"], today) if today else {})})
         else:
             unpriced.append(where)
     return {
@@ -153,7 +168,22 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
 
 def doubtful(cost: dict) -> list[dict]:
     """Prices a reader should question: unconfirmed, or an on-demand upper bound for another type."""
-    return [p for p in cost["prices"] if p.get("unconfirmed") or p["basis"].startswith("on-demand (")]
+    return [p for p in cost["prices"] if p.get("unconfirmed") or p.get("upperBound")]
+
+
+def stale(cost: dict) -> list[dict]:
+    """Prices older than STALE_DAYS on the day of the plan, oldest first."""
+    return sorted((p for p in cost["prices"] if p.get("stale")), key=lambda p: (-p["ageDays"], p["cluster"], p["pool"]))
+
+
+def caveats(price: dict) -> str:
+    """Why a price is doubtful, in words: its basis and marks."""
+    marks = [price["basis"]]
+    if price.get("stale"):
+        marks.append(f"{price['ageDays']} days old")
+    if price.get("unconfirmed"):
+        marks.append("unconfirmed")
+    return "; ".join(marks)
 
 
 def money(value: float) -> str:

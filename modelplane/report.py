@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import yaml
@@ -126,7 +127,9 @@ def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
     spec = run.result.spec
     # Idle nodes are charged to the plan that sees the usage: the apps plan for fleet clusters.
     inventories = {n: inv for n, inv in run.result.inventories.items() if n not in run.lost}
-    return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories))
+    # Prices' age is counted on the day of the plan: the same plan on the same day gives the same document.
+    return fleet_cost(placements, inventories, {d.key: minimum_workers(d) for d in spec.deployments}, set(inventories),
+                      date.today())
 
 
 def repack_of(run: OfflineRun):
@@ -215,3 +218,18 @@ def write_out(run: OfflineRun, out: Path) -> int:
         path.write_text(yaml.dump(body, Dumper=_DUMPER, sort_keys=True, width=120))
         count += 1
     return count
+
+
+def what_if(without, before: dict, doc: dict, cost_before: dict) -> dict:
+    """`plan --without`: the replicas that move, those lost, and the stack's cost and GPUs before
+    and after, as the CLI prints them (the report draws this section from it). `before`:
+    (deployment, replica) -> cluster in the plan with every cluster."""
+    moves = [{"deployment": p["deployment"], "replica": p["replica"], "from": before.get((p["deployment"], p["replica"])),
+              "to": p["cluster"]} for p in doc["placements"]
+             if before.get((p["deployment"], p["replica"])) != p["cluster"]]
+    lost = [{"deployment": u["deployment"], "replica": u["replica"], "from": before[(u["deployment"], u["replica"])]}
+            for u in doc["unplaced"] if (u["deployment"], u["replica"]) in before]
+    def head(c):
+        return {"hourly": c["stack"]["hourly"], "gpus": c["stack"]["gpus"]}
+    return {"without": list(without), "moves": moves, "lost": lost,
+            "cost": {"before": head(cost_before), "after": head(doc["cost"])}}

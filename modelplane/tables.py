@@ -118,8 +118,11 @@ def cost_table(doc: dict) -> Table:
 
     def row(kind, name, r):
         note = f" (+{r['unpricedNodes']} unpriced)" if r.get("unpricedNodes") else ""
-        table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), money_span(r["hourly"]) + note,
-                      money_span(r["monthly"]))
+        hourly, monthly = money_span(r["hourly"]) + note, money_span(r["monthly"])
+        if r.get("unpricedNodes") and r["hourly"]["max"] == 0:     # nothing priced: never "$0.00"
+            n = r['unpricedNodes']
+            hourly, monthly = f"unpriced ({n} node{'s' if n != 1 else ''})", "unpriced"
+        table.add_row(kind, name, span(r["gpus"]), span(r["nodes"]), hourly, monthly)
     for d in cost["deployments"]:
         row("deployment", d["deployment"], d)
     for i in cost["idle"]["pools"]:
@@ -131,14 +134,18 @@ def cost_table(doc: dict) -> Table:
 
 
 def price_notes(out, doc: dict) -> None:
-    """Where the prices come from, and what is not priced."""
-    from .cost import doubtful, money
+    """Where the prices come from, what is an upper bound or old, and what is not priced."""
+    from .cost import STALE_DAYS, caveats, doubtful, money, stale
 
     cost = doc["cost"]
     for p in doubtful(cost):
-        why = p["basis"] + ("; unconfirmed" if p.get("unconfirmed") else "")
         out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
-                  f"{why} (source {p['source']}, {p['asOf']})", markup=False)
+                  f"{caveats(p)} (source {p['source']}, {p['asOf']})", markup=False)
+    old = stale(cost)
+    if old:
+        out.print(f"  [yellow]old prices[/yellow]: {len(old)} of {len(cost['prices'])} pools' prices are older than "
+                  f"{STALE_DAYS} days (oldest {old[0]['asOf']}, {old[0]['cluster']}/{old[0]['pool']}); "
+                  "`modelplane prices refresh` reads current ones")
     for p in cost["unpriced"]:
         out.print(f"  [yellow]unpriced[/yellow] {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): no list "
                   "price; set capacity.hourly on the pool or add the class to catalog/prices.yaml")

@@ -202,3 +202,26 @@ def test_a_replica_placed_at_a_smaller_step_costs_no_more_at_minimum_than_at_max
     row = next(r for r in report.cost_of(run, [p.to_json() for p in run.result.plan.placements])["deployments"]
                if r["deployment"] == "ml/deepseek")
     assert row["gpus"] == {"min": 64, "max": 64} and row["nodes"] == {"min": 8, "max": 8}
+
+
+def test_every_capacity_type_has_its_own_rate_and_only_a_missing_one_is_an_upper_bound():
+    prices = {**PRICES, **{(p.class_, p.region, p.capacity_type): p for p in [
+        price("h100", "us-central1", "flex-start", 49.20), price("h100", "us-central1", "capacity-block", 41.10)]}}
+    for kind, want in (("spot", 35.40), ("flex-start", 49.20), ("capacity-block", 41.10), ("on-demand", 88.49)):
+        got = pool_price(prices, "h100", "us-central1", kind)
+        assert (got["hourly"], got["basis"]) == (want, "list") and "upperBound" not in got
+    bound = pool_price(PRICES, "h100", "us-central1", "capacity-block")
+    assert bound["upperBound"] is True and bound["hourly"] == 88.49
+
+
+def test_a_price_older_than_the_threshold_is_flagged_with_its_age():
+    from modelplane.cost import STALE_DAYS, stale
+
+    pools = inv("a", [("h100", "h100", 1, 1, 8, 10.0), ("l4", "l4", 1, 1, 1, 1.0)])
+    pools["pools"][0]["price"] = {"hourly": 10.0, "basis": "list", "source": "https://x", "asOf": "2026-01-01"}
+    pools["pools"][1]["price"] = {"hourly": 1.0, "basis": "list", "source": "https://x", "asOf": "2026-11-01"}
+    cost = fleet_cost([], {"a": pools}, {}, {"a"}, today=date(2026, 11, 23))
+    ages = {p["pool"]: (p["ageDays"], p.get("stale", False)) for p in cost["prices"]}
+    assert ages == {"h100": (326, True), "l4": (22, False)} and STALE_DAYS < 326
+    assert [p["pool"] for p in stale(cost)] == ["h100"]
+    assert "ageDays" not in fleet_cost([], {"a": pools}, {}, {"a"})["prices"][0]     # no day, no age

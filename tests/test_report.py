@@ -61,7 +61,7 @@ def test_the_labels_and_tiles_say_the_plans_numbers(page, prod_doc):
     card = page.select_one('section.card[data-cluster="gke-usc1"]')
     assert "h200 4/8 nodes placed" in card.text and "$80.00/node-h" in card.text
     row = page.select_one('#cost tr[data-row="deployment"][data-name="chat/deepseek-r1"]')
-    assert [td.text for td in row.select("td")][2:] == ["64", "8", "$573", "$418,436"]
+    assert [td.text for td in row.select("td")][2:] == ["64", "8", "$573", "$418,424"]
     assert page.select_one('#violations tr[data-policy="image-pinned"]').select("td")[0].text == "advisory"
 
 
@@ -111,6 +111,112 @@ def test_fifty_clusters_stay_legible(tmp_path):
 
 def chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_one_gpu_total_on_the_page_and_upper_bounds_marked(page, prod_doc):
+    assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [str(prod_doc["cost"]["stack"]["gpus"]["max"])]
+    stack_row = page.select_one('#cost tr[data-row="stack"]')
+    assert str(prod_doc["cost"]["stack"]["gpus"]["max"]) not in [td.text for td in stack_row.select("td")]
+    # the A3 High Flex-start pool has no rate of its own: charged at on-demand, said so where it is drawn and in the notes
+    card = page.select_one('section.card[data-cluster="gke-usc1"]')
+    assert "flex-start · $88.49/node-h (upper bound)" in card.text
+    bounds = [li.text for li in page.select('#price-notes li[data-price="upper-bound"]')]
+    assert any(t.startswith("gke-usc1/h100 (gke-h100-8x-a3high, flex-start)") and "an upper bound" in t for t in bounds)
+    assert "$88.49/node-h (upper bound)" not in page.select_one('section.card[data-cluster="gke-euw4"]').text
+
+
+def test_unpriced_never_shows_as_free(lab_doc):
+    page = BeautifulSoup(render(lab_doc), "html.parser")
+    n = len(lab_doc["cost"]["unpriced"])
+    assert n and lab_doc["cost"]["stack"]["hourly"]["max"] == 0
+    assert page.select_one("#tile-hourly b").text == "unpriced"
+    assert f"{n} pools unpriced, not counted" in page.select_one("#tile-hourly").text
+    assert page.select_one("#tile-monthly b").text == "unpriced"
+    assert "$0.00" not in page.text
+    partly = {**lab_doc, "cost": {**lab_doc["cost"], "stack": {**lab_doc["cost"]["stack"],
+                                                                "hourly": {"min": 10.0, "max": 12.0}}}}
+    assert BeautifulSoup(render(partly), "html.parser").select_one("#tile-hourly b").text == "$10.00–$12.00 + unpriced"
+
+
+@pytest.fixture(scope="module")
+def lab_doc():
+    from modelplane import offline
+
+    return report.document(offline.run("lab"), [])
+
+
+@pytest.fixture(scope="module")
+def whatif():
+    """`plan prod --without eks-use1 --report`: the CLI's printout and the page, from one run."""
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        html = Path(tmp) / "w.html"
+        result = CliRunner().invoke(main, ["plan", "prod", "--without", "eks-use1", "--report", str(html)])
+        return result.output, BeautifulSoup(html.read_text(), "html.parser")
+
+
+def test_a_what_if_report_is_titled_so_and_shows_what_the_cli_prints(whatif):
+    printed, page = whatif
+    assert page.title.text == "modelplane what-if: prod without eks-use1"
+    assert page.select_one("#title").text == "What-if: prod without eks-use1"
+    lines = [" ".join(line.split()) for line in printed.splitlines()]
+    moves = [li.text for li in page.select('#whatif li[data-kind="move"]')]
+    lost = [li.text for li in page.select('#whatif li[data-kind="lost"]')]
+    assert moves and moves == [line for line in lines if line.startswith("moves ")]
+    assert lost and lost == [line for line in lines if line.startswith("lost ")]
+    [cost_line] = [line for line in lines if line.startswith("cost $")]        # "cost $A/h -> $B/h, GPUs x -> y"
+    money_part, gpu_part = cost_line.split(", GPUs ")
+    assert page.select_one('#whatif li[data-kind="cost"]').text == money_part
+    assert page.select_one('[data-total="gpus"] b').text == gpu_part.replace("->", "→")
+
+
+def test_cluster_colours_are_stable_across_reports_and_never_grey(page, whatif):
+    from modelplane.fleetreport.bars import FREE, IDLE
+
+    def colours(p):
+        return {r["data-cluster"]: r["fill"] for r in p.select('tr[data-service] svg rect') if r["data-cluster"] != "-"}
+    full, without = colours(page), colours(whatif[1])
+    assert set(without) < set(full) and all(full[c] == without[c] for c in without)
+
+    def rgb(h):
+        return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+    for colour in full.values():
+        r, g, b = rgb(colour)
+        assert max(r, g, b) - min(r, g, b) > 40, colour                        # not a grey
+        assert sum(abs(x - y) for x, y in zip(rgb(colour), rgb(IDLE))) > 90 and colour != FREE
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (`make test` installs it with apt-get)")
+def test_the_report_is_readable_800_pixels_wide(prod_doc, whatif, tmp_path):
+    """Drawn by the browser at 800 px: nothing wider than the window (measured by a probe added to a
+    copy of the page; the report itself has no script)."""
+    import re
+
+    for name, html in (("prod", render(prod_doc)), ("whatif", str(whatif[1]))):
+        probe = tmp_path / f"{name}.html"
+        probe.write_text(html.replace("</body>", '<script>document.body.setAttribute("data-scroll-width", '
+                                      'document.documentElement.scrollWidth)</script></body>'))
+        dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                              "--window-size=800,1000", "--dump-dom", probe.as_uri()],
+                             check=True, capture_output=True, text=True, timeout=120).stdout
+        width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
+        assert width <= 800, (name, width)
+    png = tmp_path / "prod-800.png"
+    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=800,1500", f"--screenshot={png}", (tmp_path / "prod.html").as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    from PIL import Image
+
+    image = Image.open(png).convert("RGB")
+    assert image.size == (800, 1500)
+    white = next((n for n, c in image.getcolors(maxcolors=1 << 20) if c == (255, 255, 255)), 0)
+    assert white < 0.95 * 800 * 1500
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed (`make test` installs it with apt-get)")

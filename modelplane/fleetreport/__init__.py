@@ -10,8 +10,8 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ..cost import doubtful, money, money_span
-from .bars import CLUSTER_PALETTE, colours, pool_bar, progress_bar, share_bar
+from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale
+from .bars import colours, pool_bar, progress_bar, share_bar, stable_colours
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -24,6 +24,18 @@ def _span(s: dict) -> str:
 
 
 _ENV.filters["span"] = _span
+
+
+def _charge(row: dict, key: str = "hourly") -> str:
+    """A cost figure that never passes nodes without a price off as free: "unpriced" when none
+    of the row's nodes has a price, "$X + unpriced" when some have none."""
+    if not row.get("unpricedNodes"):
+        return money_span(row[key])
+    return "unpriced" if row[key]["max"] == 0 else f"{money_span(row[key])} + unpriced"
+
+
+_ENV.filters["charge"] = _charge
+_ENV.filters["caveats"] = caveats
 
 
 def context(doc: dict) -> dict:
@@ -47,7 +59,8 @@ def context(doc: dict) -> dict:
         card = {**c, "pools": pools, "cost": cluster_cost.get(c["cluster"]),
                 "replicas": sum(1 for p in doc["placements"] if p["cluster"] == c["cluster"])}
         (cards if card["replicas"] or any(p["idle"] for p in pools) else empty).append(card)
-    cluster_palette = colours((c["cluster"] for c in doc["clusters"]), CLUSTER_PALETTE)
+    cluster_palette = stable_colours([c["cluster"] for c in doc["clusters"]] +
+                                     [c for s in doc["services"] for c in s["clusters"]])
     services = [{**s, "bar": share_bar(s["service"], s["clusters"], cluster_palette)} for s in doc["services"]]
     unplaced: dict[str, dict] = {}
     for u in doc["unplaced"]:
@@ -66,7 +79,8 @@ def context(doc: dict) -> dict:
         "mandatory": sum(1 for v in violations if v["level"] == "mandatory"),
         "replicas": {"placed": len(doc["placements"]), "wanted": len(doc["placements"]) + len(doc["unplaced"])},
         "cluster_palette": cluster_palette,
-        "shaky": doubtful(cost),
+        "shaky": doubtful(cost), "stale": stale(cost), "stale_days": STALE_DAYS,
+        "unpriced_pools": len(cost["unpriced"]), "whatif": doc.get("whatIf"),
     }
 
 

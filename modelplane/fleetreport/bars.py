@@ -7,6 +7,8 @@ the picture the way a person reads it.
 """
 from __future__ import annotations
 
+from hashlib import sha256
+
 from markupsafe import Markup, escape
 
 # Distinct on white and for the common colour-vision deficiencies (Okabe-Ito, then Tol's muted).
@@ -16,13 +18,33 @@ IDLE, FREE = "#6b6b6b", "#e6e6e6"
 WIDTH, HEIGHT = 360, 18
 
 
-# Clusters in the traffic bars: greys and earth tones, so they never read as a deployment.
-CLUSTER_PALETTE = ("#4d4d4d", "#a6761d", "#7f7f7f", "#66a61e", "#b3b3b3", "#e6ab02", "#1b1b1b", "#8c6d31")
+# Clusters in the traffic bars: dark earth tones, none of them grey, so a cluster reads neither
+# as a deployment (the bright palette above) nor as idle nodes or free space.
+CLUSTER_PALETTE = ("#8c510a", "#7f3b08", "#5a3d2b", "#01665e", "#2d004b", "#b2182b", "#4d9221", "#6b4f1d")
 
 
 def colours(names, palette=PALETTE) -> dict[str, str]:
     """Name -> colour, by name order, so the same fleet is drawn the same way."""
     return {d: palette[i % len(palette)] for i, d in enumerate(sorted(set(names)))}
+
+
+def stable_colours(names, palette=CLUSTER_PALETTE) -> dict[str, str]:
+    """Name -> colour from a hash of the name, so a cluster keeps its colour in every report
+    whichever other clusters it shows (a what-if without one cluster too). Two names on one
+    colour: the later in name order takes the next free colour (all are taken past the
+    palette's size, then colours repeat)."""
+    out, taken = {}, set()
+    for name in sorted(set(names)):
+        i = int(sha256(name.encode()).hexdigest(), 16) % len(palette)
+        for step in range(len(palette)):
+            if palette[(i + step) % len(palette)] not in taken:
+                i = (i + step) % len(palette)
+                break
+        out[name] = palette[i]
+        taken.add(palette[i])
+        if len(taken) == len(palette):
+            taken.clear()
+    return out
 
 
 def _rect(x: float, w: float, fill: str, attrs: dict, title: str, pattern: bool = False) -> str:

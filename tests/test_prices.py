@@ -1,0 +1,280 @@
+"""`modelplane prices refresh` on recorded API responses, through the official clients: Google's
+CloudCatalogClient over its REST transport with a fake HTTP session, and boto3 with botocore's
+Stubber. The fixtures are in tests/fixtures/prices (see its README)."""
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from modelplane.prices import ec2, fetch, gce, pricefile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "prices"
+billing_v1 = pytest.importorskip("google.cloud.billing_v1", reason="pip install -r requirements-prices.txt")
+boto3 = pytest.importorskip("boto3", reason="pip install -r requirements-prices.txt")
+
+
+def load(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+class FakeSession:
+    """Stands in for the REST transport's AuthorizedSession: answers ListSkus pages by pageToken."""
+
+    def __init__(self, pages):
+        self.pages, self.calls = pages, []
+
+    def get(self, url, timeout=None, headers=None, params=None):
+        import requests
+
+        params = dict(params or [])                  # the transport passes a list of (name, value)
+        self.calls.append((url, params))
+        response = requests.Response()
+        response.status_code = 200
+        response._content = json.dumps(self.pages[params.get("pageToken", "")]).encode()
+        return response
+
+
+@pytest.fixture
+def gcp_client():
+    from google.auth.credentials import AnonymousCredentials
+
+    page1, page2 = load("gcp-skus-page1.json"), load("gcp-skus-page2.json")
+    client = billing_v1.CloudCatalogClient(credentials=AnonymousCredentials(), transport="rest")
+    fake = FakeSession({"": page1, page1["nextPageToken"]: page2})
+    client._transport._session.get = fake.get     # the transport's own session object answers from the fixtures
+    client.fake = fake
+    return client
+
+
+def all_skus():
+    return load("gcp-skus-page1.json")["skus"] + load("gcp-skus-page2.json")["skus"]
+
+
+def rate(description):
+    sku = next(s for s in all_skus() if s["description"] == description)
+    price = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][-1]["unitPrice"]
+    return int(price["units"]) + price["nanos"] / 1e9
+
+
+def test_a3_high_is_priced_from_its_gpu_vcpu_memory_and_local_ssd_skus():
+    hourly, ids = gce.machine_price(all_skus(), gce.MACHINES["a3-highgpu-8g"], "us-central1", "on-demand")
+    want = (8 * rate("Nvidia H100 80GB GPU running in Americas") + 208 * rate("A3 Instance Core running in Americas")
+            + 1872 * rate("A3 Instance Ram running in Americas") + 6000 * rate("SSD backed Local Storage") / 730)
+    assert hourly == pytest.approx(want)
+    assert len(ids) == 4
+    described = {s["skuId"]: s["description"] for s in all_skus()}
+    # not the Mega GPU, not the commitment, not another family
+    assert sorted(described[i] for i in ids) == ["A3 Instance Core running in Americas", "A3 Instance Ram running in Americas",
+                                                 "Nvidia H100 80GB GPU running in Americas", "SSD backed Local Storage"]
+
+
+def test_spot_and_flex_start_use_their_own_skus():
+    skus, a3 = all_skus(), gce.MACHINES["a3-highgpu-8g"]
+    spot, _ = gce.machine_price(skus, a3, "us-central1", "spot")
+    assert spot == pytest.approx(
+        8 * rate("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Americas")
+        + 208 * rate("Spot Preemptible A3 Instance Core running in Americas")
+        + 1872 * rate("Spot Preemptible A3 Instance Ram running in Americas")
+        + 6000 * rate("SSD backed Local Storage attached to Spot Preemptible VMs") / 730)
+    flex, _ = gce.machine_price(skus, a3, "us-central1", "flex-start")
+    assert flex == pytest.approx(
+        8 * rate("Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas")
+        + 208 * rate("DWS Defined Duration A3 Instance Core running in Americas")     # both wordings match
+        + 1872 * rate("DWS Defined Duration A3 Ram running in Americas")
+        + 6000 * rate("SSD backed Local Storage") / 730)
+    on_demand, _ = gce.machine_price(skus, a3, "us-central1", "on-demand")
+    assert len({round(spot, 4), round(flex, 4), round(on_demand, 4)}) == 3 and max(spot, flex) < on_demand
+
+
+def test_a_whole_machine_slice_sku_prices_a4_per_gpu():
+    hourly, ids = gce.machine_price(all_skus(), gce.MACHINES["a4-highgpu-8g"], "us-east4", "on-demand")
+    assert hourly == pytest.approx(8 * rate("A4 Nvidia B200 (1 gpu slice) running in Americas")
+                                   + 12000 * rate("SSD backed Local Storage") / 730)
+    assert len(ids) == 2
+
+
+def test_a_missing_component_leaves_the_machine_unpriced_and_says_which():
+    got = gce.machine_price(all_skus(), gce.MACHINES["a3-highgpu-8g"], "europe-west4", "on-demand")
+    assert got == 'no OnDemand RAM SKU "A3 Instance Ram running in..." in europe-west4 (ram)'
+
+
+def test_refresh_reads_every_page_through_the_google_client(gcp_client, catalog):
+    rows, missing = fetch.refresh(catalog, ["gcp"], {"gcp": ["us-central1", "europe-west4"]}, "2026-11-23",
+                                  gcp_client=gcp_client)
+    session = gcp_client.fake
+    assert len(session.calls) == 2 and session.calls[1][1]["pageToken"] == load("gcp-skus-page1.json")["nextPageToken"]
+    assert all(url.endswith("/v1/services/6F81-5844-456A/skus") for url, _ in session.calls)
+    got = {(r["class"], r["region"], r["capacityType"]): r for r in rows}
+    assert set(got) == {("gke-h100-8x-a3high", "us-central1", t) for t in ("on-demand", "spot", "flex-start")} | \
+        {("gke-b200-8x-a4", "us-central1", "on-demand"), ("gke-h100-8x-a3mega", "us-central1", "on-demand")}
+    row = got[("gke-h100-8x-a3high", "us-central1", "on-demand")]
+    assert row["hourly"] == round(gce.machine_price(all_skus(), gce.MACHINES["a3-highgpu-8g"], "us-central1",
+                                                    "on-demand")[0], 4)
+    assert row["asOf"] == "2026-11-23" and row["source"].startswith("https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus (")
+    assert any(m.startswith("gke-h100-8x-a3high europe-west4 on-demand: no OnDemand RAM SKU") for m in missing)
+    assert 'gke-h200-8x-a3ultra us-central1 spot: no Preemptible GPU SKU "H200 141GB GPU attached to Spot Preemptible VMs ' \
+        'running in..." in us-central1 (gpu)' in missing
+
+
+def stubbed(region="us-east-1"):
+    from botocore.stub import ANY, Stubber
+
+    pricing = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    ec2_client = boto3.client("ec2", region_name=region, aws_access_key_id="x", aws_secret_access_key="x")
+    ps, es = Stubber(pricing), Stubber(ec2_client)
+    p1, p2 = load("aws-products-p5-page1.json"), load("aws-products-p5-page2.json")
+    ps.add_response("get_products", p1, {"ServiceCode": "AmazonEC2", "Filters": ANY})
+    ps.add_response("get_products", p2, {"ServiceCode": "AmazonEC2", "Filters": ANY, "NextToken": p1["NextToken"]})
+    ps.add_response("get_products", load("aws-products-p5en.json"), {"ServiceCode": "AmazonEC2", "Filters": ANY})
+
+    def dated(page):
+        for h in page["SpotPriceHistory"]:
+            h["Timestamp"] = datetime.fromisoformat(h["Timestamp"])
+        return page
+    s1 = dated(load("aws-spot-page1.json"))
+    spot = {"InstanceTypes": ["p5.48xlarge", "p5en.48xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": ANY}
+    es.add_response("describe_spot_price_history", s1, spot)
+    es.add_response("describe_spot_price_history", dated(load("aws-spot-page2.json")), {**spot, "NextToken": s1["NextToken"]})
+    blocks = {"InstanceCount": 1, "CapacityDurationHours": 24}
+    es.add_client_error("describe_capacity_block_offerings", "InvalidParameterValue",
+                        "Capacity Blocks are not offered for p5.48xlarge in us-east-1",
+                        expected_params={**blocks, "InstanceType": "p5.48xlarge"})
+    offers = load("aws-capacity-blocks-p5en.json")
+    for o in offers["CapacityBlockOfferings"]:
+        for k in ("StartDate", "EndDate"):
+            o[k] = datetime.fromisoformat(o[k])
+    es.add_response("describe_capacity_block_offerings", offers, {**blocks, "InstanceType": "p5en.48xlarge"})
+    ps.activate(), es.activate()
+    return pricing, ec2_client, ps, es
+
+
+def test_aws_on_demand_spot_and_capacity_block_through_boto3(catalog):
+    pricing, ec2_client, ps, es = stubbed()
+    only = {"eks-h100-8x-p5": "p5.48xlarge", "eks-h200-8x-p5en": "p5en.48xlarge"}
+    products, history, blocks = fetch.aws_prices(sorted(only.values()), "us-east-1", pricing, ec2_client)
+    ps.assert_no_pending_responses(), es.assert_no_pending_responses()
+    rows = ec2.on_demand(products, only, "us-east-1", "2026-11-23")
+    # the Linux on-demand row, not the CapacityBlock row at 0.00 nor Windows (page 2)
+    assert [(r["class"], r["hourly"]) for r in rows] == [("eks-h100-8x-p5", 55.04), ("eks-h200-8x-p5en", 63.296)]
+    assert "SKU 3D4V8UAYEMB38GU2" in rows[0]["source"]
+    spot = ec2.spot(history, only, "us-east-1", "2026-11-23")
+    # each zone's latest Linux/UNIX price, the highest of them
+    assert [(r["class"], r["hourly"]) for r in spot] == [("eks-h100-8x-p5", 33.002), ("eks-h200-8x-p5en", 36.87)]
+    assert "us-east-1a, us-east-1b" in spot[0]["source"]
+    cb = ec2.capacity_block(blocks, only, "us-east-1", "2026-11-23")
+    # the cheapest offering's upfront fee per node-hour: 1185.60 / (1 x 24)
+    assert [(r["class"], r["hourly"]) for r in cb] == [("eks-h200-8x-p5en", 49.4)]
+
+
+def test_a_capacity_block_fee_is_per_instance_and_hour():
+    offer = {"InstanceType": "p5.48xlarge", "InstanceCount": 4, "CapacityBlockDurationHours": 168,
+             "UpfrontFee": "26430.72", "CurrencyCode": "USD", "AvailabilityZone": "us-east-2a"}
+    [row] = ec2.capacity_block([offer], {"eks-h100-8x-p5": "p5.48xlarge"}, "us-east-2", "2026-11-23")
+    assert row["hourly"] == round(26430.72 / (4 * 168), 4) and row["capacityType"] == "capacity-block"
+
+
+def test_without_credentials_a_clear_message_and_nothing_written(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    out = tmp_path / "prices.yaml"
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for cloud, says in (("gcp", "no Google credentials"), ("aws", "no AWS credentials")):
+        result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", cloud, "--regions", "us-east-1",
+                                           "--out", str(out)])
+        assert result.exit_code == 1, result.output
+        assert says in result.output and "nothing written" in result.output
+        assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_the_refreshed_rows_merge_into_the_price_file(tmp_path, catalog):
+    path = tmp_path / "prices.yaml"
+    path.write_text("# where prices come from\nprices:\n"
+                    "  - {class: gke-h100-8x-a3high, region: us-central1, capacityType: spot, hourly: 35.3957, "
+                    "source: old, asOf: 2025-03-06}\n"
+                    "  - {class: h100-8x, region: '*', capacityType: internal, hourly: 20, source: owner, asOf: 2026-01-01}\n")
+    new = [{"class": "gke-h100-8x-a3high", "region": "us-central1", "capacityType": "spot", "hourly": 53.0936,
+            "source": "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus (A, B)", "asOf": "2026-11-23"}]
+    pricefile.write(path, new)
+    text = path.read_text()
+    assert text.startswith("# where prices come from\nprices:\n")
+    rows = yaml.safe_load(text)["prices"]
+    assert [(r["class"], r["hourly"], str(r["asOf"])) for r in rows] == [
+        ("gke-h100-8x-a3high", 53.0936, "2026-11-23"), ("h100-8x", 20, "2026-01-01")]
+    pricefile.write(path, new)
+    assert path.read_text() == text          # deterministic
+    from modelplane.api import load_catalog
+    load_catalog(extra=None)                 # the shipped file still loads
+
+
+def test_prices_lists_what_a_stack_pays_with_age_and_marks():
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    result = CliRunner().invoke(main, ["prices", "--stack", "prod"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.startswith("│ ")}
+    assert "upper bound" in rows["gke-usc1/h100"] and "flex-start" in rows["gke-usc1/h100"]
+    assert "upper bound" in rows["eks-use1/l40s"] and "spot" in rows["eks-use1/l40s"]
+    assert "upper bound" not in rows["eks-use1/h100"]
+    assert "contract" in rows["gke-usc1/h200"]
+    # the 2025-06-01 g6e row is past any threshold: its age is flagged
+    assert "(> 90 d)" in rows["eks-use1/l40s"] and "2025-06-01" in rows["eks-use1/l40s"]
+    assert "modelplane prices refresh" in result.output
+
+
+def test_a_broken_price_file_is_named_not_a_traceback(tmp_path, gcp_client, monkeypatch):
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("prices: [ {class: x\n")
+    monkeypatch.setattr(fetch, "gcp_skus", lambda client=None: all_skus())
+    result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", "gcp", "--regions", "us-central1", "--out", str(bad)])
+    assert result.exit_code == 1 and f"{bad}: not a price file" in result.output and "nothing written" in result.output
+    assert bad.read_text() == "prices: [ {class: x\n"
+
+
+def test_refresh_end_to_end_for_aws_writes_a_valid_price_file(catalog, tmp_path):
+    from types import SimpleNamespace
+
+    from modelplane.api.catalog import CatalogFile
+
+    two = SimpleNamespace(classes={k: catalog.classes[k] for k in ("eks-h100-8x-p5", "eks-h200-8x-p5en")})
+    pricing, ec2_client, ps, es = stubbed()
+    rows, missing = fetch.refresh(two, ["aws"], {"aws": ["us-east-1"]}, "2026-11-23",
+                                  aws_clients={"us-east-1": (pricing, ec2_client)})
+    ps.assert_no_pending_responses(), es.assert_no_pending_responses()
+    assert {(r["class"], r["capacityType"]): r["hourly"] for r in rows} == {
+        ("eks-h100-8x-p5", "on-demand"): 55.04, ("eks-h200-8x-p5en", "on-demand"): 63.296,
+        ("eks-h100-8x-p5", "spot"): 33.002, ("eks-h200-8x-p5en", "spot"): 36.87,
+        ("eks-h200-8x-p5en", "capacity-block"): 49.4}
+    assert missing == ["eks-h100-8x-p5 us-east-1 capacity-block: no rate in the response"]
+    path = tmp_path / "prices.yaml"
+    pricefile.write(path, rows)
+    parsed = CatalogFile.model_validate(yaml.safe_load(path.read_text()))
+    assert len(parsed.prices) == 5 and all(p.source.startswith("https://") and str(p.as_of) == "2026-11-23"
+                                           for p in parsed.prices)
+
+
+def test_a_sku_in_an_unknown_unit_is_refused_by_name(gcp_client, catalog):
+    skus = all_skus()
+    ram = next(s for s in skus if s["description"] == "A3 Instance Ram running in Americas")
+    ram["pricingInfo"][0]["pricingExpression"]["usageUnit"] = "GiBy.d"
+    with pytest.raises(gce.SkuError, match=f"SKU {ram['skuId']} \\(A3 Instance Ram running in Americas\\): usage unit 'GiBy.d'"):
+        gce.machine_price(skus, gce.MACHINES["a3-highgpu-8g"], "us-central1", "on-demand")
+    # through refresh it is a PriceSourceError: the CLI prints it and writes nothing
+    import unittest.mock as mock
+    with mock.patch.object(fetch, "gcp_skus", return_value=skus), pytest.raises(fetch.PriceSourceError, match="GiBy.d"):
+        fetch.refresh(catalog, ["gcp"], {"gcp": ["us-central1"]}, "2026-11-23")
