@@ -7,7 +7,7 @@ from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
 
-from helpers import objects
+from helpers import PROM, objects
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ PREFILL = {"workers": {"count": 1, "topology": {"tensor": 8}}}
 def test_depends_on_becomes_resource_dependencies(tmp_path):
     native = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
                     "prefill": {**PREFILL, "engine": {"image": "vllm/vllm-openai:v0.10.2"}}, "roles": [ROUTER],
-                    "autoscaling": [{"role": "router", "minReplicas": 0, "maxReplicas": 4, "query": "q",
+                    "autoscaling": [{"role": "router", "minReplicas": 0, "maxReplicas": 4, "serverAddress": PROM, "query": "q",
                                      "threshold": "5"}]})
     run = plan_doc(tmp_path, native)
     router = objects(run, "Deployment")["m-0-router"]
@@ -78,16 +78,26 @@ def stack(deployment, substrate=None):
 
 
 @pytest.mark.parametrize("deployment,path,words", [
-    ({"autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
-     "modelplane:deployments[0].autoscaling[0].query", "query would be ignored"),
+    ({"autoscaling": [{"role": "decode", "maxReplicas": 2}]},
+     "modelplane:deployments[0].autoscaling[0].role", "the substrate installs no WVA"),
+    ({"prefill": {"workers": {"count": 1, "topology": {"tensor": 8}}},
+      "autoscaling": [{"role": "prefill", "maxReplicas": 2}]},
+     "modelplane:deployments[0].autoscaling[0].role", "without its CRD KServe stops reconciling"),
+    ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
+      "autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+     "modelplane:deployments[0].autoscaling[0].serverAddress", "needs serverAddress"),
+    ({"roles": [{"name": "tok", "image": "ghcr.io/x/tok:v1"}],
+      "autoscaling": [{"role": "tok", "maxReplicas": 2, "serverAddress": "prometheus:9090", "query": "q",
+                       "threshold": "1"}]},
+     "modelplane:deployments[0].autoscaling[0].serverAddress", "does not match"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
       "autoscaling": [{"role": "decode", "maxReplicas": 2}]},
      "modelplane:deployments[0].autoscaling[0].query", "needs query"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-      "autoscaling": [{"role": "decode", "minReplicas": 0, "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+      "autoscaling": [{"role": "decode", "minReplicas": 0, "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "modelplane:deployments[0].autoscaling[0].minReplicas", "cannot scale to zero"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-      "autoscaling": [{"role": "decoder", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+      "autoscaling": [{"role": "decoder", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "modelplane:deployments[0].autoscaling[0].role", "unknown role 'decoder'"),
 ])
 def test_autoscaling_errors(deployment, path, words):
@@ -98,7 +108,7 @@ def test_autoscaling_errors(deployment, path, words):
 
 def test_autoscaling_on_a_cluster_without_keda_is_refused(tmp_path):
     doc = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-                 "autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+                 "autoscaling": [{"role": "decode", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
                 substrate={"keda": False})
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(yaml.safe_dump({"config": doc}))

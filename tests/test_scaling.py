@@ -55,7 +55,7 @@ from modelplane.api import load_catalog  # noqa: E402
 from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
 from modelplane.errors import InputError  # noqa: E402
 
-from helpers import objects  # noqa: E402
+from helpers import PROM, objects  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def _stack(**deployment):
       "roles": [{"name": "router", "image": "r:v1"}]}, "scaling.bindings", "cycle"),
     ({"scaling": BIND, "prefill": {**BASE["prefill"], "workers": {"count": 3, "topology": {"tensor": 8}}}},
      "prefill.workers.count", "contradicts its binding (8 at 4 decode workers)"),
-    ({"scaling": BIND, "autoscaling": [{"role": "prefill", "maxReplicas": 9, "query": "q", "threshold": "1"}]},
+    ({"scaling": BIND, "autoscaling": [{"role": "prefill", "maxReplicas": 9, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "autoscaling[0].role", "an autoscaler would fight them"),
     ({"scaling": BIND, "coordination": {"totalWorkers": 12, "bands": [{"role": "prefill", "min": 10, "max": 50}]}},
      "coordination.bands", "bindings and bands contradict: the bindings give prefill 8 of 12 workers (67%)"),
@@ -224,7 +224,7 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
 
     doc = _stack(prefill=None, adopt=[{"cluster": "c", "kind": "Deployment", "name": "m-by-hand"}],
                  workers={"count": 1, "topology": {"tensor": 8}},
-                 autoscaling=[{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}])
+                 autoscaling=[{"role": "decode", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}])
     doc["modelplane:deployments"][0].pop("prefill")
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(_yaml.safe_dump({"config": doc}))

@@ -102,32 +102,40 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     return out
 
 
-def uses_wva(md: ModelDeployment, role: str) -> bool:
-    """GPU roles on the kserve backend autoscale through the LLMInferenceService's spec.scaling."""
-    return md.backend == "kserve" and role in md.gpu_roles()
+def kserve_autoscaling(md: ModelDeployment, auto, i: int) -> Finding | None:
+    """A GPU role on the kserve backend cannot autoscale: KServe v0.20 accepts only the Workload
+    Variant Autoscaler in spec.scaling, and treats its missing CRD as a hard failure that stops
+    reconciling the whole LLMInferenceService (pkg/controller/v1alpha2/llmisvc/scaling.go L54-55 @ v0.20.0);
+    its KEDA actuator also needs prometheus.url in inferenceservice-config (L339-340). The
+    substrate installs neither WVA nor Prometheus."""
+    if md.backend != "kserve" or auto.role not in md.gpu_roles():
+        return None
+    return Finding("autoscaling-target", ("autoscaling", i, "role"),
+                   f"GPU role {auto.role!r} on the kserve backend would autoscale through the LLMInferenceService's "
+                   "spec.scaling, which KServe v0.20 hands to its Workload Variant Autoscaler; the substrate installs "
+                   "no WVA, and without its CRD KServe stops reconciling the service",
+                   "use backend: native (a KEDA ScaledObject on your Prometheus query), or drop this autoscaler "
+                   "and size the role with workers.count")
+
+
+# YAML key of each KEDA trigger field, in the order they are reported.
+KEDA_TRIGGER = {"server_address": "serverAddress", "query": "query", "threshold": "threshold"}
 
 
 def _keda_trigger(auto, i: int) -> list[Finding]:
-    missing = [f for f in ("query", "threshold") if getattr(auto, f) is None]
-    return [Finding("autoscaling-target", ("autoscaling", i, f),
-                    f"role {auto.role!r} scales with a KEDA Prometheus trigger, which needs {f}",
-                    "set query (a PromQL expression) and threshold (the value per replica, as a string)")
-            for f in missing]
+    """The Prometheus trigger is the user's: the substrate runs no Prometheus KEDA could default to."""
+    return [Finding("autoscaling-target", ("autoscaling", i, key),
+                    f"role {auto.role!r} scales with a KEDA Prometheus trigger, which needs {key}",
+                    "set serverAddress (the URL of your Prometheus, e.g. http://prometheus.monitoring:9090; "
+                    "modelplane installs none), query (a PromQL expression) and threshold (the value per "
+                    "replica, as a string)")
+            for attr, key in KEDA_TRIGGER.items() if getattr(auto, attr) is None]
 
 
 def _gpu_autoscaling(md: ModelDeployment, auto, i: int) -> list[Finding]:
-    """A GPU role's workers scale through spec.scaling (kserve) or a ScaledObject (native); the gang holds."""
-    out = []
-    if uses_wva(md, auto.role):
-        for f in ("query", "threshold"):
-            if getattr(auto, f) is not None:
-                out.append(Finding("autoscaling-target", ("autoscaling", i, f),
-                                   f"GPU role {auto.role!r} on the kserve backend scales through the "
-                                   "LLMInferenceService's spec.scaling, where KServe's Workload Variant Autoscaler "
-                                   f"computes the count from the engine's saturation; {f} would be ignored",
-                                   f"remove {f}, or set backend: native to scale on your own Prometheus query"))
-    else:
-        out += _keda_trigger(auto, i)
+    """A native GPU role's workers scale through a ScaledObject; the gang holds."""
+    refused = kserve_autoscaling(md, auto, i)
+    out = [refused] if refused else _keda_trigger(auto, i)
     if auto.min_replicas < 1:
         out.append(Finding("autoscaling-target", ("autoscaling", i, "minReplicas"),
                            f"GPU role {auto.role!r} cannot scale to zero: its KAI gang needs at least one pod",

@@ -52,18 +52,6 @@ def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_
     return out
 
 
-def scaling(auto, reserved: int, worker_hourly: float | None) -> dict:
-    """spec.scaling (or spec.prefill.scaling) of an autoscaled GPU role. KServe v0.20 accepts only
-    the Workload Variant Autoscaler here (`wva`, with an HPA or KEDA actuator); we pick KEDA, which
-    the substrate installs. `variantCost` is one worker's price per hour, so WVA adds capacity on
-    the cheapest variant first; unpriced pools keep KServe's default."""
-    wva: dict = {"keda": {}}
-    if worker_hourly:
-        wva["variantCost"] = f"{worker_hourly:.2f}"
-    return {"minReplicas": min(auto.min_replicas, reserved), "maxReplicas": min(auto.max_replicas, reserved),
-            "wva": wva}
-
-
 def router(gateway: dict | None) -> dict:
     """Managed route and scheduler on the cluster's inference Gateway; without a Gateway, only the
     scheduler (the service is reachable inside the cluster through its InferencePool)."""

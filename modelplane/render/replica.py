@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
+from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
 from . import kai, keda, kserve, native
@@ -125,11 +126,9 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
                              env=_kserve_env(md, engine, gpu))
             pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
-            if role in autos:   # replicas and scaling are mutually exclusive (the CRD's own rule)
-                price = (pools[rp.pool].get("price") or {}).get("hourly")
-                del workloads[role]["replicas"]
-                workloads[role]["scaling"] = kserve.scaling(autos[role], rp.workers, price * topology.nodes_per_worker
-                                                            if price else None)
+            if role in autos:   # the loader refuses this; a program that skips it must not get spec.scaling
+                refused = kserve_autoscaling(md, autos[role], md.autoscaling.index(autos[role]))
+                raise RenderError(f"deployment {md.key}: {refused.message} (fix: {refused.fix})")
             continue
         args = native.engine_args(md.model.uri, served, topology, engine.port) + list(engine.args)
         env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
