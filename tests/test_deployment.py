@@ -114,3 +114,16 @@ def test_autoscaling_on_a_cluster_without_keda_is_refused(tmp_path):
     path.write_text(yaml.safe_dump({"config": doc}))
     with pytest.raises(InputError, match="which cluster c does not run"):
         offline.run("t", path)
+
+
+@pytest.mark.parametrize("backend,fix", [("kserve", "KServe already runs one"), ("native", "no InferencePool")])
+def test_m_c_the_endpoint_picker_is_refused_as_an_extra_role(backend, fix):
+    """M-c: the EPP exits without --pool-name (GAIE v1.0.0 cmd/epp/runner/runner.go L467-469)."""
+    doc = stack({"backend": backend, "engine": {"image": "vllm/vllm-openai:v0.10.2"} if backend == "native" else {},
+                 "roles": [{"name": "router", "image": "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0"},
+                           {"name": "tok", "image": "ghcr.io/x/tok:v1"}]})
+    with pytest.raises(InputError) as err:
+        parse_stack_config(doc, Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    [problem] = err.value.problems
+    assert problem.path == "modelplane:deployments[0].roles[0].image"
+    assert "runs the endpoint picker" in problem.message and fix in problem.fix

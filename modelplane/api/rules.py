@@ -83,6 +83,7 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     if cycle:
         out.append(Finding("roles", ("roles",), f"dependsOn forms a cycle: {' -> '.join(cycle)}",
                            "remove one of the dependencies so roles can start in order"))
+    out += [_endpoint_picker(md, i, role) for i, role in enumerate(md.roles) if image_repo(role.image) in ENDPOINT_PICKERS]
     seen: dict[str, int] = {}
     for i, auto in enumerate(md.autoscaling):
         if auto.role not in known:
@@ -100,6 +101,32 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
         elif auto.role in known:
             out += _keda_trigger(auto, i)
     return out
+
+
+# Images of the Gateway API Inference Extension endpoint picker (llm-d's build and the upstream one).
+# It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
+# --pool-name (gateway-api-inference-extension v1.0.0 cmd/epp/runner/runner.go L467-469, the
+# version llm-d-inference-scheduler v0.3.0 builds on) and needs an InferencePool, RBAC to watch
+# it and a Gateway that calls it, none of which an extra role has.
+ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "registry.k8s.io/gateway-api-inference-extension/epp")
+
+
+def image_repo(image: str) -> str:
+    """`image` without its tag or digest."""
+    name = image.split("@")[0]
+    head, _, tail = name.rpartition("/")
+    return f"{head}/{tail.split(':')[0]}" if head else tail.split(":")[0]
+
+
+def _endpoint_picker(md: ModelDeployment, i: int, role) -> Finding:
+    where = ("KServe already runs one for every LLMInferenceService (router.scheduler): drop this role"
+             if md.backend == "kserve" else
+             "the native backend has no InferencePool for it to serve: drop this role (routing targets the "
+             "replica's decode Service)")
+    return Finding("roles", ("roles", i, "image"),
+                   f"role {role.name!r} runs the endpoint picker {role.image}, an Envoy ext-proc server that needs "
+                   "--pool-name, an InferencePool and a Gateway calling it; as an extra role it exits at start",
+                   where)
 
 
 def kserve_autoscaling(md: ModelDeployment, auto, i: int) -> Finding | None:
