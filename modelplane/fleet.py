@@ -154,3 +154,17 @@ def envelope(md: ModelDeployment, placements: list[dict]) -> dict | None:
                        "max": md.replicas * sum(counts[r] * per_worker[r] for r in roles)},
             "pools": sorted({f"{p['cluster']}/{rp['pool']}" for p in placements for rp in p["roles"].values()}),
             "short": short}
+
+
+def idle_prefill(md: ModelDeployment, placements: list[dict]) -> list[dict]:
+    """Placed prefill capacity no request reaches (rule native-prefill-idle), one row per replica."""
+    from .api.rules import native_prefill_idle
+
+    finding = native_prefill_idle(md)
+    if finding is None:
+        return []
+    return [{"deployment": md.key, "replica": int(p["replica"]), "cluster": p["cluster"],
+             "pool": p["roles"]["prefill"]["pool"],
+             "gpus": int(p["roles"]["prefill"]["nodes"]) * int(p["roles"]["prefill"]["gpusPerNode"]),
+             "reason": finding.message, "fix": finding.fix}
+            for p in sorted(placements, key=lambda p: int(p["replica"])) if "prefill" in p["roles"]]

@@ -96,6 +96,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
                                                   for d, i, a, b in plan.changed]},
         "progress": plan.progress,
         "envelope": envelopes(run, placements),
+        "idlePrefill": idle_prefill_of(run, placements),
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),
@@ -117,6 +118,14 @@ def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
             row["headroom"] = {where: free.get(tuple(where.split("/", 1)), 0) for where in row["pools"]}
             out.append(row)
     return out
+
+
+def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
+    """Native disaggregated replicas whose prefill GPUs no request reaches (fleet.idle_prefill)."""
+    from .fleet import idle_prefill
+
+    return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
+            for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
 
 
 def cost_of(run: OfflineRun, placements: list[dict]) -> dict:

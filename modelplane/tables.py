@@ -72,6 +72,10 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         out.print(f"  envelope {row['deployment']}: {row['gpus']['min']}-{row['gpus']['max']} GPUs reserved "
                   f"(asks {row['target']['min']}-{row['target']['max']})" + (f"; headroom {head}" if head else ""),
                   markup=False)
+    for row in doc.get("idlePrefill") or []:
+        out.print(f"  [yellow]idle prefill[/yellow] {row['deployment']}#{row['replica']} on "
+                  f"{row['cluster']}/{row['pool']}: {row['gpus']} GPUs get no traffic (native backend: no P/D "
+                  "router in front of decode; use backend: kserve or drop prefill)")
     fill = doc.get("fill") or {}
     if fill.get("phase", "fast path") != "fast path":
         out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "

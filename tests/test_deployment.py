@@ -127,3 +127,21 @@ def test_m_c_the_endpoint_picker_is_refused_as_an_extra_role(backend, fix):
     [problem] = err.value.problems
     assert problem.path == "modelplane:deployments[0].roles[0].image"
     assert "runs the endpoint picker" in problem.message and fix in problem.fix
+
+
+def test_native_prefill_without_a_router_is_reported_idle(tmp_path):
+    """Native P/D: no P/D-aware router sends prompts to prefill; the plan, --json and the pack say so."""
+    from modelplane import report
+    from modelplane.policy import Analyzer, default_config, evaluate, read_config
+
+    native = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
+                    "prefill": {**PREFILL, "engine": {"image": "vllm/vllm-openai:v0.10.2"}}})
+    run = plan_doc(tmp_path, native)
+    [row] = report.document(run, [])["idlePrefill"]
+    assert (row["deployment"], row["replica"], row["cluster"], row["pool"], row["gpus"]) == ("ml/m", 0, "c", "h", 8)
+    with Analyzer(stack="t") as a:
+        verdicts = evaluate(run, read_config(default_config(True)), a)
+    [hit] = [v for v in verdicts if v["policy"] == "native-prefill-idle"]
+    assert hit["level"] == "advisory" and "8 prefill GPUs get no traffic" in hit["message"]
+    kserve = plan_doc(tmp_path, stack({"prefill": PREFILL}))
+    assert report.document(kserve, [])["idlePrefill"] == []

@@ -238,6 +238,21 @@ def check_engines(md: ModelDeployment) -> list[Finding]:
     return out
 
 
+def native_prefill_idle(md: ModelDeployment) -> Finding | None:
+    """A disaggregated deployment on the native backend: its prefill pods get no requests. The
+    Service the routes target selects decode pods, and a prefill runs only when a P/D-aware router
+    (llm-d's endpoint picker setting x-prefiller-host-port for the routing sidecar, or a vLLM P/D
+    proxy) sends it the prompt first; modelplane runs neither for native replicas (docs/routing.md)."""
+    if md.backend != "native" or not md.disaggregated:
+        return None
+    return Finding("native-prefill-idle", ("prefill",),
+                   "on the native backend nothing sends requests to prefill: the routes target the decode Service "
+                   "and no P/D-aware router runs in front of it, so the prefill GPUs stay idle and decode "
+                   "computes every prompt itself",
+                   "use backend: kserve (KServe runs the endpoint picker and the routing sidecar that send each "
+                   "prompt to prefill first), or drop the prefill block")
+
+
 def check_deployment(md: ModelDeployment) -> list[Finding]:
     from .scaling_rules import check_adopt, check_scaling   # they build on Finding and duplicates above
 

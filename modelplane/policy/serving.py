@@ -2,10 +2,12 @@
 rely on is wired, its backend can run it, its capacity outlives it, its queue has the quota."""
 from __future__ import annotations
 
+from ..api.deployment import ModelDeployment
 from ..api.fabric import EFA_RESOURCE
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
+from ..fleet import idle_prefill
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
 from .resource import pod_templates
@@ -88,6 +90,21 @@ def flex_start_serving(resources, config=None):
             where = ", ".join(f"{p['cluster']}/{name}" for name in flex)
             out.append((f"{_key(spec)} replica {int(p['replica'])} runs on flex-start pool(s) {where}: each node "
                         "lives at most 7 days", r.urn))
+    return out
+
+
+@policy("native-prefill-idle", "Disaggregated replicas on the native backend: nothing routes requests to their "
+        "prefill pods (no P/D-aware router in front of decode), so the prefill GPUs stay idle.", "stack",
+        level=ADVISORY)
+def native_prefill_idle(resources, config=None):
+    out = []
+    for r, spec, placements, _ in deployments(resources):
+        if spec.get("backend") != "native" or spec.get("prefill") is None:
+            continue
+        md = ModelDeployment.model_validate(spec)
+        out += [(f"{row['deployment']} replica {row['replica']} on {row['cluster']}/{row['pool']}: {row['gpus']} "
+                 f"prefill GPUs get no traffic: {row['reason']} (fix: {row['fix']})", r.urn)
+                for row in idle_prefill(md, placements)]
     return out
 
 
