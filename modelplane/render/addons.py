@@ -121,17 +121,6 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
     if gateway or kserve:
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
-    if gateway:
-        add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
-                  after=("gateway-api-crds",), key="envoyGatewayCrds",
-                  values={"crds": {"gatewayAPI": {"enabled": False}, "envoyGateway": {"enabled": True}}}))
-        add(Addon("envoy-gateway", "release", "the Gateway implementation that serves the inference Gateway",
-                  after=("envoy-gateway-crds",), key="envoyGateway", values=envoy_gateway_values(), skip_crds=True))
-        add(Addon("ai-gateway-crds", "release", "Envoy AI Gateway CRDs", key="aiGatewayCrds"))
-        add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
-                  after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
-        add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
-                  after=("envoy-gateway", "gateway-api-crds"), objects=tuple(gateway_objects())))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:
@@ -150,6 +139,21 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
+    if gateway:
+        add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
+                  after=("gateway-api-crds",), key="envoyGatewayCrds",
+                  values={"crds": {"gatewayAPI": {"enabled": False}, "envoyGateway": {"enabled": True}}}))
+        # Envoy Gateway watches every backendResources kind without checking its CRD exists (EG v1.8.1
+        # internal/provider/kubernetes/controller.go L2847-2857): it starts after the InferencePool CRD.
+        pool_crd = tuple(n for n in ("kserve-llmisvc-resources",) if any(a.name == n for a in out))
+        add(Addon("envoy-gateway", "release", "the Gateway implementation that serves the inference Gateway",
+                  after=("envoy-gateway-crds", *pool_crd), key="envoyGateway", values=envoy_gateway_values(),
+                  skip_crds=True))
+        add(Addon("ai-gateway-crds", "release", "Envoy AI Gateway CRDs", key="aiGatewayCrds"))
+        add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
+                  after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
+        add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
+                  after=("envoy-gateway", "gateway-api-crds"), objects=tuple(gateway_objects())))
     if _on(facts, "kai"):
         add(Addon("kai-scheduler", "release", "gang scheduling (PodGroups) and queues", key="kai"))
     if _on(facts, "keda"):
