@@ -97,6 +97,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "progress": plan.progress,
         "envelope": envelopes(run, placements),
         "idlePrefill": idle_prefill_of(run, placements),
+        "scaleOrder": scale_orders(run),
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),
@@ -126,6 +127,23 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
 
     return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
+
+
+def scale_orders(run: OfflineRun) -> list[dict]:
+    """InPlace replicas that change size where they run: the order `up` submits their roles in.
+    Submission only (`awaited: false`): the workloads skip Pulumi's readiness await."""
+    from .render.order import scale_order
+
+    specs = {md.key: md for md in run.result.spec.deployments}
+    before = {(p.deployment, p.replica): p for p in run.result.previous}
+    out = []
+    for p in run.result.plan.placements:
+        order = scale_order(specs[p.deployment], p, before.get((p.deployment, p.replica)))
+        if order:
+            was = before[(p.deployment, p.replica)].roles["decode"].workers
+            out.append({"deployment": p.deployment, "replica": p.replica, "cluster": p.cluster,
+                        "decode": {"from": was, "to": p.roles["decode"].workers}, "order": order, "awaited": False})
+    return out
 
 
 def cost_of(run: OfflineRun, placements: list[dict]) -> dict:

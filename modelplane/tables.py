@@ -76,6 +76,10 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         out.print(f"  [yellow]idle prefill[/yellow] {row['deployment']}#{row['replica']} on "
                   f"{row['cluster']}/{row['pool']}: {row['gpus']} GPUs get no traffic (native backend: no P/D "
                   "router in front of decode; use backend: kserve or drop prefill)")
+    for row in doc.get("scaleOrder") or []:
+        out.print(f"  scale {row['deployment']}#{row['replica']} on {row['cluster']}: decode {row['decode']['from']} -> "
+                  f"{row['decode']['to']} workers; submits {' -> '.join(row['order'])} in that order (submission "
+                  "only: it does not wait for each role's pods to be Ready)", markup=False)
     fill = doc.get("fill") or {}
     if fill.get("phase", "fast path") != "fast path":
         out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "

@@ -185,6 +185,30 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     deployments = objects(run, "Deployment")
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
+    # M-b: the order is one of submission; the workloads skip Pulumi's await, and the plan says so.
+    assert all(d.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for d in deployments.values())
+    from modelplane import report
+    assert report.document(run, [])["scaleOrder"] == [
+        {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace", "decode": {"from": 2, "to": 3},
+         "order": ["prefill", "decode"], "awaited": False}]
+    assert report.document(inplace, [])["scaleOrder"] == []
+
+
+def test_the_plan_calls_the_scale_order_submission_order(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    small = {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace",
+             "roles": {"decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 2},
+                       "prefill": {"pool": "h200", "nodes": 3, "gpusPerNode": 8, "workers": 3}}}
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps({"placements": [small]}))
+    out = CliRunner().invoke(main, ["plan", "example-inplace", "--previous", str(prev)]).output
+    assert ("scale ml/deepseek#0 on h200-inplace: decode 2 -> 3 workers; submits prefill -> decode in that order "
+            "(submission only: it does not wait for each role's pods to be Ready)") in " ".join(out.split())
 
 
 def test_the_exact_phase_keeps_a_partially_placed_deployment_and_never_over_commits():
