@@ -50,6 +50,8 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
                 "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
                 "priorityClass": PRIORITY_CLASSES["standard"][0]},
         "keda": {"enabled": cluster.substrate.keda},
+        # modelplane's KServe substrate, which carries the pipeline-parallel preset (render/presets.py)
+        "kserve": {"enabled": cluster.substrate.kserve},
         "pools": pools,
     }
 

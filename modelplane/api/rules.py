@@ -213,8 +213,8 @@ ROOT_IMAGES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
 
 
 def check_engines(md: ModelDeployment) -> list[Finding]:
-    """What each backend can run: KServe's presets (non-root image, no pipeline-parallel multi-node in
-    v0.20), the native backend's own launch (an image is required)."""
+    """What each backend can run: KServe's presets (non-root image; pipeline parallelism only through
+    our preset, render/presets.py: whole models, data 1), the native backend's own launch (an image)."""
     out = []
     for role, (_, workers, engine) in md.gpu_roles().items():
         at = () if role == "decode" else ("prefill",)
@@ -229,12 +229,17 @@ def check_engines(md: ModelDeployment) -> list[Finding]:
                                "runAsNonRoot: the kubelet would refuse to start it",
                                "leave engine.image out to run the preset's image (ghcr.io/llm-d/llm-d-cuda), or use "
                                "backend: native"))
-        if workers.topology.pipeline > 1:
+        t = workers.topology
+        if t.pipeline > 1 and (md.disaggregated or t.data > 1):
+            why = ("a disaggregated deployment would need KServe's decode/prefill pipeline-parallel presets, which "
+                   "no release ships" if md.disaggregated else
+                   "KServe picks its data-parallel preset whenever data is set, so pipeline and data cannot combine")
             out.append(Finding("kserve-multi-node", (*at, "workers", "topology", "pipeline"),
-                               f"role {role!r} asks for pipeline parallelism {workers.topology.pipeline}; KServe v0.20 "
-                               "has no pipeline-parallel multi-node preset (its worker presets are data-parallel only)",
-                               "use backend: native (LeaderWorkerSet with a Ray cluster), or spread over nodes with "
-                               "data/dataLocal instead of pipeline"))
+                               f"role {role!r} asks for pipeline parallelism {t.pipeline}; on the kserve backend "
+                               "pipeline parallelism runs through modelplane's own pipeline-parallel preset, which "
+                               f"serves a whole (not disaggregated) model with data 1: {why}",
+                               "use backend: native (LeaderWorkerSet with a Ray cluster), drop data (pipeline x "
+                               "tensor per node), or spread over nodes with data/dataLocal instead of pipeline"))
     return out
 
 

@@ -73,7 +73,8 @@ def fabric_wired(resources, config=None):
 
 
 @policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
-        "pipeline-parallel multi-node preset; the native backend needs an image.", "stack")
+        "pipeline parallelism other than modelplane's preset (whole models, data 1); the native backend needs an image.",
+        "stack")
 def engines(resources, config=None):
     return _spec_findings(resources, check_engines)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import presets
 from .names import MANAGED_BY, meta
 from .substrate import namespace
 
@@ -130,15 +131,18 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("kserve-llmisvc-resources", "release", "the LLMInferenceService controller; owns the "
                   "Inference Extension CRDs (InferencePool)", after=deps, key="kserve",
                   values={"kserve": {"llmisvc": {"createGIECRDs": True}}}))
+        kserve_ns = versions.get("kserve", {}).get("namespace", "kserve")
         webhook = {"apiVersion": "v1", "kind": "Endpoints",
-                   "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": versions.get("kserve", {}).get(
-                       "namespace", "kserve")}}
+                   "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": kserve_ns}}
         add(Addon("kserve-webhook-ready", "gate", "the presets go through KServe's validating webhook: wait "
                   "until its Service has a ready endpoint", after=("kserve-llmisvc-resources",),
                   objects=(webhook,), wait_for="jsonpath={.subsets[0].addresses[0].ip}"))
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
+        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfig, which "
+                  "KServe looks up by name for pipeline > 1 and no release ships (render/presets.py)",
+                  after=("kserve-webhook-ready",), objects=(presets.pipeline_parallel(kserve_ns),)))
     if gateway:
         add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
                   after=("gateway-api-crds",), key="envoyGatewayCrds",

@@ -5,8 +5,8 @@ presets below are v0.20's). The engine container is named `main`, the name the p
 into; they supply the image (llm-d, non-root), the command, ports and probes. What we pass:
 - args, each shell-quoted: the presets run `eval "exec vllm serve ... $@"`, which would otherwise
   split JSON such as --kv-transfer-config into several broken flags;
-- `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets run the
-  engine headless and give the worker no probes);
+- `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets, and our
+  pipeline-parallel one in presets.py, run the engine headless and give the worker no probes);
 - the router: our Gateway (refs), KServe's managed HTTPRoute and its scheduler (InferencePool +
   endpoint picker), which the service routes point at.
 """
