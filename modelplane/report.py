@@ -98,6 +98,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "envelope": envelopes(run, placements),
         "idlePrefill": idle_prefill_of(run, placements),
         "scaleOrder": scale_orders(run),
+        "reshape": reshapes_of(run),
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),
@@ -127,6 +128,13 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
 
     return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
+
+
+def reshapes_of(run: OfflineRun) -> list[dict]:
+    """Replicas re-placed for a new topology: serving replicas during the change, surge room."""
+    from .scheduler.surge import reshapes
+
+    return reshapes(run.result.plan, run.result.previous)
 
 
 def scale_orders(run: OfflineRun) -> list[dict]:

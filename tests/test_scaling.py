@@ -257,3 +257,36 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
     assert deployment.import_id == "ml/m-by-hand"
     assert objects(run, "ScaledObject")["m-by-hand"].inputs["spec"]["scaleTargetRef"]["name"] == "m-by-hand"
     assert "m-0-decode" in objects(run, "Service")       # our Service, selecting the pods by label
+
+
+def test_a_topology_change_is_reported_as_a_replacement_with_its_serving_count(tmp_path):
+    """Item 8: a new topology re-places retained replicas in place (no surge: the old topology is not
+    recorded); the plan says how many replicas serve meanwhile and whether a surge would have room."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from modelplane import report
+    from modelplane.cli import main
+
+    cluster = {"name": "c", "existing": {"kubeconfigSecret": "kc", "version": "1.34"},
+               "nodePools": [{"name": "h", "class": "h200-8x", "maxNodes": 4}], "queues": [{"namespace": "ml"}]}
+    md = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 2, "backend": "native",
+          "engine": {"image": "vllm/vllm-openai:v0.10.2"}, "workers": {"topology": {"tensor": 8, "pipeline": 2}}}
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(yaml.safe_dump({"config": {"modelplane:kc": {"secure": "x"}, "modelplane:clusters": [cluster],
+                                               "modelplane:deployments": [md]}}))
+    old = [{"deployment": "ml/m", "replica": i, "cluster": "c",
+            "roles": {"decode": {"pool": "h", "nodes": 1, "gpusPerNode": 8, "workers": 1}}} for i in (0, 1)]
+    run = offline.run("t", path, old)
+    rows = report.document(run, [])["reshape"]
+    assert [(r["replica"], r["from"]["shape"], r["to"]["shape"]) for r in rows] == [
+        (0, "decode 1x1x8", "decode 1x2x8"), (1, "decode 1x1x8", "decode 1x2x8")]
+    assert all(r["servingDuringChange"] == 0 and r["replicas"] == 2 and not r["surgeRoom"] for r in rows)
+    assert rows[0]["surgeShort"] == ["c/h"]
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps(old))
+    out = " ".join(CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev)]).output.split())
+    assert ("reshape ml/m#0: decode 1x1x8 on c -> decode 1x2x8 on c; replaced, not surged: 0/2 replicas serve during "
+            "the change; no room to surge (c/h full); below N-1") in out
