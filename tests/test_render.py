@@ -188,30 +188,6 @@ def test_replicas_sharing_a_cluster_get_distinct_names(catalog):
     assert not names0 & names1
 
 
-def crd_rules(path: str, group_file: str = "serving.kserve.io_llminferenceservices.json"):
-    """The x-kubernetes-validations of one schema node of the served version, e.g. 'spec.scaling'."""
-    import json
-
-    from conftest import SHARED
-
-    doc = json.loads((SHARED / "schemas" / "kserve" / group_file).read_text())
-    node = next(v for v in doc["spec"]["versions"] if v["served"])["schema"]["openAPIV3Schema"]
-    for part in path.split("."):
-        node = node["properties"][part]
-    return node.get("x-kubernetes-validations", [])
-
-
-def holds(rules, value: dict) -> list[str]:
-    """The messages of the CRD rules `value` breaks (evaluated with cel-python, self = value)."""
-    env = celpy.Environment()
-    broken = []
-    for rule in rules:
-        program = env.program(env.compile(rule["rule"]))
-        if not program.evaluate({"self": celpy.json_to_cel(value)}):
-            broken.append(rule["message"])
-    return broken
-
-
 @pytest.mark.parametrize("role", ["decode", "prefill"])
 def test_n3_kserve_gpu_autoscaling_is_never_rendered_as_wva(catalog, role):
     """N3: spec.scaling.wva without WVA installed stops KServe reconciling the service (scaling.go
@@ -223,8 +199,3 @@ def test_n3_kserve_gpu_autoscaling_is_never_rendered_as_wva(catalog, role):
     with pytest.raises(RenderError, match="the substrate installs no WVA.*fix: use backend: native"):
         render_replica(spec, placement(spec), inv)
 
-
-def test_the_crd_rules_catch_replicas_and_scaling_together():
-    assert holds(crd_rules("spec"), {"replicas": 1, "scaling": {"maxReplicas": 2}}) != []
-    assert holds(crd_rules("spec.scaling"), {"maxReplicas": 2}) == ["wva is required when scaling is configured; "
-                                                                    "it provides the autoscaling mechanism"]
