@@ -78,7 +78,8 @@ def test_m_a_envoy_gateway_starts_after_the_inference_pool_crd(gke):
     rel = releases(gke)
     assert {"envoy-gateway-crds", "kserve-llmisvc-resources"} <= depends_on(gke, rel["envoy-gateway"])
     from modelplane.render.addons import ClusterFacts, addons
-    versions = {k: {} for k in ("envoyGatewayCrds", "envoyGateway", "gatewayApi", "aiGatewayCrds", "aiGateway")}
+    versions = {k: {"version": "v1"} for k in ("envoyGatewayCrds", "envoyGateway", "gatewayApi", "aiGatewayCrds",
+                                               "aiGateway")}
     no_kserve = {a.name: a for a in addons(ClusterFacts("c", "existing", "r", False, {"kserve": False}), versions)}
     assert no_kserve["envoy-gateway"].after == ("envoy-gateway-crds",)   # a cluster that brings its own KServe
 
