@@ -50,6 +50,8 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
                 "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
                 "priorityClass": PRIORITY_CLASSES["standard"][0]},
         "keda": {"enabled": cluster.substrate.keda.enabled},
+        # modelplane's KServe substrate, which carries the pipeline-parallel preset (render/presets.py)
+        "kserve": {"enabled": cluster.substrate.kserve.enabled},
         "pools": pools,
     }
 
@@ -157,3 +159,17 @@ def envelope(md: ModelDeployment, placements: list[dict]) -> dict | None:
                        "max": md.replicas * sum(counts[r] * per_worker[r] for r in roles)},
             "pools": sorted({f"{p['cluster']}/{rp['pool']}" for p in placements for rp in p["roles"].values()}),
             "short": short}
+
+
+def idle_prefill(md: ModelDeployment, placements: list[dict]) -> list[dict]:
+    """Placed prefill capacity no request reaches (rule native-prefill-idle), one row per replica."""
+    from .api.rules import native_prefill_idle
+
+    finding = native_prefill_idle(md)
+    if finding is None:
+        return []
+    return [{"deployment": md.key, "replica": int(p["replica"]), "cluster": p["cluster"],
+             "pool": p["roles"]["prefill"]["pool"],
+             "gpus": int(p["roles"]["prefill"]["nodes"]) * int(p["roles"]["prefill"]["gpusPerNode"]),
+             "reason": finding.message, "fix": finding.fix}
+            for p in sorted(placements, key=lambda p: int(p["replica"])) if "prefill" in p["roles"]]

@@ -97,6 +97,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
                                                   for d, i, a, b in plan.changed]},
         "progress": plan.progress,
         "envelope": envelopes(run, placements),
+        "idlePrefill": idle_prefill_of(run, placements),
+        "scaleOrder": scale_orders(run),
+        "reshape": reshapes_of(run),
         "services": services(run),
         "cost": cost_of(run, placements),
         "clusters": clusters_of(run),
@@ -117,6 +120,38 @@ def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
         if row:
             row["headroom"] = {where: free.get(tuple(where.split("/", 1)), 0) for where in row["pools"]}
             out.append(row)
+    return out
+
+
+def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
+    """Native disaggregated replicas whose prefill GPUs no request reaches (fleet.idle_prefill)."""
+    from .fleet import idle_prefill
+
+    return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
+            for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
+
+
+def reshapes_of(run: OfflineRun) -> list[dict]:
+    """Replicas re-placed for a new topology: serving replicas during the change, surge room."""
+    from .scheduler.surge import reshapes
+
+    return reshapes(run.result.plan, run.result.previous)
+
+
+def scale_orders(run: OfflineRun) -> list[dict]:
+    """InPlace replicas that change size where they run: the order `up` submits their roles in.
+    Submission only (`awaited: false`): the workloads skip Pulumi's readiness await."""
+    from .render.order import scale_order
+
+    specs = {md.key: md for md in run.result.spec.deployments}
+    before = {(p.deployment, p.replica): p for p in run.result.previous}
+    out = []
+    for p in run.result.plan.placements:
+        order = scale_order(specs[p.deployment], p, before.get((p.deployment, p.replica)))
+        if order:
+            was = before[(p.deployment, p.replica)].roles["decode"].workers
+            out.append({"deployment": p.deployment, "replica": p.replica, "cluster": p.cluster,
+                        "decode": {"from": was, "to": p.roles["decode"].workers}, "order": order, "awaited": False})
     return out
 
 

@@ -75,6 +75,22 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         out.print(f"  envelope {row['deployment']}: {row['gpus']['min']}-{row['gpus']['max']} GPUs reserved "
                   f"(asks {row['target']['min']}-{row['target']['max']})" + (f"; headroom {head}" if head else ""),
                   markup=False)
+    for row in doc.get("idlePrefill") or []:
+        out.print(f"  [yellow]idle prefill[/yellow] {row['deployment']}#{row['replica']} on "
+                  f"{row['cluster']}/{row['pool']}: {row['gpus']} GPUs get no traffic (native backend: no P/D "
+                  "router in front of decode; use backend: kserve or drop prefill)")
+    for row in doc.get("reshape") or []:
+        to = f"{row['to']['shape']} on {row['to']['cluster']}" if row["to"] else "unplaced"
+        below = row["servingDuringChange"] < row["replicas"] - 1
+        out.print(f"  {'[yellow]reshape[/yellow]' if below else 'reshape'} {row['deployment']}#{row['replica']}: "
+                  f"{row['from']['shape']} on {row['from']['cluster']} -> {to}; replaced, not surged: "
+                  f"{row['servingDuringChange']}/{row['replicas']} replicas serve during the change"
+                  + ("" if row["surgeRoom"] else f"; no room to surge ({', '.join(row['surgeShort'])} full)")
+                  + ("; below N-1: roll a new deployment beside the old one instead" if below else ""))
+    for row in doc.get("scaleOrder") or []:
+        out.print(f"  scale {row['deployment']}#{row['replica']} on {row['cluster']}: decode {row['decode']['from']} -> "
+                  f"{row['decode']['to']} workers; submits {' -> '.join(row['order'])} in that order (submission "
+                  "only: it does not wait for each role's pods to be Ready)", markup=False)
     fill = doc.get("fill") or {}
     if fill.get("phase", "fast path") != "fast path":
         out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "

@@ -1,6 +1,8 @@
 """Tiny constructors for scheduler tests."""
 from modelplane.scheduler import Cluster, Demand, Pool, Role
 
+PROM = "http://prometheus.monitoring:9090"   # KEDA triggers name the user's Prometheus
+
 
 def caps(product="H200", mem=141, count=8, fabric="roce", features=("fp8",)):
     return {"gpu": {"vendor": "nvidia", "product": product, "architecture": "Hopper", "memoryGiB": mem,

@@ -7,7 +7,7 @@ from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
 
-from helpers import objects
+from helpers import PROM, objects
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ PREFILL = {"workers": {"count": 1, "topology": {"tensor": 8}}}
 def test_depends_on_becomes_resource_dependencies(tmp_path):
     native = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
                     "prefill": {**PREFILL, "engine": {"image": "vllm/vllm-openai:v0.10.2"}}, "roles": [ROUTER],
-                    "autoscaling": [{"role": "router", "minReplicas": 0, "maxReplicas": 4, "query": "q",
+                    "autoscaling": [{"role": "router", "minReplicas": 0, "maxReplicas": 4, "serverAddress": PROM, "query": "q",
                                      "threshold": "5"}]})
     run = plan_doc(tmp_path, native)
     router = objects(run, "Deployment")["m-0-router"]
@@ -78,16 +78,26 @@ def stack(deployment, substrate=None):
 
 
 @pytest.mark.parametrize("deployment,path,words", [
-    ({"autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
-     "modelplane:deployments[0].autoscaling[0].query", "query would be ignored"),
+    ({"autoscaling": [{"role": "decode", "maxReplicas": 2}]},
+     "modelplane:deployments[0].autoscaling[0].role", "the substrate installs no WVA"),
+    ({"prefill": {"workers": {"count": 1, "topology": {"tensor": 8}}},
+      "autoscaling": [{"role": "prefill", "maxReplicas": 2}]},
+     "modelplane:deployments[0].autoscaling[0].role", "without its CRD KServe stops reconciling"),
+    ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
+      "autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+     "modelplane:deployments[0].autoscaling[0].serverAddress", "needs serverAddress"),
+    ({"roles": [{"name": "tok", "image": "ghcr.io/x/tok:v1"}],
+      "autoscaling": [{"role": "tok", "maxReplicas": 2, "serverAddress": "prometheus:9090", "query": "q",
+                       "threshold": "1"}]},
+     "modelplane:deployments[0].autoscaling[0].serverAddress", "does not match"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
       "autoscaling": [{"role": "decode", "maxReplicas": 2}]},
      "modelplane:deployments[0].autoscaling[0].query", "needs query"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-      "autoscaling": [{"role": "decode", "minReplicas": 0, "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+      "autoscaling": [{"role": "decode", "minReplicas": 0, "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "modelplane:deployments[0].autoscaling[0].minReplicas", "cannot scale to zero"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-      "autoscaling": [{"role": "decoder", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+      "autoscaling": [{"role": "decoder", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "modelplane:deployments[0].autoscaling[0].role", "unknown role 'decoder'"),
 ])
 def test_autoscaling_errors(deployment, path, words):
@@ -98,9 +108,40 @@ def test_autoscaling_errors(deployment, path, words):
 
 def test_autoscaling_on_a_cluster_without_keda_is_refused(tmp_path):
     doc = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
-                 "autoscaling": [{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}]},
+                 "autoscaling": [{"role": "decode", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
                 substrate={"keda": False})
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(yaml.safe_dump({"config": doc}))
     with pytest.raises(InputError, match="which cluster c does not run"):
         offline.run("t", path)
+
+
+@pytest.mark.parametrize("backend,fix", [("kserve", "KServe already runs one"), ("native", "no InferencePool")])
+def test_m_c_the_endpoint_picker_is_refused_as_an_extra_role(backend, fix):
+    """M-c: the EPP exits without --pool-name (GAIE v1.0.0 cmd/epp/runner/runner.go L467-469)."""
+    doc = stack({"backend": backend, "engine": {"image": "vllm/vllm-openai:v0.10.2"} if backend == "native" else {},
+                 "roles": [{"name": "router", "image": "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0"},
+                           {"name": "tok", "image": "ghcr.io/x/tok:v1"}]})
+    with pytest.raises(InputError) as err:
+        parse_stack_config(doc, Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    [problem] = err.value.problems
+    assert problem.path == "modelplane:deployments[0].roles[0].image"
+    assert "runs the endpoint picker" in problem.message and fix in problem.fix
+
+
+def test_native_prefill_without_a_router_is_reported_idle(tmp_path):
+    """Native P/D: no P/D-aware router sends prompts to prefill; the plan, --json and the pack say so."""
+    from modelplane import report
+    from modelplane.policy import Analyzer, default_config, evaluate, read_config
+
+    native = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
+                    "prefill": {**PREFILL, "engine": {"image": "vllm/vllm-openai:v0.10.2"}}})
+    run = plan_doc(tmp_path, native)
+    [row] = report.document(run, [])["idlePrefill"]
+    assert (row["deployment"], row["replica"], row["cluster"], row["pool"], row["gpus"]) == ("ml/m", 0, "c", "h", 8)
+    with Analyzer(stack="t") as a:
+        verdicts = evaluate(run, read_config(default_config(True)), a)
+    [hit] = [v for v in verdicts if v["policy"] == "native-prefill-idle"]
+    assert hit["level"] == "advisory" and "8 prefill GPUs get no traffic" in hit["message"]
+    kserve = plan_doc(tmp_path, stack({"prefill": PREFILL}))
+    assert report.document(kserve, [])["idlePrefill"] == []

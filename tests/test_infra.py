@@ -100,7 +100,7 @@ def test_existing_cluster_creates_no_cloud_resources_and_keeps_the_kubeconfig_se
 def test_inventory_is_what_the_scheduler_and_other_stacks_read(gke):
     inv = gke.result.inventories["gke-usc1"]
     assert set(inv) == {"version", "name", "cloud", "region", "source", "kubernetesVersion", "labels", "dra", "kai",
-                        "keda", "gateway", "pools"}
+                        "keda", "kserve", "gateway", "pools"}
     assert inv["kai"]["queues"] == ["chat", "search"] and inv["dra"]["deviceClasses"] == ["gpu.nvidia.com", "mrdma.google.com"]
     pool = next(p for p in inv["pools"] if p["name"] == "h200")
     assert (pool["class"], pool["gpusPerNode"], pool["minNodes"], pool["maxNodes"], pool["capacityType"]) == \

@@ -6,7 +6,7 @@ import pytest
 from celpy import celtypes
 
 from modelplane.api import ModelDeployment
-from modelplane.render import render_replica
+from modelplane.render import RenderError, render_replica
 from modelplane.render.dra import selector
 from modelplane.scheduler import Placement
 
@@ -189,22 +189,13 @@ def test_replicas_sharing_a_cluster_get_distinct_names(catalog):
 
 
 @pytest.mark.parametrize("role", ["decode", "prefill"])
-def test_kserve_gpu_autoscaling_renders_spec_scaling_through_wva_and_keda(catalog, schema_catalog, role):
+def test_n3_kserve_gpu_autoscaling_is_never_rendered_as_wva(catalog, role):
+    """N3: spec.scaling.wva without WVA installed stops KServe reconciling the service (scaling.go
+    @ v0.20.0); a program that skips the loader gets the loader's message, not an LLMISVC."""
     spec = md(prefill={"workers": {"count": 2, "topology": {"tensor": 8}}},
               autoscaling=[{"role": role, "minReplicas": 2, "maxReplicas": 5}])
     inv = inventory(catalog)
-    inv["pools"][0]["price"] = {"hourly": 84.806}
     inv["keda"] = {"enabled": True}
-    objs = render_replica(spec, placement(spec), inv)
-    assert_valid(schema_catalog, objs)
-    llmis = by_kind(objs)["LLMInferenceService"][0]["spec"]
-    scaled = llmis if role == "decode" else llmis["prefill"]
-    other = llmis["prefill"] if role == "decode" else llmis
-    assert "replicas" not in scaled and other["replicas"] in (1, 2)
-    assert scaled["scaling"] == {"minReplicas": 2, "maxReplicas": 5, "wva": {"keda": {}, "variantCost": "84.81"}}
-    assert "ScaledObject" not in by_kind(objs)          # KServe makes the actuator itself
-    # assert_valid also ran the CRD's own CEL rules: replicas xor scaling, wva required.
-    # the scheduler reserved the maximum, the gang waits for the minimum
-    assert placement(spec).roles[role].workers == 5
-    sub = {g["name"]: g["minMember"] for g in by_kind(objs)["PodGroup"][0]["spec"]["subGroups"]}
-    assert sub[role] == 2
+    with pytest.raises(RenderError, match="the substrate installs no WVA.*fix: use backend: native"):
+        render_replica(spec, placement(spec), inv)
+

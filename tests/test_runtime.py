@@ -73,6 +73,26 @@ def test_h4_every_cluster_has_a_gateway_implementation_and_the_gateway_kserve_ro
                                               "route": {}, "scheduler": {}}
 
 
+def test_m_a_envoy_gateway_starts_after_the_inference_pool_crd(gke):
+    """EG v1.8.1 watches each backendResources kind with no CRD check (controller.go L2847-2857)."""
+    rel = releases(gke)
+    assert {"envoy-gateway-crds", "kserve-llmisvc-resources"} <= depends_on(gke, rel["envoy-gateway"])
+    from modelplane.render.addons import ClusterFacts, addons
+    versions = {k: {"version": "v1"} for k in ("envoyGatewayCrds", "envoyGateway", "gatewayApi", "aiGatewayCrds",
+                                               "aiGateway")}
+    no_kserve = {a.name: a for a in addons(ClusterFacts("c", "existing", "r", False, {"kserve": False}), versions)}
+    assert no_kserve["envoy-gateway"].after == ("envoy-gateway-crds",)   # a cluster that brings its own KServe
+
+
+def test_pool_group_of_the_routing_sidecar_finds_its_pool(gke):
+    """KServe's P/D presets start the routing sidecar with --pool-group=inference.networking.x-k8s.io
+    (config-llm-decode-template.yaml L283 @ v0.20.0): it watches the v1alpha2 InferencePool. createGIECRDs
+    installs that CRD beside v1 (the chart's files/llmisvc/resources.yaml L435 and L809), and KServe then
+    reconciles a v1alpha2 pool of the same name (scheduler.go reconcileV1Alpha2InferencePool)."""
+    values = releases(gke)["kserve-llmisvc-resources"].inputs["values"]
+    assert values == {"kserve": {"llmisvc": {"createGIECRDs": True}}}
+
+
 def test_h5_kserve_pods_run_the_presets_non_root_image(prod, example):
     for run in (prod, example):
         for r in kinds(run, "LLMInferenceService"):
@@ -92,7 +112,7 @@ def test_h6_kserve_multi_node_is_data_parallel_and_its_worker_has_no_probe(examp
         main = part["containers"][0]
         assert "readinessProbe" not in main and "ports" not in main     # the presets own ports and probes
     md = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 1,
-          "workers": {"topology": {"tensor": 8, "pipeline": 2}}}
+          "workers": {"topology": {"tensor": 8, "pipeline": 2}}, "prefill": {"workers": {"topology": {"tensor": 8}}}}
     with pytest.raises(InputError) as err:
         parse_stack_config({"modelplane:deployments": [md]}, Source("stacks/Pulumi.t.yaml", None), load_catalog())
     assert err.value.problems[0].rule == "kserve-multi-node" and "backend: native" in err.value.problems[0].fix

@@ -55,7 +55,7 @@ from modelplane.api import load_catalog  # noqa: E402
 from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
 from modelplane.errors import InputError  # noqa: E402
 
-from helpers import objects  # noqa: E402
+from helpers import PROM, objects  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(
     deployments = objects(inplace, "Deployment")
     assert deployments["deepseek-0-decode"].inputs["spec"]["replicas"] == 3
     assert deployments["deepseek-0-prefill"].inputs["spec"]["replicas"] == 5
-    assert deployments["deepseek-0-router"].inputs["spec"]["replicas"] == 1            # ceil(0.25 x 3)
+    assert set(deployments) == {"deepseek-0-decode", "deepseek-0-prefill"}   # no endpoint picker as a role (M-c)
     assert objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
     row = next(r for r in inplace.result.plan.progress if r["deployment"] == "ml/deepseek")
     assert (row["target"], row["placed"], row["percent"]) == (10, 8, 80.0)
@@ -137,7 +137,7 @@ def _stack(**deployment):
       "roles": [{"name": "router", "image": "r:v1"}]}, "scaling.bindings", "cycle"),
     ({"scaling": BIND, "prefill": {**BASE["prefill"], "workers": {"count": 3, "topology": {"tensor": 8}}}},
      "prefill.workers.count", "contradicts its binding (8 at 4 decode workers)"),
-    ({"scaling": BIND, "autoscaling": [{"role": "prefill", "maxReplicas": 9, "query": "q", "threshold": "1"}]},
+    ({"scaling": BIND, "autoscaling": [{"role": "prefill", "maxReplicas": 9, "serverAddress": PROM, "query": "q", "threshold": "1"}]},
      "autoscaling[0].role", "an autoscaler would fight them"),
     ({"scaling": BIND, "coordination": {"totalWorkers": 12, "bands": [{"role": "prefill", "min": 10, "max": 50}]}},
      "coordination.bands", "bindings and bands contradict: the bindings give prefill 8 of 12 workers (67%)"),
@@ -185,6 +185,30 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     deployments = objects(run, "Deployment")
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
+    # M-b: the order is one of submission; the workloads skip Pulumi's await, and the plan says so.
+    assert all(d.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for d in deployments.values())
+    from modelplane import report
+    assert report.document(run, [])["scaleOrder"] == [
+        {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace", "decode": {"from": 2, "to": 3},
+         "order": ["prefill", "decode"], "awaited": False}]
+    assert report.document(inplace, [])["scaleOrder"] == []
+
+
+def test_the_plan_calls_the_scale_order_submission_order(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    small = {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace",
+             "roles": {"decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 2},
+                       "prefill": {"pool": "h200", "nodes": 3, "gpusPerNode": 8, "workers": 3}}}
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps({"placements": [small]}))
+    out = CliRunner().invoke(main, ["plan", "example-inplace", "--previous", str(prev)]).output
+    assert ("scale ml/deepseek#0 on h200-inplace: decode 2 -> 3 workers; submits prefill -> decode in that order "
+            "(submission only: it does not wait for each role's pods to be Ready)") in " ".join(out.split())
 
 
 def test_the_exact_phase_keeps_a_partially_placed_deployment_and_never_over_commits():
@@ -224,7 +248,7 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
 
     doc = _stack(prefill=None, adopt=[{"cluster": "c", "kind": "Deployment", "name": "m-by-hand"}],
                  workers={"count": 1, "topology": {"tensor": 8}},
-                 autoscaling=[{"role": "decode", "maxReplicas": 2, "query": "q", "threshold": "1"}])
+                 autoscaling=[{"role": "decode", "maxReplicas": 2, "serverAddress": PROM, "query": "q", "threshold": "1"}])
     doc["modelplane:deployments"][0].pop("prefill")
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(_yaml.safe_dump({"config": doc}))
@@ -233,3 +257,36 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
     assert deployment.import_id == "ml/m-by-hand"
     assert objects(run, "ScaledObject")["m-by-hand"].inputs["spec"]["scaleTargetRef"]["name"] == "m-by-hand"
     assert "m-0-decode" in objects(run, "Service")       # our Service, selecting the pods by label
+
+
+def test_a_topology_change_is_reported_as_a_replacement_with_its_serving_count(tmp_path):
+    """Item 8: a new topology re-places retained replicas in place (no surge: the old topology is not
+    recorded); the plan says how many replicas serve meanwhile and whether a surge would have room."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from modelplane import report
+    from modelplane.cli import main
+
+    cluster = {"name": "c", "existing": {"kubeconfigSecret": "kc", "version": "1.34"},
+               "nodePools": [{"name": "h", "class": "h200-8x", "maxNodes": 4}], "queues": [{"namespace": "ml"}]}
+    md = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 2, "backend": "native",
+          "engine": {"image": "vllm/vllm-openai:v0.10.2"}, "workers": {"topology": {"tensor": 8, "pipeline": 2}}}
+    path = tmp_path / "Pulumi.t.yaml"
+    path.write_text(yaml.safe_dump({"config": {"modelplane:kc": {"secure": "x"}, "modelplane:clusters": [cluster],
+                                               "modelplane:deployments": [md]}}))
+    old = [{"deployment": "ml/m", "replica": i, "cluster": "c",
+            "roles": {"decode": {"pool": "h", "nodes": 1, "gpusPerNode": 8, "workers": 1}}} for i in (0, 1)]
+    run = offline.run("t", path, old)
+    rows = report.document(run, [])["reshape"]
+    assert [(r["replica"], r["from"]["shape"], r["to"]["shape"]) for r in rows] == [
+        (0, "decode 1x1x8", "decode 1x2x8"), (1, "decode 1x1x8", "decode 1x2x8")]
+    assert all(r["servingDuringChange"] == 0 and r["replicas"] == 2 and not r["surgeRoom"] for r in rows)
+    assert rows[0]["surgeShort"] == ["c/h"]
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps(old))
+    out = " ".join(CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev)]).output.split())
+    assert ("reshape ml/m#0: decode 1x1x8 on c -> decode 1x2x8 on c; replaced, not surged: 0/2 replicas serve during "
+            "the change; no room to surge (c/h full); below N-1") in out

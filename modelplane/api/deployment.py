@@ -124,17 +124,18 @@ class ExtraRole(Model):
 
 
 class Autoscaling(Model):
-    """An autoscaler for one role. Native GPU roles and extra roles: a KEDA ScaledObject with a
-    Prometheus trigger (`query`, `threshold`). GPU roles on the kserve backend: the
-    LLMInferenceService's own `spec.scaling` (KServe's Workload Variant Autoscaler decides the
-    count, actuated through KEDA), so `query` and `threshold` stay unset."""
+    """An autoscaler for one role: a KEDA ScaledObject with a Prometheus trigger (`serverAddress`,
+    `query`, `threshold`) on an extra role or a native GPU role. The substrate installs no
+    Prometheus, so `serverAddress` names the one you run. GPU roles on the kserve backend cannot
+    autoscale yet (rule `autoscaling-target`: KServe v0.20 accepts only its Workload Variant
+    Autoscaler there, which the substrate does not install)."""
 
     role: str
     min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(ge=1)
     query: str | None = None
     threshold: str | None = None
-    server_address: str = "http://prometheus.monitoring:9090"
+    server_address: str | None = Field(default=None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
 
     @model_validator(mode="after")
     def _bounds(self):

@@ -83,6 +83,7 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     if cycle:
         out.append(Finding("roles", ("roles",), f"dependsOn forms a cycle: {' -> '.join(cycle)}",
                            "remove one of the dependencies so roles can start in order"))
+    out += [_endpoint_picker(md, i, role) for i, role in enumerate(md.roles) if image_repo(role.image) in ENDPOINT_PICKERS]
     seen: dict[str, int] = {}
     for i, auto in enumerate(md.autoscaling):
         if auto.role not in known:
@@ -102,32 +103,66 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     return out
 
 
-def uses_wva(md: ModelDeployment, role: str) -> bool:
-    """GPU roles on the kserve backend autoscale through the LLMInferenceService's spec.scaling."""
-    return md.backend == "kserve" and role in md.gpu_roles()
+# Images of the Gateway API Inference Extension endpoint picker (llm-d's build and the upstream one).
+# It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
+# --pool-name (gateway-api-inference-extension v1.0.0 cmd/epp/runner/runner.go L467-469, the
+# version llm-d-inference-scheduler v0.3.0 builds on) and needs an InferencePool, RBAC to watch
+# it and a Gateway that calls it, none of which an extra role has.
+ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "registry.k8s.io/gateway-api-inference-extension/epp")
+
+
+def image_repo(image: str) -> str:
+    """`image` without its tag or digest."""
+    name = image.split("@")[0]
+    head, _, tail = name.rpartition("/")
+    return f"{head}/{tail.split(':')[0]}" if head else tail.split(":")[0]
+
+
+def _endpoint_picker(md: ModelDeployment, i: int, role) -> Finding:
+    where = ("KServe already runs one for every LLMInferenceService (router.scheduler): drop this role"
+             if md.backend == "kserve" else
+             "the native backend has no InferencePool for it to serve: drop this role (routing targets the "
+             "replica's decode Service)")
+    return Finding("roles", ("roles", i, "image"),
+                   f"role {role.name!r} runs the endpoint picker {role.image}, an Envoy ext-proc server that needs "
+                   "--pool-name, an InferencePool and a Gateway calling it; as an extra role it exits at start",
+                   where)
+
+
+def kserve_autoscaling(md: ModelDeployment, auto, i: int) -> Finding | None:
+    """A GPU role on the kserve backend cannot autoscale: KServe v0.20 accepts only the Workload
+    Variant Autoscaler in spec.scaling, and treats its missing CRD as a hard failure that stops
+    reconciling the whole LLMInferenceService (pkg/controller/v1alpha2/llmisvc/scaling.go L54-55 @ v0.20.0);
+    its KEDA actuator also needs prometheus.url in inferenceservice-config (L339-340). The
+    substrate installs neither WVA nor Prometheus."""
+    if md.backend != "kserve" or auto.role not in md.gpu_roles():
+        return None
+    return Finding("autoscaling-target", ("autoscaling", i, "role"),
+                   f"GPU role {auto.role!r} on the kserve backend would autoscale through the LLMInferenceService's "
+                   "spec.scaling, which KServe v0.20 hands to its Workload Variant Autoscaler; the substrate installs "
+                   "no WVA, and without its CRD KServe stops reconciling the service",
+                   "use backend: native (a KEDA ScaledObject on your Prometheus query), or drop this autoscaler "
+                   "and size the role with workers.count")
+
+
+# YAML key of each KEDA trigger field, in the order they are reported.
+KEDA_TRIGGER = {"server_address": "serverAddress", "query": "query", "threshold": "threshold"}
 
 
 def _keda_trigger(auto, i: int) -> list[Finding]:
-    missing = [f for f in ("query", "threshold") if getattr(auto, f) is None]
-    return [Finding("autoscaling-target", ("autoscaling", i, f),
-                    f"role {auto.role!r} scales with a KEDA Prometheus trigger, which needs {f}",
-                    "set query (a PromQL expression) and threshold (the value per replica, as a string)")
-            for f in missing]
+    """The Prometheus trigger is the user's: the substrate runs no Prometheus KEDA could default to."""
+    return [Finding("autoscaling-target", ("autoscaling", i, key),
+                    f"role {auto.role!r} scales with a KEDA Prometheus trigger, which needs {key}",
+                    "set serverAddress (the URL of your Prometheus, e.g. http://prometheus.monitoring:9090; "
+                    "modelplane installs none), query (a PromQL expression) and threshold (the value per "
+                    "replica, as a string)")
+            for attr, key in KEDA_TRIGGER.items() if getattr(auto, attr) is None]
 
 
 def _gpu_autoscaling(md: ModelDeployment, auto, i: int) -> list[Finding]:
-    """A GPU role's workers scale through spec.scaling (kserve) or a ScaledObject (native); the gang holds."""
-    out = []
-    if uses_wva(md, auto.role):
-        for f in ("query", "threshold"):
-            if getattr(auto, f) is not None:
-                out.append(Finding("autoscaling-target", ("autoscaling", i, f),
-                                   f"GPU role {auto.role!r} on the kserve backend scales through the "
-                                   "LLMInferenceService's spec.scaling, where KServe's Workload Variant Autoscaler "
-                                   f"computes the count from the engine's saturation; {f} would be ignored",
-                                   f"remove {f}, or set backend: native to scale on your own Prometheus query"))
-    else:
-        out += _keda_trigger(auto, i)
+    """A native GPU role's workers scale through a ScaledObject; the gang holds."""
+    refused = kserve_autoscaling(md, auto, i)
+    out = [refused] if refused else _keda_trigger(auto, i)
     if auto.min_replicas < 1:
         out.append(Finding("autoscaling-target", ("autoscaling", i, "minReplicas"),
                            f"GPU role {auto.role!r} cannot scale to zero: its KAI gang needs at least one pod",
@@ -178,8 +213,8 @@ ROOT_IMAGES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
 
 
 def check_engines(md: ModelDeployment) -> list[Finding]:
-    """What each backend can run: KServe's presets (non-root image, no pipeline-parallel multi-node in
-    v0.20), the native backend's own launch (an image is required)."""
+    """What each backend can run: KServe's presets (non-root image; pipeline parallelism only through
+    our preset, render/presets.py: whole models, data 1), the native backend's own launch (an image)."""
     out = []
     for role, (_, workers, engine) in md.gpu_roles().items():
         at = () if role == "decode" else ("prefill",)
@@ -194,13 +229,33 @@ def check_engines(md: ModelDeployment) -> list[Finding]:
                                "runAsNonRoot: the kubelet would refuse to start it",
                                "leave engine.image out to run the preset's image (ghcr.io/llm-d/llm-d-cuda), or use "
                                "backend: native"))
-        if workers.topology.pipeline > 1:
+        t = workers.topology
+        if t.pipeline > 1 and (md.disaggregated or t.data > 1):
+            why = ("a disaggregated deployment would need KServe's decode/prefill pipeline-parallel presets, which "
+                   "no release ships" if md.disaggregated else
+                   "KServe picks its data-parallel preset whenever data is set, so pipeline and data cannot combine")
             out.append(Finding("kserve-multi-node", (*at, "workers", "topology", "pipeline"),
-                               f"role {role!r} asks for pipeline parallelism {workers.topology.pipeline}; KServe v0.20 "
-                               "has no pipeline-parallel multi-node preset (its worker presets are data-parallel only)",
-                               "use backend: native (LeaderWorkerSet with a Ray cluster), or spread over nodes with "
-                               "data/dataLocal instead of pipeline"))
+                               f"role {role!r} asks for pipeline parallelism {t.pipeline}; on the kserve backend "
+                               "pipeline parallelism runs through modelplane's own pipeline-parallel preset, which "
+                               f"serves a whole (not disaggregated) model with data 1: {why}",
+                               "use backend: native (LeaderWorkerSet with a Ray cluster), drop data (pipeline x "
+                               "tensor per node), or spread over nodes with data/dataLocal instead of pipeline"))
     return out
+
+
+def native_prefill_idle(md: ModelDeployment) -> Finding | None:
+    """A disaggregated deployment on the native backend: its prefill pods get no requests. The
+    Service the routes target selects decode pods, and a prefill runs only when a P/D-aware router
+    (llm-d's endpoint picker setting x-prefiller-host-port for the routing sidecar, or a vLLM P/D
+    proxy) sends it the prompt first; modelplane runs neither for native replicas (docs/routing.md)."""
+    if md.backend != "native" or not md.disaggregated:
+        return None
+    return Finding("native-prefill-idle", ("prefill",),
+                   "on the native backend nothing sends requests to prefill: the routes target the decode Service "
+                   "and no P/D-aware router runs in front of it, so the prefill GPUs stay idle and decode "
+                   "computes every prompt itself",
+                   "use backend: kserve (KServe runs the endpoint picker and the routing sidecar that send each "
+                   "prompt to prefill first), or drop the prefill block")
 
 
 def check_deployment(md: ModelDeployment) -> list[Finding]:

@@ -9,8 +9,7 @@ from ..api import ModelDeployment as DeploymentSpec
 from ..api.deployment import GPU_ROLES
 from ..render import model_identity, render_replica
 from ..render.names import ROLE
-from ..render.order import rank, role_edges
-from ..scheduler.bindings import depths
+from ..render.order import rank, role_edges, scale_change
 from .k8s import register
 
 
@@ -47,7 +46,7 @@ class ModelDeployment(pulumi.ComponentResource):
         self.resources = []
         deps = {r.name: r.depends_on for r in spec.roles}
         for placement in placements:
-            edges = role_edges(spec.role_names(), deps, *_scale_change(spec, placement, (previous or {}).get(
+            edges = role_edges(spec.role_names(), deps, *scale_change(spec, placement, (previous or {}).get(
                 placement.replica)))
             ranks = rank(edges)
             target = targets[placement.cluster]
@@ -86,13 +85,3 @@ class ModelDeployment(pulumi.ComponentResource):
 def _role(obj: dict) -> str | None:
     """The role an object belongs to; the LLMInferenceService runs decode (and prefill)."""
     return obj["metadata"]["labels"].get(ROLE) or ("decode" if obj["kind"] == "LLMInferenceService" else None)
-
-
-def _scale_change(spec: DeploymentSpec, placement, before) -> tuple:
-    """(depth per role, grows?) when an InPlace replica changes size where it runs; else (None, None)."""
-    if not spec.in_place or before is None or before.cluster != placement.cluster:
-        return None, None
-    now, was = placement.roles["decode"].workers, before.roles["decode"].workers
-    if now == was:
-        return None, None
-    return depths(spec.scaling.binding_map()), now > was

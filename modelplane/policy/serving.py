@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+from ..api.deployment import ModelDeployment
 from ..api.fabric import EFA_RESOURCE
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
 from ..render.gpudirect import DAEMON, INTERFACES_ANNOTATION
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
+from ..fleet import idle_prefill
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
 from .resource import pod_templates
@@ -87,7 +89,8 @@ def fabric_wired(resources, config=None):
 
 
 @policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
-        "pipeline-parallel multi-node preset; the native backend needs an image.", "stack")
+        "pipeline parallelism other than modelplane's preset (whole models, data 1); the native backend needs an image.",
+        "stack")
 def engines(resources, config=None):
     return _spec_findings(resources, check_engines)
 
@@ -104,6 +107,21 @@ def flex_start_serving(resources, config=None):
             where = ", ".join(f"{p['cluster']}/{name}" for name in flex)
             out.append((f"{_key(spec)} replica {int(p['replica'])} runs on flex-start pool(s) {where}: each node "
                         "lives at most 7 days", r.urn))
+    return out
+
+
+@policy("native-prefill-idle", "Disaggregated replicas on the native backend: nothing routes requests to their "
+        "prefill pods (no P/D-aware router in front of decode), so the prefill GPUs stay idle.", "stack",
+        level=ADVISORY)
+def native_prefill_idle(resources, config=None):
+    out = []
+    for r, spec, placements, _ in deployments(resources):
+        if spec.get("backend") != "native" or spec.get("prefill") is None:
+            continue
+        md = ModelDeployment.model_validate(spec)
+        out += [(f"{row['deployment']} replica {row['replica']} on {row['cluster']}/{row['pool']}: {row['gpus']} "
+                 f"prefill GPUs get no traffic: {row['reason']} (fix: {row['fix']})", r.urn)
+                for row in idle_prefill(md, placements)]
     return out
 
 

@@ -57,7 +57,8 @@ def _spec_findings(resources, check) -> list[tuple[str, str]]:
 
 
 @policy("roles", "Roles are valid: a disaggregated deployment has decode and prefill, names are unique, "
-        "dependsOn resolves without cycles, at most one autoscaler per role.", "stack")
+        "dependsOn resolves without cycles, at most one autoscaler per role, no endpoint picker as an extra role, "
+        "KEDA triggers complete, no GPU-role autoscaling on the kserve backend.", "stack")
 def roles(resources, config=None):
     out = _spec_findings(resources, check_roles)
     for r, spec, p, _ in replicas(resources):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from . import gpudirect as gd
+from . import presets
 from ..api.substrate import deep_merge
 from .names import MANAGED_BY, meta
 from .substrate import namespace
@@ -197,18 +198,6 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("cert-manager", "release", "KServe's webhooks and the Gateway's HTTPS certificate",
                   key="certManager", after=("gateway-api-crds",) if acme else (SYSTEM,),
                   values={"crds": {"enabled": True}, **({"config": {"enableGatewayAPI": True}} if acme else {})}))
-    if gateway:
-        add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
-                  after=("gateway-api-crds",), key="envoyGatewayCrds",
-                  values={"crds": {"gatewayAPI": {"enabled": False}, "envoyGateway": {"enabled": True}}}))
-        add(Addon("envoy-gateway", "release", "the Gateway implementation that serves the inference Gateway",
-                  after=("envoy-gateway-crds",), key="envoyGateway", values=envoy_gateway_values(), skip_crds=True))
-        add(Addon("ai-gateway-crds", "release", "Envoy AI Gateway CRDs", key="aiGatewayCrds"))
-        add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
-                  after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
-        add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
-                  after=("envoy-gateway", "gateway-api-crds", *(("cert-manager",) if facts.tls else ())),
-                  objects=tuple(gateway_objects(facts.tls))))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:
@@ -218,15 +207,34 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("kserve-llmisvc-resources", "release", "the LLMInferenceService controller; owns the "
                   "Inference Extension CRDs (InferencePool)", after=deps, key="kserve",
                   values={"kserve": {"llmisvc": {"createGIECRDs": True}}}))
+        kserve_ns = versions.get("kserve", {}).get("namespace", "kserve")
         webhook = {"apiVersion": "v1", "kind": "Endpoints",
-                   "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": versions.get("kserve", {}).get(
-                       "namespace", "kserve")}}
+                   "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": kserve_ns}}
         add(Addon("kserve-webhook-ready", "gate", "the presets go through KServe's validating webhook: wait "
                   "until its Service has a ready endpoint", after=("kserve-llmisvc-resources",),
                   objects=(webhook,), wait_for="jsonpath={.subsets[0].addresses[0].ip}"))
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
+        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfig, which "
+                  "KServe looks up by name for pipeline > 1 and no release ships (render/presets.py)",
+                  after=("kserve-webhook-ready",), objects=(presets.pipeline_parallel(kserve_ns),)))
+    if gateway:
+        add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
+                  after=("gateway-api-crds",), key="envoyGatewayCrds",
+                  values={"crds": {"gatewayAPI": {"enabled": False}, "envoyGateway": {"enabled": True}}}))
+        # Envoy Gateway watches every backendResources kind without checking its CRD exists (EG v1.8.1
+        # internal/provider/kubernetes/controller.go L2847-2857): it starts after the InferencePool CRD.
+        pool_crd = tuple(n for n in ("kserve-llmisvc-resources",) if any(a.name == n for a in out))
+        add(Addon("envoy-gateway", "release", "the Gateway implementation that serves the inference Gateway",
+                  after=("envoy-gateway-crds", *pool_crd), key="envoyGateway", values=envoy_gateway_values(),
+                  skip_crds=True))
+        add(Addon("ai-gateway-crds", "release", "Envoy AI Gateway CRDs", key="aiGatewayCrds"))
+        add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
+                  after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
+        add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
+                  after=("envoy-gateway", "gateway-api-crds", *(("cert-manager",) if facts.tls else ())),
+                  objects=tuple(gateway_objects(facts.tls))))
     if _on(facts, "kai"):
         add(Addon("kai-scheduler", "release", "gang scheduling (PodGroups) and queues", key="kai"))
     if _on(facts, "keda"):

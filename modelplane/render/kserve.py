@@ -5,8 +5,8 @@ presets below are v0.20's). The engine container is named `main`, the name the p
 into; they supply the image (llm-d, non-root), the command, ports and probes. What we pass:
 - args, each shell-quoted: the presets run `eval "exec vllm serve ... $@"`, which would otherwise
   split JSON such as --kv-transfer-config into several broken flags;
-- `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets run the
-  engine headless and give the worker no probes);
+- `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets, and our
+  pipeline-parallel one in presets.py, run the engine headless and give the worker no probes);
 - the router: our Gateway (refs), KServe's managed HTTPRoute and its scheduler (InferencePool +
   endpoint picker), which the service routes point at.
 """
@@ -50,18 +50,6 @@ def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_
     if topology.nodes_per_worker > 1:
         out["worker"] = pod
     return out
-
-
-def scaling(auto, reserved: int, worker_hourly: float | None) -> dict:
-    """spec.scaling (or spec.prefill.scaling) of an autoscaled GPU role. KServe v0.20 accepts only
-    the Workload Variant Autoscaler here (`wva`, with an HPA or KEDA actuator); we pick KEDA, which
-    the substrate installs. `variantCost` is one worker's price per hour, so WVA adds capacity on
-    the cheapest variant first; unpriced pools keep KServe's default."""
-    wva: dict = {"keda": {}}
-    if worker_hourly:
-        wva["variantCost"] = f"{worker_hourly:.2f}"
-    return {"minReplicas": min(auto.min_replicas, reserved), "maxReplicas": min(auto.max_replicas, reserved),
-            "wva": wva}
 
 
 def router(gateway: dict | None) -> dict:

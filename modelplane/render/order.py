@@ -2,8 +2,15 @@
 InPlace replica changes size, the scale order of its bindings (growing: the roles furthest from
 decode first; shrinking: decode first). A scale edge that would contradict `dependsOn` (a cycle)
 is left out: start-up order wins. Pure; the component turns edges into Pulumi `depends_on`.
+
+This is an order of submission, not of readiness: the role workloads carry
+`pulumi.com/skipAwait: "true"` (GPU pods come up long after `up` returns), so Pulumi sends a
+role's update once the API server accepted the update of the role it waits for, not once that
+role's pods are Ready. For a moment a binding can be short by the pods still starting.
 """
 from __future__ import annotations
+
+from ..scheduler.bindings import depths
 
 
 def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
@@ -46,3 +53,22 @@ def rank(edges: dict[str, set[str]]) -> dict[str, int]:
     for r in sorted(edges):
         visit(r)
     return out
+
+
+def scale_change(spec, placement, before) -> tuple:
+    """(depth per role, grows?) when an InPlace replica changes size where it runs; else (None, None)."""
+    if not spec.in_place or before is None or before.cluster != placement.cluster:
+        return None, None
+    now, was = placement.roles["decode"].workers, before.roles["decode"].workers
+    if now == was:
+        return None, None
+    return depths(spec.scaling.binding_map()), now > was
+
+
+def scale_order(spec, placement, before) -> list[str] | None:
+    """The roles of an InPlace replica that changes size, in the order `up` submits them; else None."""
+    depth, grow = scale_change(spec, placement, before)
+    if depth is None:
+        return None
+    ranks = rank(role_edges(spec.role_names(), {r.name: r.depends_on for r in spec.roles}, depth, grow))
+    return sorted(ranks, key=lambda r: (ranks[r], r))

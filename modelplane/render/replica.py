@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
+from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
-from . import kai, keda, kserve, native
+from . import kai, keda, kserve, native, presets
 from .dra import claim_template, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
@@ -27,6 +28,16 @@ def _check_keda(md: ModelDeployment, inv: dict) -> None:
     if md.autoscaling and not inv.get("keda", {}).get("enabled"):
         raise RenderError(f"deployment {md.key} autoscales {', '.join(a.role for a in md.autoscaling)} with KEDA, "
                           f"which cluster {inv['name']} does not run; enable substrate.keda on that cluster")
+
+
+def _check_pipeline_preset(md: ModelDeployment, inv: dict) -> None:
+    """KServe finds the pipeline-parallel preset by name; only our KServe substrate installs it."""
+    pipelined = md.backend == "kserve" and any(w.topology.pipeline > 1 for _, w, _ in md.gpu_roles().values())
+    if pipelined and not inv.get("kserve", {}).get("enabled", True):
+        raise RenderError(f"deployment {md.key} runs pipeline parallelism on the kserve backend, which needs the "
+                          f"LLMInferenceServiceConfig {presets.NAME}; cluster {inv['name']} brings its own KServe "
+                          "(substrate.kserve: false), so modelplane does not install it there: apply "
+                          "modelplane.render.presets.pipeline_parallel('kserve') on that cluster, or use backend: native")
 
 
 def _autoscaled(workload: dict, auto, lbls: dict, reserved: int | None = None) -> list[dict]:
@@ -98,6 +109,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
     """`served_names`: model names the engine answers to (its own first, then service aliases)."""
     _check_queue(md, inv)
     _check_keda(md, inv)
+    _check_pipeline_preset(md, inv)
     served = served_names or [md.served_name]
     autos = {a.role: a for a in md.autoscaling}
     idx = placement.replica
@@ -128,11 +140,9 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
                              env=_kserve_env(md, engine, gpu))
             pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
-            if role in autos:   # replicas and scaling are mutually exclusive (the CRD's own rule)
-                price = (pools[rp.pool].get("price") or {}).get("hourly")
-                del workloads[role]["replicas"]
-                workloads[role]["scaling"] = kserve.scaling(autos[role], rp.workers, price * topology.nodes_per_worker
-                                                            if price else None)
+            if role in autos:   # the loader refuses this; a program that skips it must not get spec.scaling
+                refused = kserve_autoscaling(md, autos[role], md.autoscaling.index(autos[role]))
+                raise RenderError(f"deployment {md.key}: {refused.message} (fix: {refused.fix})")
             continue
         args = native.engine_args(md.model.uri, served, topology, engine.port) + list(engine.args)
         env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
