@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from ..changes import signed_money
 from ..cost import doubtful, money, money_span
 from .bars import CLUSTER_PALETTE, colours, pool_bar, progress_bar, share_bar
 
@@ -24,6 +25,9 @@ def _span(s: dict) -> str:
 
 
 _ENV.filters["span"] = _span
+
+
+_ENV.filters["signed"] = signed_money
 
 
 def context(doc: dict) -> dict:
@@ -67,7 +71,18 @@ def context(doc: dict) -> dict:
         "replicas": {"placed": len(doc["placements"]), "wanted": len(doc["placements"]) + len(doc["unplaced"])},
         "cluster_palette": cluster_palette,
         "shaky": doubtful(cost),
+        "change": _change_view(doc),
     }
+
+
+def _change_view(doc: dict) -> dict | None:
+    """`plan --previous`: resource actions with their counts, replica changes and the cost delta."""
+    if "replicaChanges" not in doc:
+        return None
+    from ..changes import SYMBOLS, summary
+
+    return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
+            "replicas": doc["replicaChanges"], "cost": doc["costDelta"]}
 
 
 def render(doc: dict) -> str:
