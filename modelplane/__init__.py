@@ -6,7 +6,14 @@ components for your own program:
 Names load on first use, so the pure core (api, scheduler, render) imports without Pulumi.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:   # what type checkers see; at run time the names load lazily (below)
+    from .api import InferenceCluster, ModelDeployment, load_catalog
+    from .api.service import ModelService, Provider
+    from .sdk import Fleet, FleetArgs
 
 _PUBLIC = {
     "Fleet": ("sdk", "Fleet"), "FleetArgs": ("sdk", "FleetArgs"),

@@ -8,6 +8,8 @@ settings (both call `assemble`). Entries have the shape of the stack file's `mod
 `modelplane.ModelDeployment`, ... Hostable for every Pulumi language (`provider/`).
 """
 
+import keyword
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional, TypedDict
 
@@ -17,21 +19,23 @@ from pydantic import BaseModel
 from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
 from .assemble import Built, Remote, assemble
 from .components.k8s import secrets_from
+from .fleet_types import DnsEntry, InferenceClusterEntry, ModelDeploymentEntry, ModelServiceEntry, ProviderEntry
 from .scheduler import Placement
 
 
 class FleetArgs(TypedDict, total=False):
-    """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name."""
+    """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name
+    (typed in modelplane/fleet_types.py, generated from the models)."""
 
-    clusters: pulumi.Input[list[Any]]
+    clusters: pulumi.Input[list[InferenceClusterEntry]]
     """Clusters this fleet builds on GKE or EKS, or adopts (existing): modelplane:clusters entries."""
-    deployments: pulumi.Input[list[Any]]
+    deployments: pulumi.Input[list[ModelDeploymentEntry]]
     """Models to serve, every replica placed by the scheduler: modelplane:deployments entries."""
-    services: pulumi.Input[list[Any]]
+    services: pulumi.Input[list[ModelServiceEntry]]
     """Stable model names weighted over deployments and providers: modelplane:services entries."""
-    providers: pulumi.Input[list[Any]]
+    providers: pulumi.Input[list[ProviderEntry]]
     """Hosted OpenAI-compatible APIs that services may route to: modelplane:providers entries."""
-    dns: pulumi.Input[Any]
+    dns: pulumi.Input[DnsEntry]
     """Weighted DNS records across the clusters' gateways: the modelplane:dns setting."""
     stacks: pulumi.Input[list[str]]
     """Infra stacks whose exported clusters join this fleet: org/project/stack, or a stack of this project."""
@@ -51,12 +55,16 @@ _SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "product
 
 
 def _plain(value):
+    """An entry as stack file data: models dumped by alias, enum members as their values, and
+    `class_` (a keyword's Python spelling) as `class`."""
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k): _plain(v) for k, v in value.items()}
     return value
 
 
