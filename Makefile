@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser plan test report-check screenshot bench clean
+.PHONY: install browser typecheck-tools plan test report-check screenshot bench clean
 
 $(BIN)/modelplane: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,14 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; }
 	@command -v chromium >/dev/null || { echo "chromium could not be installed (apt-get)" >&2; exit 1; }
 
-test: install browser
+# Pinned TypeScript and pyright (tools/typecheck/package-lock.json): tests/test_package.py type-checks
+# the TypeScript example against the package schema and the README's Python against the package.
+# Without npm the target says so and those two tests skip with that reason.
+typecheck-tools:
+	@test -x tools/typecheck/node_modules/.bin/tsc || npm ci --prefix tools/typecheck --no-audit --no-fund >/dev/null \
+		|| echo "typecheck-tools: npm ci failed; the TypeScript and pyright checks will skip" >&2
+
+test: install browser typecheck-tools
 	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory report-check
 

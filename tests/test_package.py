@@ -1,0 +1,279 @@
+"""The multi-language package: real object and enum types for every entry, generated from the
+models; the YAML and TypeScript examples use only what the schema declares; Python type checkers
+see Fleet and its entries."""
+import importlib.util
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from modelplane import fleet_types, typegen
+from modelplane.schema import _models
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = ROOT / "tools" / "typecheck" / "node_modules" / ".bin"
+NO_TOOLS = "needs the pinned type checkers: run `make typecheck-tools` (npm, tools/typecheck/package.json)"
+TYPES = "#/types/modelplane:index:"
+
+
+@pytest.fixture(scope="module")
+def schema():
+    from pulumi.provider.experimental.component import ComponentProvider
+
+    spec = importlib.util.spec_from_file_location("provider_main", ROOT / "provider" / "__main__.py")
+    host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host)           # not __main__: defines COMPONENTS without serving
+    return json.loads(ComponentProvider(host.COMPONENTS, "modelplane", None, "0.1.0").schema)
+
+
+def _ref(prop: dict) -> str | None:
+    ref = prop.get("$ref") or (prop.get("items") or {}).get("$ref") or (prop.get("additionalProperties") or {}).get("$ref")
+    return ref[len(TYPES):] if ref and ref.startswith(TYPES) else ref
+
+
+def _reachable(schema: dict, names) -> set[str]:
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for prop in schema["types"][f"modelplane:index:{name}"].get("properties", {}).values():
+            ref = _ref(prop)
+            assert ref != "pulumi.json#/Any", f"{name} has an untyped property"
+            if ref:
+                todo.append(ref)
+    return seen
+
+
+def test_the_generated_types_are_current():
+    assert (ROOT / "modelplane" / "fleet_types.py").read_text() == typegen.source(), \
+        "modelplane/fleet_types.py is stale: run `python -m modelplane.typegen`"
+
+
+def test_every_entry_is_an_object_type_built_from_its_model(schema):
+    inputs = schema["resources"]["modelplane:index:Fleet"]["inputProperties"]
+    entries = {name: _ref(inputs[name]) for name in typegen.ENTRIES}
+    assert entries == {name: model.__name__ for name, model in typegen.ENTRIES.items()}
+    reached = _reachable(schema, entries.values())
+    models = {}
+    for model in typegen.ENTRIES.values():
+        models.update(_models(model))
+    assert {n for n in reached if schema["types"][f"modelplane:index:{n}"]["type"] == "object"} == set(models)
+    for name, model in models.items():
+        t = schema["types"][f"modelplane:index:{name}"]
+        assert t["description"] == (inspect.cleandoc(model.__doc__) if model.__doc__ else name)
+        aliases = {info.alias or f: info for f, info in model.model_fields.items()}
+        assert set(t["properties"]) == set(aliases), name       # the stack file's keys, `class` included
+        assert sorted(t.get("required", [])) == sorted(a for a, i in aliases.items() if i.is_required()), name
+
+
+def test_closed_value_sets_are_enums_and_defaults_are_documented(schema):
+    from typing import Literal, get_args, get_origin
+
+    from modelplane.api import ModelDeployment
+    from modelplane.api.cluster import Capacity
+
+    priority = schema["types"]["modelplane:index:ModelDeployment"]["properties"]["priority"]
+    enum = schema["types"][f"modelplane:index:{_ref(priority)}"]
+    assert enum["type"] == "string"
+    literal = ModelDeployment.model_fields["priority"].annotation
+    assert get_origin(literal) is Literal and [e["value"] for e in enum["enum"]] == list(get_args(literal))
+    assert "Default: \"standard\"" in priority["description"]
+    capacity = schema["types"]["modelplane:index:Capacity"]["properties"]["type"]
+    assert [e["name"] for e in schema["types"][f"modelplane:index:{_ref(capacity)}"]["enum"]] == [
+        "OnDemand", "Spot", "Reservation", "FlexStart", "CapacityBlock"]
+    assert Capacity.model_fields["type"].default == "on-demand" and 'Default: "on-demand"' in capacity["description"]
+    topology = schema["types"]["modelplane:index:Topology"]["properties"]
+    assert all("Default: 1." in topology[k]["description"] for k in ("tensor", "pipeline", "data", "dataLocal"))
+
+
+def test_the_package_and_the_stack_file_schema_agree_on_every_key(schema):
+    stack = json.loads((ROOT / "docs" / "stack.schema.json").read_text())["$defs"]
+    for name in _reachable(schema, [m.__name__ for m in typegen.ENTRIES.values()]):
+        t = schema["types"][f"modelplane:index:{name}"]
+        if t["type"] == "object":
+            assert set(t["properties"]) == set(stack[name]["properties"]), name
+
+
+def check(schema: dict, type_name: str, value, path: str) -> list[str]:
+    """What in `value` the package schema does not declare (keys, required keys, enum values, kinds)."""
+    t = schema["types"][f"modelplane:index:{type_name}"]
+    if "enum" in t:
+        return [] if value in [e["value"] for e in t["enum"]] else [f"{path}: {value!r} is not one of its enum values"]
+    if not isinstance(value, dict):
+        return [f"{path}: not an object"]
+    problems = [f"{path}.{k}: not declared" for k in value if k not in t["properties"]]
+    problems += [f"{path}.{k}: required" for k in t.get("required", []) if k not in value]
+    kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+    for key, v in value.items():
+        prop = t["properties"].get(key)
+        if prop is None:
+            continue
+        items = prop.get("items") if prop.get("type") == "array" else None
+        if items is not None:
+            problems += [f"{path}.{key}: not a list"] if not isinstance(v, list) else []
+            for i, item in enumerate(v if isinstance(v, list) else []):
+                problems += check(schema, _ref(items), item, f"{path}.{key}[{i}]") if _ref(items) else \
+                    ([] if isinstance(item, kinds[items["type"]]) else [f"{path}.{key}[{i}]: not {items['type']}"])
+        elif _ref(prop) and prop.get("type") != "object":
+            problems += check(schema, _ref(prop), v, f"{path}.{key}")
+        elif prop.get("type") and not isinstance(v, kinds[prop["type"]]):
+            problems.append(f"{path}.{key}: not {prop['type']}")
+    return problems
+
+
+def test_the_yaml_example_is_valid_against_the_schema_types(schema):
+    doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
+    props = doc["resources"]["fleet"]["properties"]
+    problems = []
+    for name, model in typegen.ENTRIES.items():
+        entries = props.get(name, [] if name != "dns" else None)
+        for i, entry in enumerate(entries if isinstance(entries, list) else [entries] if entries else []):
+            problems += check(schema, model.__name__, entry, f"{name}[{i}]")
+    assert problems == []
+    # the checker is not vacuous
+    bad = {"name": "x", "namespace": "y", "replicas": 1, "model": {"uri": "u", "tokenSecrit": "t"}, "priority": "urgent"}
+    assert check(schema, "ModelDeployment", bad, "d") == ["d.model.tokenSecrit: not declared",
+                                                          "d.priority: 'urgent' is not one of its enum values"]
+
+
+def test_what_the_engine_delivers_comes_back_as_the_stack_files_settings(schema):
+    """Other languages' inputs reach Fleet through the SDK's mapping (schema names to Python names,
+    enum values to members); Fleet turns them back into the stack file's settings."""
+    from pulumi.provider.experimental.component import ComponentProvider
+
+    from modelplane.sdk import Fleet, _plain
+
+    provider = ComponentProvider([Fleet], "modelplane", None, "0.1.0")
+    raw = {"clusters": [{"name": "lab", "existing": {"kubeconfigSecret": "k", "cloud": "on-prem"},
+                         "nodePools": [{"name": "h100", "class": "h100-8x", "maxNodes": 3,
+                                        "capacity": {"type": "spot"}}]}],
+           "deployments": [{"name": "m", "namespace": "ml", "replicas": 1, "model": {"uri": "hf://a/b"},
+                            "priority": "critical"}]}
+    mapped = provider.map_inputs(raw, provider._component_defs["Fleet"])
+    pool = mapped["clusters"][0]["nodePools"][0]
+    assert pool["class_"] == "h100-8x" and pool["capacity"]["type"] is fleet_types.CapacityType.Spot
+    assert _plain(mapped) == raw
+
+
+def _ts_inner(schema: dict, prop: dict) -> str:
+    ref = prop.get("$ref")
+    if ref == "pulumi.json#/Any":
+        return "any"
+    if ref:
+        name = ref[len(TYPES):]
+        return name if "enum" in schema["types"][f"modelplane:index:{name}"] else f"types.input.{name}Args"
+    if prop.get("type") == "array":
+        return f"{_ts_type(schema, prop['items'])}[]"
+    if prop.get("type") == "object":
+        return "{[key: string]: " + _ts_type(schema, prop.get("additionalProperties", {"$ref": "pulumi.json#/Any"})) + "}"
+    return {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}[prop["type"]]
+
+
+def _ts_type(schema: dict, prop: dict) -> str:
+    inner = _ts_inner(schema, prop)
+    return inner if prop.get("plain") else f"pulumi.Input<{inner}>"
+
+
+def declarations(schema: dict) -> str:
+    """@pulumi/modelplane as `pulumi package add` generates it for TypeScript, reduced to its types:
+    an interface per object type (plain properties are plain), a const object and a union per enum."""
+    out = ['import * as pulumi from "@pulumi/pulumi";']
+    inputs = []
+    for token, t in sorted(schema["types"].items()):
+        name = token.rsplit(":", 1)[1]
+        if "enum" in t:
+            members = "; ".join(f"readonly {e['name']}: {json.dumps(e['value'])}" for e in t["enum"])
+            out += [f"export declare const {name}: {{{members}}};",
+                    f"export type {name} = (typeof {name})[keyof typeof {name}];"]
+            continue
+        required = set(t.get("required", []))
+        fields = "\n".join(f"    {k}{'' if k in required else '?'}: {_ts_type(schema, p)};"
+                           for k, p in sorted(t["properties"].items()))
+        inputs.append(f"export interface {name}Args {{\n{fields}\n}}")
+    out.append("export declare namespace types { namespace input {\n" + "\n".join(inputs) + "\n} }")
+    fleet = schema["resources"]["modelplane:index:Fleet"]
+    required = set(fleet.get("requiredInputs", []))
+    args = "\n".join(f"    {k}{'' if k in required else '?'}: pulumi.Input<{_ts_inner(schema, p)}>;"
+                     for k, p in sorted(fleet["inputProperties"].items()))
+    outs = "\n".join(f"    readonly {k}: pulumi.Output<{_ts_inner(schema, p)}>;" for k, p in sorted(fleet["properties"].items()))
+    out += [f"export interface FleetArgs {{\n{args}\n}}", "export declare class Fleet {",
+            "    constructor(name: string, args?: FleetArgs, opts?: pulumi.ComponentResourceOptions);", outs, "}"]
+    return "\n".join(out) + "\n"
+
+
+PULUMI_STUB = """
+export interface Output<T> { apply<U>(f: (t: T) => U): Output<U>; }
+export type Input<T> = T | Promise<T> | Output<T>;
+export interface ComponentResourceOptions { parent?: unknown; }
+export declare class Config { constructor(name?: string); require(key: string): string; requireSecret(key: string): Output<string>; }
+"""
+
+
+def _tsc(tmp_path: Path, program: str, schema: dict) -> subprocess.CompletedProcess:
+    for module, text in (("pulumi", PULUMI_STUB), ("modelplane", declarations(schema))):
+        (tmp_path / "node_modules" / "@pulumi" / module).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "node_modules" / "@pulumi" / module / "index.d.ts").write_text(text)
+    (tmp_path / "index.ts").write_text(program)
+    config = json.loads((ROOT / "examples" / "ts-fleet" / "tsconfig.json").read_text())
+    config["compilerOptions"]["noEmit"] = True
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config))
+    return subprocess.run([str(TOOLS / "tsc"), "-p", str(tmp_path)], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not (TOOLS / "tsc").exists(), reason=NO_TOOLS)
+def test_the_typescript_example_type_checks_against_the_schema(schema, tmp_path):
+    example = (ROOT / "examples" / "ts-fleet" / "index.ts").read_text()
+    result = _tsc(tmp_path, example, schema)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # and the check bites: a misspelt key and a value outside an enum are errors
+    wrong = example.replace('uri: "hf://Qwen/Qwen3-8B"', 'uri: "hf://Qwen/Qwen3-8B", tokenSecrit: "t"') \
+                   .replace("replicas: 2,", 'replicas: 2, priority: "urgent",')
+    result = _tsc(tmp_path, wrong, schema)
+    assert result.returncode != 0 and "tokenSecrit" in result.stdout and '"urgent"' in result.stdout, result.stdout
+
+
+def test_the_typescript_example_says_what_the_yaml_example_says(schema):
+    """The two examples declare the same fleet (the YAML one is planned offline in test_sdk.py)."""
+    text = (ROOT / "examples" / "ts-fleet" / "index.ts").read_text()
+    doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
+    for entry in doc["resources"]["fleet"]["properties"]["deployments"]:
+        assert f'name: "{entry["name"]}"' in text and f'uri: "{entry["model"]["uri"]}"' in text
+        assert f'replicas: {entry["replicas"]},' in text
+
+
+README_SNIPPET_MARK = "from modelplane import Fleet, FleetArgs"
+
+
+def _pyright(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"extraPaths": [str(ROOT)], "pythonVersion": "3.11"}))
+    return subprocess.run([str(TOOLS / "pyright"), "--pythonpath", sys.executable, *files], cwd=tmp_path,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not (TOOLS / "pyright").exists(), reason=NO_TOOLS)
+def test_pyright_sees_fleet_and_checks_the_readme_example(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```python\n", readme.index("## Use the components from your own program")) + len("```python\n")
+    snippet = readme[start:readme.index("```", start)]
+    assert README_SNIPPET_MARK in snippet
+    wrong = snippet.replace('"tokenSecret"', '"tokenSecrit"')
+    assert wrong != snippet
+    typed = snippet + (
+        "\nfrom modelplane import ModelDeployment\nfrom modelplane.api.deployment import ModelSource\n"
+        "Fleet('typed', FleetArgs(deployments=[ModelDeployment(name='m', namespace='ml', replicas=1,"
+        " model=ModelSource(uri='hf://a/b'))], clusters=[{'name': 'lab', 'existing': {'kubeconfigSecret': 'k',"
+        " 'cloud': 'on-prem'}, 'nodePools': [{'name': 'h100', 'class_': 'h100-8x', 'maxNodes': 3}]}]))\n"
+        "reveal_type(fleet.placements)\n")
+    result = _pyright(tmp_path, {"readme.py": typed, "wrong.py": wrong})
+    out = result.stdout
+    assert 'Type of "fleet.placements" is "Output[list[Any]]"' in out, out
+    errors = [line for line in out.splitlines() if " - error" in line]
+    assert errors and all("wrong.py" in line for line in errors), out
