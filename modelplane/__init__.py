@@ -13,13 +13,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:   # what type checkers see; at run time the names load lazily (below)
     from .api import InferenceCluster, ModelDeployment, load_catalog
     from .api.service import ModelService, Provider
+    from .kubeconfigs import kubeconfig_of
     from .sdk import Fleet, FleetArgs
 
 _PUBLIC = {
     "Fleet": ("sdk", "Fleet"), "FleetArgs": ("sdk", "FleetArgs"),
     "InferenceCluster": ("api", "InferenceCluster"), "ModelDeployment": ("api", "ModelDeployment"),
     "ModelService": ("api.service", "ModelService"), "Provider": ("api.service", "Provider"),
-    "load_catalog": ("api", "load_catalog"),
+    "load_catalog": ("api", "load_catalog"), "kubeconfig_of": ("kubeconfigs", "kubeconfig_of"),
 }
 __all__ = sorted(_PUBLIC)
 

@@ -45,8 +45,9 @@ class FleetArgs(TypedDict, total=False):
     """Plan from scratch once, ignoring where replicas run now (see modelplane plan --repack)."""
     catalog_dir: pulumi.Input[str]
     """Your own InferenceClasses: a directory of catalog YAML files, or one file."""
-    secrets: pulumi.Input[dict[str, str]]
-    """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret); default: config."""
+    secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
+    """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret), plain or
+    Outputs (the kubeconfig of a cluster your program creates); default: the stack's secret config."""
     previous: pulumi.Input[list[Any]]
     """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
 

@@ -277,3 +277,33 @@ def test_pyright_sees_fleet_and_checks_the_readme_example(tmp_path):
     assert 'Type of "fleet.placements" is "Output[list[Any]]"' in out, out
     errors = [line for line in out.splitlines() if " - error" in line]
     assert errors and all("wrong.py" in line for line in errors), out
+
+
+def test_a_cluster_the_program_creates_joins_the_fleet_by_its_kubeconfig(tmp_path):
+    """A gcp.container.Cluster made by the user's own program: its kubeconfig (an Output) is the
+    existing cluster's secret; the plan comes from the entry's settings, the objects go to that cluster."""
+    from modelplane import offline
+
+    (tmp_path / "Pulumi.yaml").write_text("name: mine\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text('''
+import pulumi_gcp as gcp
+from modelplane import Fleet, FleetArgs, kubeconfig_of
+
+mine = gcp.container.Cluster("mine", name="mine", location="us-central1", initial_node_count=1)
+Fleet("fleet", FleetArgs(
+    clusters=[{"name": "mine", "existing": {"kubeconfigSecret": "mineKubeconfig", "cloud": "gcp",
+                                            "region": "us-central1", "version": "1.34"},
+               "nodePools": [{"name": "l4", "class_": "gke-l4-1x-g2", "minNodes": 2, "maxNodes": 2}],
+               "queues": [{"namespace": "ml"}]}],
+    deployments=[{"name": "qwen3-8b", "namespace": "ml", "model": {"uri": "hf://Qwen/Qwen3-8B"}, "replicas": 2,
+                  "workers": {"count": 1, "topology": {"tensor": 1}}}],
+    secrets={"mineKubeconfig": kubeconfig_of(mine)},
+))
+''')
+    run = offline.run_program(tmp_path, "dev")
+    assert sorted((p.deployment, p.cluster) for p in run.result.plan.placements) == [("ml/qwen3-8b", "mine")] * 2
+    provider = next(r for r in run.records if r.type == "pulumi:providers:kubernetes")
+    kubeconfig = provider.inputs["kubeconfig"]
+    text = kubeconfig.get("value", "") if isinstance(kubeconfig, dict) else kubeconfig
+    assert "https://203.0.113.10" in text and "gke-gcloud-auth-plugin" in text     # the mock's endpoint
+    assert isinstance(kubeconfig, dict) and kubeconfig.get("4dabf18193072939515e22adb298388d")   # secret

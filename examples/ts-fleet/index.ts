@@ -32,8 +32,9 @@ const fleet = new modelplane.Fleet("fleet", {
             workers: {count: 1, topology: {tensor: 4}},
         },
     ],
-    // the settings name secrets by key (kubeconfigSecret); their values come from here
-    secrets: config.requireSecret("labKubeconfig").apply(kubeconfig => ({labKubeconfig: kubeconfig})),
+    // the settings name secrets by key (kubeconfigSecret); their values (Outputs too) come from here,
+    // e.g. {labKubeconfig: cluster.kubeconfigJson} for a pulumi-eks cluster this program creates
+    secrets: {labKubeconfig: config.requireSecret("labKubeconfig")},
 });
 
 export const placements = fleet.placements;
