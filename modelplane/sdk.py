@@ -11,7 +11,7 @@ settings (both call `assemble`). Entries have the shape of the stack file's `mod
 import keyword
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional, Sequence, TypedDict
 
 import pulumi
 from pydantic import BaseModel
@@ -27,13 +27,13 @@ class FleetArgs(TypedDict, total=False):
     """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name
     (typed in modelplane/fleet_types.py, generated from the models)."""
 
-    clusters: pulumi.Input[list[InferenceClusterEntry]]
+    clusters: pulumi.Input[Sequence[InferenceClusterEntry]]
     """Clusters this fleet builds on GKE or EKS, or adopts (existing): modelplane:clusters entries."""
-    deployments: pulumi.Input[list[ModelDeploymentEntry]]
+    deployments: pulumi.Input[Sequence[ModelDeploymentEntry]]
     """Models to serve, every replica placed by the scheduler: modelplane:deployments entries."""
-    services: pulumi.Input[list[ModelServiceEntry]]
+    services: pulumi.Input[Sequence[ModelServiceEntry]]
     """Stable model names weighted over deployments and providers: modelplane:services entries."""
-    providers: pulumi.Input[list[ProviderEntry]]
+    providers: pulumi.Input[Sequence[ProviderEntry]]
     """Hosted OpenAI-compatible APIs that services may route to: modelplane:providers entries."""
     dns: pulumi.Input[DnsEntry]
     """Weighted DNS records across the clusters' gateways: the modelplane:dns setting."""

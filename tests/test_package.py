@@ -259,7 +259,7 @@ def _pyright(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProce
 
 
 @pytest.mark.skipif(not (TOOLS / "pyright").exists(), reason=NO_TOOLS)
-def test_pyright_sees_fleet_and_checks_the_readme_example(tmp_path):
+def test_pyright_sees_fleet_and_checks_the_readme_and_the_python_examples(tmp_path):
     readme = (ROOT / "README.md").read_text()
     start = readme.index("```python\n", readme.index("## Use the components from your own program")) + len("```python\n")
     snippet = readme[start:readme.index("```", start)]
@@ -272,7 +272,8 @@ def test_pyright_sees_fleet_and_checks_the_readme_example(tmp_path):
         " model=ModelSource(uri='hf://a/b'))], clusters=[{'name': 'lab', 'existing': {'kubeconfigSecret': 'k',"
         " 'cloud': 'on-prem'}, 'nodePools': [{'name': 'h100', 'class_': 'h100-8x', 'maxNodes': 3}]}]))\n"
         "reveal_type(fleet.placements)\n")
-    result = _pyright(tmp_path, {"readme.py": typed, "wrong.py": wrong})
+    examples = {f"{d}.py": (ROOT / "examples" / d / "__main__.py").read_text() for d in ("prod-fleet", "two-clusters")}
+    result = _pyright(tmp_path, {"readme.py": typed, "wrong.py": wrong, **examples})
     out = result.stdout
     assert 'Type of "fleet.placements" is "Output[list[Any]]"' in out, out
     errors = [line for line in out.splitlines() if " - error" in line]
