@@ -11,7 +11,7 @@ settings (both call `assemble`). Entries have the shape of the stack file's `mod
 import keyword
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, Sequence, TypedDict
+from typing import Any, NotRequired, Optional, Sequence, TypedDict
 
 import pulumi
 from pydantic import BaseModel
@@ -20,7 +20,66 @@ from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
 from .assemble import Built, Remote, assemble
 from .components.k8s import secrets_from
 from .fleet_types import DnsEntry, InferenceClusterEntry, ModelDeploymentEntry, ModelServiceEntry, ProviderEntry
-from .scheduler import Placement
+from . import scheduler
+
+
+class RolePlacement(TypedDict):
+    """Where one role of a replica runs."""
+
+    pool: str
+    """The node pool."""
+    nodes: int
+    """Nodes reserved for the role (its autoscaling maximum)."""
+    gpusPerNode: int
+    """GPUs on each of those nodes."""
+    workers: int
+    """Engine workers reserved for the role."""
+
+
+class Placement(TypedDict):
+    """One replica: its cluster and a pool per GPU role (the scheduler's Placement.to_json)."""
+
+    deployment: str
+    """`namespace/name` of the deployment."""
+    replica: int
+    """The replica's index."""
+    cluster: str
+    """The cluster it runs on."""
+    roles: dict[str, RolePlacement]
+    """Per GPU role (decode, prefill): where it runs."""
+
+
+class Rejection(TypedDict):
+    """Why a cluster or pool could not take a replica."""
+
+    cluster: str
+    """The cluster considered."""
+    pool: NotRequired[str]
+    """The pool, when the reason is about one."""
+    reason: str
+    """clusterSelector, queue, nodeSelector, shape, coLocation or capacity."""
+    detail: str
+    """What exactly did not fit."""
+
+
+class UnplacedReplica(TypedDict):
+    """A replica that found no room (the scheduler's Unplaced.to_json)."""
+
+    deployment: str
+    """`namespace/name` of the deployment."""
+    replica: int
+    """The replica's index."""
+    reasons: list[Rejection]
+    """Every reason, per cluster and pool."""
+
+
+class ServiceEndpoint(TypedDict):
+    """Where a service is reachable."""
+
+    hostname: NotRequired[str]
+    """The service's hostname, if it has one."""
+    clusters: list[str]
+    """Clusters whose gateways carry it."""
 
 
 class FleetArgs(TypedDict, total=False):
@@ -48,7 +107,7 @@ class FleetArgs(TypedDict, total=False):
     secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
     """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret), plain or
     Outputs (the kubeconfig of a cluster your program creates); default: the stack's secret config."""
-    previous: pulumi.Input[list[Any]]
+    previous: pulumi.Input[list[Placement]]
     """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
 
 
@@ -90,11 +149,11 @@ class Fleet(pulumi.ComponentResource):
     """Kubeconfig of every cluster this fleet built or adopted, by cluster name (secret)."""
     gateways: pulumi.Output[dict[str, Any]]
     """The inference Gateway's address per cluster this fleet built, once provisioned."""
-    placements: pulumi.Output[list[Any]]
+    placements: pulumi.Output[list[Placement]]
     """Where every replica runs: deployment, replica, cluster and pool per role."""
-    unplaced: pulumi.Output[list[Any]]
+    unplaced: pulumi.Output[list[UnplacedReplica]]
     """Replicas that found no room, with every reason."""
-    endpoints: pulumi.Output[dict[str, Any]]
+    endpoints: pulumi.Output[dict[str, ServiceEndpoint]]
     """Per service (`namespace/name`): its hostname and the clusters whose gateways carry it."""
 
     def __init__(self, name: str, args: FleetArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -119,7 +178,7 @@ class Fleet(pulumi.ComponentResource):
         def build(values) -> dict:
             *inventories, before = values
             remote = [Remote(s, ref, inv or []) for s, ref, inv in zip(stacks, refs, inventories)]
-            prior = [] if spec.repack else [Placement.from_json(p) for p in (before or [])]
+            prior = [] if spec.repack else [scheduler.Placement.from_json(p) for p in (before or [])]
             with secrets_from(secret):
                 self.built = assemble(spec, catalog, f"Fleet {name}", remote, prior, secret, parent=self,
                                       fleet_key="stacks")

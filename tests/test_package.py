@@ -161,30 +161,34 @@ def test_what_the_engine_delivers_comes_back_as_the_stack_files_settings(schema)
     assert _plain(mapped) == raw
 
 
-def _ts_inner(schema: dict, prop: dict) -> str:
+def _ts_inner(schema: dict, prop: dict, output: bool = False) -> str:
     ref = prop.get("$ref")
     if ref == "pulumi.json#/Any":
         return "any"
     if ref:
         name = ref[len(TYPES):]
-        return name if "enum" in schema["types"][f"modelplane:index:{name}"] else f"types.input.{name}Args"
+        if "enum" in schema["types"][f"modelplane:index:{name}"]:
+            return name
+        return f"types.output.{name}" if output else f"types.input.{name}Args"
     if prop.get("type") == "array":
-        return f"{_ts_type(schema, prop['items'])}[]"
+        return f"{_ts_type(schema, prop['items'], output)}[]"
     if prop.get("type") == "object":
-        return "{[key: string]: " + _ts_type(schema, prop.get("additionalProperties", {"$ref": "pulumi.json#/Any"})) + "}"
+        values = prop.get("additionalProperties", {"$ref": "pulumi.json#/Any"})
+        return "{[key: string]: " + _ts_type(schema, values, output) + "}"
     return {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}[prop["type"]]
 
 
-def _ts_type(schema: dict, prop: dict) -> str:
-    inner = _ts_inner(schema, prop)
-    return inner if prop.get("plain") else f"pulumi.Input<{inner}>"
+def _ts_type(schema: dict, prop: dict, output: bool = False) -> str:
+    inner = _ts_inner(schema, prop, output)
+    return inner if prop.get("plain") or output else f"pulumi.Input<{inner}>"
 
 
 def declarations(schema: dict) -> str:
     """@pulumi/modelplane as `pulumi package add` generates it for TypeScript, reduced to its types:
-    an interface per object type (plain properties are plain), a const object and a union per enum."""
+    per object type an input interface (plain properties stay plain) and an output interface, and
+    per enum a const object and the union of its values."""
     out = ['import * as pulumi from "@pulumi/pulumi";']
-    inputs = []
+    inputs, outputs = [], []
     for token, t in sorted(schema["types"].items()):
         name = token.rsplit(":", 1)[1]
         if "enum" in t:
@@ -193,15 +197,18 @@ def declarations(schema: dict) -> str:
                     f"export type {name} = (typeof {name})[keyof typeof {name}];"]
             continue
         required = set(t.get("required", []))
-        fields = "\n".join(f"    {k}{'' if k in required else '?'}: {_ts_type(schema, p)};"
-                           for k, p in sorted(t["properties"].items()))
-        inputs.append(f"export interface {name}Args {{\n{fields}\n}}")
-    out.append("export declare namespace types { namespace input {\n" + "\n".join(inputs) + "\n} }")
+        for target, suffix, as_output in ((inputs, "Args", False), (outputs, "", True)):
+            fields = "\n".join(f"    {k}{'' if k in required else '?'}: {_ts_type(schema, p, as_output)};"
+                               for k, p in sorted(t["properties"].items()))
+            target.append(f"export interface {name}{suffix} {{\n{fields}\n}}")
+    out.append("export declare namespace types {\nnamespace input {\n" + "\n".join(inputs) + "\n}\n"
+               "namespace output {\n" + "\n".join(outputs) + "\n}\n}")
     fleet = schema["resources"]["modelplane:index:Fleet"]
     required = set(fleet.get("requiredInputs", []))
     args = "\n".join(f"    {k}{'' if k in required else '?'}: pulumi.Input<{_ts_inner(schema, p)}>;"
                      for k, p in sorted(fleet["inputProperties"].items()))
-    outs = "\n".join(f"    readonly {k}: pulumi.Output<{_ts_inner(schema, p)}>;" for k, p in sorted(fleet["properties"].items()))
+    outs = "\n".join(f"    readonly {k}: pulumi.Output<{_ts_inner(schema, p, True)}>;"
+                     for k, p in sorted(fleet["properties"].items()))
     out += [f"export interface FleetArgs {{\n{args}\n}}", "export declare class Fleet {",
             "    constructor(name: string, args?: FleetArgs, opts?: pulumi.ComponentResourceOptions);", outs, "}"]
     return "\n".join(out) + "\n"
@@ -275,7 +282,7 @@ def test_pyright_sees_fleet_and_checks_the_readme_and_the_python_examples(tmp_pa
     examples = {f"{d}.py": (ROOT / "examples" / d / "__main__.py").read_text() for d in ("prod-fleet", "two-clusters")}
     result = _pyright(tmp_path, {"readme.py": typed, "wrong.py": wrong, **examples})
     out = result.stdout
-    assert 'Type of "fleet.placements" is "Output[list[Any]]"' in out, out
+    assert 'Type of "fleet.placements" is "Output[list[Placement]]"' in out, out
     errors = [line for line in out.splitlines() if " - error" in line]
     assert errors and all("wrong.py" in line for line in errors), out
 
@@ -308,3 +315,22 @@ Fleet("fleet", FleetArgs(
     text = kubeconfig.get("value", "") if isinstance(kubeconfig, dict) else kubeconfig
     assert "https://203.0.113.10" in text and "gke-gcloud-auth-plugin" in text     # the mock's endpoint
     assert isinstance(kubeconfig, dict) and kubeconfig.get("4dabf18193072939515e22adb298388d")   # secret
+
+
+def test_placements_and_unplaced_are_typed_as_the_scheduler_writes_them(schema):
+    from types import MappingProxyType
+
+    from modelplane.scheduler import Placement
+    from modelplane.scheduler.model import Rejection, RolePlacement, Unplaced
+
+    fleet = schema["resources"]["modelplane:index:Fleet"]
+    assert _ref(fleet["properties"]["placements"]) == "Placement" == _ref(fleet["inputProperties"]["previous"])
+    assert _ref(fleet["properties"]["unplaced"]) == "UnplacedReplica"
+    assert _ref(fleet["properties"]["endpoints"]) == "ServiceEndpoint"
+    placed = Placement("ml/a", 0, "c", MappingProxyType({"decode": RolePlacement("l4", 1, 1, 1)})).to_json()
+    unplaced = Unplaced("ml/a", 1, (Rejection("c", "l4", "capacity", "0/4 free"),)).to_json()
+    types_ = schema["types"]
+    assert set(types_["modelplane:index:Placement"]["properties"]) == set(placed)
+    assert set(types_["modelplane:index:RolePlacement"]["properties"]) == set(placed["roles"]["decode"])
+    assert set(types_["modelplane:index:UnplacedReplica"]["properties"]) == set(unplaced)
+    assert set(types_["modelplane:index:Rejection"]["properties"]) == set(unplaced["reasons"][0])

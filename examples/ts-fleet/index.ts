@@ -38,5 +38,7 @@ const fleet = new modelplane.Fleet("fleet", {
 });
 
 export const placements = fleet.placements;
+// typed outputs: where each replica of each deployment runs
+export const where = fleet.placements.apply(ps => ps.map(p => `${p.deployment}#${p.replica} on ${p.cluster}`));
 export const unplaced = fleet.unplaced;
 export const endpoints = fleet.endpoints;
