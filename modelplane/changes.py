@@ -47,14 +47,14 @@ def resource_changes(before: list[dict] | None, after: list[dict]) -> list[dict]
     old = {(r["type"], r["name"]): r for r in before}
     new = {(r["type"], r["name"]): r for r in after}
     out = []
-    for key in sorted(set(old) | set(new), key=lambda k: ((new.get(k) or old.get(k)).get("cluster", ""), *k)):
+    either = {**old, **new}
+    for key in sorted(either, key=lambda k: (either[k].get("cluster", ""), *k)):
         was, now = old.get(key), new.get(key)
         entry = {"type": key[0], "name": key[1]}
-        where = (now or was).get("cluster")
-        if where:
-            entry["cluster"] = where
+        if either[key].get("cluster"):
+            entry["cluster"] = either[key]["cluster"]
         if was is None:
-            out.append({"action": "import" if now.get("import") else "create", **entry})
+            out.append({"action": "import" if either[key].get("import") else "create", **entry})
         elif now is None:
             out.append({"action": "delete", **entry})
         elif was["digest"] != now["digest"]:
@@ -94,14 +94,15 @@ def replica_changes(before: dict, after: dict, desired: dict[str, int], moves: d
     out = []
     for key in sorted(set(old) | set(new)):
         d, i = key
-        was, now = old.get(key), new.get(key)
         entry = {"deployment": d, "replica": i}
-        if was is None:
+        if key not in old:
             why = ("new deployment" if d not in known else "was unplaced, now fits" if key in was_unplaced
                    else f"scale-up {counts.get(d, 0)} -> {desired.get(d, 0)} replicas" if i >= counts.get(d, 0)
                    else "placed")
-            out.append({"change": "added", **entry, "to": now["cluster"], "reason": why})
-        elif now is None:
+            out.append({"change": "added", **entry, "to": new[key]["cluster"], "reason": why})
+            continue
+        was = old[key]
+        if key not in new:
             if d not in desired:
                 why = "deployment removed"
             elif i >= desired[d]:
@@ -112,7 +113,9 @@ def replica_changes(before: dict, after: dict, desired: dict[str, int], moves: d
                     first = now_unplaced[key]["reasons"][0]
                     why += f"; now unplaced ({first['reason']}: {first['detail']})"
             out.append({"change": "removed", **entry, "from": was["cluster"], "reason": why})
-        elif (was["cluster"], _pools(was)) != (now["cluster"], _pools(now)):
+            continue
+        now = new[key]
+        if (was["cluster"], _pools(was)) != (now["cluster"], _pools(now)):
             why = moves.get(key, "re-pack" if repack else "placed again")
             out.append({"change": "moved", **entry, "from": _where(was), "to": _where(now), "reason": why})
         elif _shape(was) != _shape(now):

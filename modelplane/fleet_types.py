@@ -8,8 +8,6 @@ type checking, and as Enums for the Pulumi SDK, which turns them into the schema
 from enum import Enum
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
-if TYPE_CHECKING:
-    from . import api as _api
 
 
 class GkeReleaseChannel(str, Enum):
@@ -590,12 +588,18 @@ class Dns(TypedDict):
 
 
 if TYPE_CHECKING:
-    # an entry is the dict below or the typed model of the same name
-    InferenceClusterEntry = InferenceCluster | _api.InferenceCluster
-    ModelDeploymentEntry = ModelDeployment | _api.ModelDeployment
-    ModelServiceEntry = ModelService | _api.ModelService
-    ProviderEntry = Provider | _api.Provider
-    DnsEntry = Dns | _api.Dns
+    # an entry is the dict above or the typed model of the same name
+    from .api.cluster import InferenceCluster as _InferenceCluster
+    from .api.deployment import ModelDeployment as _ModelDeployment
+    from .api.service import ModelService as _ModelService
+    from .api.service import Provider as _Provider
+    from .api.service import Dns as _Dns
+
+    InferenceClusterEntry = InferenceCluster | _InferenceCluster
+    ModelDeploymentEntry = ModelDeployment | _ModelDeployment
+    ModelServiceEntry = ModelService | _ModelService
+    ProviderEntry = Provider | _Provider
+    DnsEntry = Dns | _Dns
 else:
     InferenceClusterEntry = InferenceCluster
     ModelDeploymentEntry = ModelDeployment

@@ -158,14 +158,15 @@ class Fleet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FleetArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("modelplane:index:Fleet", name, None, opts)
-        args = dict(args or {})
-        catalog_dir = args.get("catalog_dir")
+        settings: dict[str, Any] = dict(args or {})
+        catalog_dir = settings.get("catalog_dir")
         catalog = load_catalog(extra=Path(catalog_dir)) if catalog_dir else load_catalog()
-        given = args.get("secrets") if isinstance(args.get("secrets"), dict) else {}
-        spec = self.spec = _spec(name, args, given, catalog)
-        stacks = list(args.get("stacks") or [])
+        secrets = settings.get("secrets")
+        given: dict[str, Any] = secrets if isinstance(secrets, dict) else {}
+        spec = self.spec = _spec(name, settings, given, catalog)
+        stacks = list(settings.get("stacks") or [])
         refs = [pulumi.StackReference(_stack_name(s), opts=pulumi.ResourceOptions(parent=self)) for s in stacks]
-        previous = args.get("previous")
+        previous = settings.get("previous")
         if previous is None and not spec.repack:
             own = pulumi.StackReference(_stack_name(pulumi.get_stack()), opts=pulumi.ResourceOptions(parent=self))
             previous = _value(own, "placements")

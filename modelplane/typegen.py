@@ -134,10 +134,11 @@ def source() -> str:
     writer = _Writer()
     for model in ENTRIES.values():
         writer.model(model)
-    entries = []
+    entries, imports = [], []
     for model in ENTRIES.values():
         name = model.__name__
-        entries.append(f"    {name}Entry = {name} | _api.{name}")
+        imports.append(f"    from {model.__module__.removeprefix('modelplane')} import {name} as _{name}")
+        entries.append(f"    {name}Entry = {name} | _{name}")
     fallbacks = [f"    {m.__name__}Entry = {m.__name__}" for m in ENTRIES.values()]
     header = '''"""The shapes of Fleet's entries (the stack file's settings) for type checkers and the package schema.
 
@@ -149,11 +150,9 @@ type checking, and as Enums for the Pulumi SDK, which turns them into the schema
 from enum import Enum
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
-if TYPE_CHECKING:
-    from . import api as _api
 '''
-    tail = ["if TYPE_CHECKING:", "    # an entry is the dict below or the typed model of the same name",
-            *entries, "else:", *fallbacks]
+    tail = ["if TYPE_CHECKING:", "    # an entry is the dict above or the typed model of the same name",
+            *imports, "", *entries, "else:", *fallbacks]
     return header + "\n\n" + "\n\n\n".join(writer.enums + writer.classes) + "\n\n\n" + "\n".join(tail) + "\n"
 
 
