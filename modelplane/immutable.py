@@ -7,10 +7,11 @@ table kept by hand, each entry with the source it was read from. Paths are Pulum
 A type not listed here replaces only on the fields every resource of its provider replaces on.
 
 Sources:
-- TF-GOOGLE: terraform-provider-google, google/services/container/node_config.go (`ForceNew: true`
-  in the node_config schema; `machine_type`, `disk_type` and `disk_size_gb` are not ForceNew: GKE
-  migrates the nodes in place, an update). Pool and cluster name, cluster, location and project
-  identify the resource (its ID is built from them).
+- TF-GOOGLE: terraform-provider-google, google/services/container/resource_container_node_pool.go
+  (`ForceNew: true` on name, project, cluster, location, placement_policy, queued_provisioning,
+  max_pods_per_node, initial_node_count) and node_config.go (`ForceNew: true` in the node_config
+  schema; `machine_type`, `disk_type` and `disk_size_gb` are not ForceNew: GKE migrates the nodes in
+  place, an update). A cluster's name, location and project identify it (its ID is built from them).
 - TF-AWS: terraform-provider-aws, internal/service/eks/node_group.go (`ForceNew: true`). The
   instance type of our EKS pools lives in their launch template, which takes a new version in place.
 - PULUMI-K8S: pulumi-kubernetes, provider/pkg/provider/diff.go (`forceNewProperties`): every object
@@ -25,8 +26,8 @@ _K8S_ALL = ("metadata.name", "metadata.namespace")
 
 REPLACE_ON: dict[str, tuple[str, ...]] = {
     "gcp:container/nodePool:NodePool": (
-        "name", "cluster", "location", "project",
-        "nodeConfig.guestAccelerators", "nodeConfig.spot", "nodeConfig.preemptible",
+        "name", "namePrefix", "cluster", "location", "project", "placementPolicy", "queuedProvisioning",
+        "maxPodsPerNode", "initialNodeCount", "nodeConfig.guestAccelerators", "nodeConfig.spot", "nodeConfig.preemptible",
         "nodeConfig.reservationAffinity", "nodeConfig.ephemeralStorageLocalSsdConfig",
         "nodeConfig.localNvmeSsdBlockConfig", "nodeConfig.localSsdCount", "nodeConfig.gvnic",
         "nodeConfig.oauthScopes", "nodeConfig.serviceAccount", "nodeConfig.metadata",
