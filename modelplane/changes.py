@@ -66,6 +66,22 @@ def resource_changes(before: list[dict] | None, after: list[dict]) -> list[dict]
     return out
 
 
+POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
+
+
+def disrupted(changes: list[dict] | None, placements: list[dict]) -> None:
+    """Name, on each replaced node pool, the running replicas whose nodes it replaces
+    (`replicas`). Pools are named `<cluster>-<pool>`, as the components name them."""
+    for c in changes or []:
+        if c["action"] != "replace" or c["type"] not in POOL_TYPES or not c.get("cluster"):
+            continue
+        pool = c["name"].removeprefix(f"{c['cluster']}-")
+        hit = sorted({(p["deployment"], int(p["replica"])) for p in placements if p["cluster"] == c["cluster"]
+                      and any(r["pool"] == pool for r in p["roles"].values())})
+        if hit:
+            c["replicas"] = [f"{d}#{i}" for d, i in hit]
+
+
 def _pools(p: dict) -> dict[str, str]:
     return {role: r["pool"] for role, r in sorted(p["roles"].items())}
 

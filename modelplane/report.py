@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pulumi.output import Unknown
 
-from .changes import cost_delta, digests, replica_changes, resource_changes
+from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
 from .offline import OfflineRun
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
@@ -114,7 +114,9 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
     plan = run.result.plan
     before_cost = previous.get("cost") or cost_of(run, previous.get("placements") or [])
     moves = {(m.deployment, m.replica): m.why for m in plan.moves}
-    return {"changes": resource_changes(previous.get("resources"), doc["resources"]),
+    changes = resource_changes(previous.get("resources"), doc["resources"])
+    disrupted(changes, previous.get("placements") or [])
+    return {"changes": changes,
             "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack),
             "costDelta": cost_delta(before_cost, doc["cost"])}
 

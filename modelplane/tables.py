@@ -243,6 +243,8 @@ def changes(out, doc: dict, previous: str) -> None:
         if c.get("fields"):
             forced = set(c.get("forcedBy", ()))
             detail = ": " + ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c["fields"])
+        if c.get("replicas"):
+            detail += f"; its new nodes restart {', '.join(c['replicas'])}"
         out.print(f"  {SYMBOLS[c['action']]:<2} {c['type']} {c['name']}{where}{detail}", markup=False)
     marks = {"added": "+", "removed": "-", "moved": "~", "resized": "~"}
     for r in reps:

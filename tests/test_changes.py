@@ -152,6 +152,7 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     assert not any(c["action"] == "delete" for c in doc["changes"])
     l4 = next(c for c in doc["changes"] if c["name"] == "dev-gke-l4")
     assert l4["forcedBy"] == ["nodeConfig.spot"]
+    assert l4["replicas"] == ["ml-team/gpt-oss-20b#0", "ml-team/gpt-oss-20b#1"]     # running on the old nodes
     assert doc["replicaChanges"] == [{"change": "added", "deployment": "ml-team/gpt-oss-20b", "replica": 2,
                                       "to": "dev-gke", "reason": "scale-up 2 -> 3 replicas"}]
     before = json.loads(dev_plan.read_text())["cost"]
@@ -161,6 +162,7 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
     rows = page.select("#resource-changes tr[data-action=replace]")
     assert len(rows) == 1 and "dev-gke-l4" in rows[0].text and "forces replacement" in rows[0].text
+    assert "restarts ml-team/gpt-oss-20b#0, ml-team/gpt-oss-20b#1" in rows[0].text
     assert page.select_one("#replica-changes tr[data-change=added]")["data-deployment"] == "ml-team/gpt-oss-20b"
     assert page.select_one("#cost-delta tr[data-row=stack]") is not None
 
