@@ -48,13 +48,14 @@ def _member(value) -> str:
 
 
 def _unwrap(annotation):
-    """(the annotation without None, whether None was allowed)."""
+    """The annotation without `| None` (an optional field is a NotRequired key); the package
+    schema has no other unions."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) != 1:
             raise TypeError(f"unions other than Optional cannot be a package schema type: {annotation}")
-        return args[0], True
-    return annotation, False
+        return args[0]
+    return annotation
 
 
 def _default(info) -> str | None:
@@ -111,7 +112,7 @@ class _Writer:
         body = []
         for field, info in cls.model_fields.items():
             alias = info.alias or field
-            inner, _ = _unwrap(info.annotation)
+            inner = _unwrap(info.annotation)
             text = self.type_of(cls, alias, inner)
             required = info.is_required()
             body.append(f"    {_key(alias)}: {text if required else f'NotRequired[{text}]'}")
