@@ -334,3 +334,30 @@ def test_placements_and_unplaced_are_typed_as_the_scheduler_writes_them(schema):
     assert set(types_["modelplane:index:RolePlacement"]["properties"]) == set(placed["roles"]["decode"])
     assert set(types_["modelplane:index:UnplacedReplica"]["properties"]) == set(unplaced)
     assert set(types_["modelplane:index:Rejection"]["properties"]) == set(unplaced["reasons"][0])
+
+
+def test_the_provider_constructs_the_yaml_example_as_the_engine_delivers_it(tmp_path):
+    """Through the SDK's own construct path: schema names, enum values as strings and every number
+    as a float (how the engine sends them) plan exactly what the YAML example plans."""
+    from modelplane import offline
+
+    doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
+    props = {**doc["resources"]["fleet"]["properties"], "secrets": {"labKubeconfig": "apiVersion: v1"}}
+
+    def floats(v):
+        if isinstance(v, bool) or not isinstance(v, (int, dict, list)):
+            return v
+        return float(v) if isinstance(v, int) else {k: floats(x) for k, x in v.items()} if isinstance(v, dict) \
+            else [floats(x) for x in v]
+    (tmp_path / "Pulumi.yaml").write_text("name: engine\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text(f'''
+from pulumi.provider.experimental.component import ComponentProvider
+from modelplane.sdk import Fleet
+
+provider = ComponentProvider([Fleet], "modelplane", None, "0.1.0")
+provider.construct("fleet", "modelplane:index:Fleet", {floats(props)!r}, None)
+''')
+    run = offline.run_program(tmp_path, "dev")
+    placed = sorted((p.deployment, p.cluster) for p in run.result.plan.placements)
+    assert placed == [("ml/qwen3-32b", "lab"), ("ml/qwen3-8b", "lab"), ("ml/qwen3-8b", "lab")]
+    assert [d.priority for d in run.result.spec.deployments] == ["standard", "critical"]
