@@ -6,7 +6,7 @@ type checking, and as Enums for the Pulumi SDK, which turns them into the schema
 """
 # ruff: noqa: E501
 from enum import Enum
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 
 
@@ -95,6 +95,19 @@ if TYPE_CHECKING:
     GatewayRefAddressTypeValue = Literal['IPAddress', 'Hostname'] | GatewayRefAddressType
 else:
     GatewayRefAddressTypeValue = GatewayRefAddressType
+
+
+class IssuerRefKind(str, Enum):
+    'IssuerRef.kind: an Issuer lives in modelplane-gateway'
+
+    ClusterIssuer = 'ClusterIssuer'
+    Issuer = 'Issuer'
+
+
+if TYPE_CHECKING:
+    IssuerRefKindValue = Literal['ClusterIssuer', 'Issuer'] | IssuerRefKind
+else:
+    IssuerRefKindValue = IssuerRefKind
 
 
 class ScalingMode(str, Enum):
@@ -250,25 +263,42 @@ class Queue(TypedDict):
     'Default: 1.'
 
 
-class Substrate(TypedDict):
-    'Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml).\nTurn one off when the cluster already runs it (e.g. an existing cert-manager).'
+class Component(TypedDict):
+    'One substrate component. `true`/`false` in a stack file is `{enabled: true/false}`.'
 
-    draDriver: NotRequired[bool]
-    'Default: true.'
-    kai: NotRequired[bool]
-    'Default: true.'
-    lws: NotRequired[bool]
-    'Default: true.'
-    kserve: NotRequired[bool]
-    'Default: true.'
-    keda: NotRequired[bool]
-    'Default: true.'
-    certManager: NotRequired[bool]
-    'Default: true.'
-    gateway: NotRequired[bool]
-    "Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway. Default: true."
-    autoscaler: NotRequired[bool]
-    'EKS: the cluster autoscaler (GKE scales its node pools itself). Default: true.'
+    enabled: NotRequired[bool]
+    'false: the cluster already runs it. Default: true.'
+    version: NotRequired[str]
+    "the chart version to install; default: catalog/substrate.yaml's pin"
+    values: NotRequired[dict[str, Any]]
+    "Helm values deep-merged over modelplane's (yours win)"
+
+
+if TYPE_CHECKING:
+    ComponentInput = bool | Component
+else:
+    ComponentInput = Component
+
+
+class Substrate(TypedDict):
+    "Which in-cluster operators modelplane installs: each `true`, `false` (the cluster already\nruns it, e.g. an existing cert-manager) or `{enabled, version, values}` to pick the chart\nversion and deep-merge Helm values over modelplane's (pins and values: catalog/substrate.yaml,\nrender/addons.py; what each switch covers: api/substrate.py)."
+
+    draDriver: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    kai: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    lws: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    kserve: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    keda: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    certManager: NotRequired[ComponentInput]
+    'Default: {"enabled": true, "values": {}}.'
+    gateway: NotRequired[ComponentInput]
+    'Envoy Gateway + Envoy AI Gateway and the cluster\'s inference Gateway. Default: {"enabled": true, "values": {}}.'
+    autoscaler: NotRequired[ComponentInput]
+    'EKS: the cluster autoscaler (GKE scales its node pools itself). Default: {"enabled": true, "values": {}}.'
 
 
 class GatewayRef(TypedDict):
@@ -278,6 +308,34 @@ class GatewayRef(TypedDict):
     namespace: str
     addressType: NotRequired[GatewayRefAddressTypeValue]
     'Default: "IPAddress".'
+
+
+class IssuerRef(TypedDict):
+    'A cert-manager Issuer or ClusterIssuer that already exists on the cluster.'
+
+    name: str
+    kind: NotRequired[IssuerRefKindValue]
+    'an Issuer lives in modelplane-gateway. Default: "ClusterIssuer".'
+
+
+class Acme(TypedDict):
+    'An ACME account modelplane registers (a ClusterIssuer solving HTTP-01 through the Gateway).'
+
+    email: str
+    "the account's contact"
+    server: NotRequired[str]
+    'the ACME directory URL. Default: "https://acme-v02.api.letsencrypt.org/directory".'
+
+
+class GatewayTls(TypedDict):
+    "HTTPS on the cluster's inference Gateway: a cert-manager Certificate for `hostnames`, HTTP\nrequests redirected to HTTPS. Service hostnames routed to this cluster must be covered."
+
+    hostnames: list[str]
+    "the certificate's names"
+    issuerRef: NotRequired[IssuerRef]
+    'sign with this existing issuer (one of issuerRef, acme)'
+    acme: NotRequired[Acme]
+    'or let modelplane create an ACME ClusterIssuer (HTTP-01: no wildcards)'
 
 
 class InferenceCluster(TypedDict):
@@ -305,6 +363,8 @@ class InferenceCluster(TypedDict):
     'which in-cluster components modelplane installs'
     gatewayRef: NotRequired[GatewayRef]
     'serve through an existing Gateway instead of our own'
+    tls: NotRequired[GatewayTls]
+    "HTTPS on modelplane's Gateway (cert-manager), HTTP redirected"
 
 
 class ModelSource(TypedDict):

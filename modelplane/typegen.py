@@ -22,7 +22,7 @@ import types
 import typing
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 from pydantic_core import PydanticUndefined
 
 from .api import InferenceCluster, ModelDeployment, ModelService, Provider
@@ -78,6 +78,10 @@ class _Writer:
     def type_of(self, owner: type[BaseModel], alias: str, annotation) -> str:
         if annotation in (str, int, float, bool):
             return annotation.__name__
+        if annotation is typing.Any:
+            return "Any"            # free-form by design (Helm values): the schema's pulumi.json#/Any
+        if typing.get_origin(annotation) is typing.Annotated:     # constraints stay with the model
+            return self.type_of(owner, alias, typing.get_args(annotation)[0])
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if origin is list:
             return f"list[{self.type_of(owner, alias, args[0])}]"
@@ -104,6 +108,17 @@ class _Writer:
             self.enums.append("\n".join(lines))
         return f"{name}Value"
 
+    def input_alias(self, owner: type[BaseModel], alias: str, text: str, declared) -> str:
+        """A type that accepts a shorthand: the shorthand too when type checking (`kai: False`),
+        the type alone for the package schema, which has no unions."""
+        name = f"{text}Input"
+        if name not in self.done:
+            self.done.add(name)
+            checking = " | ".join(self.type_of(owner, alias, a) for a in typing.get_args(declared) or (declared,))
+            self.classes.append("\n".join(["if TYPE_CHECKING:", f"    {name} = {checking}", "else:",
+                                            f"    {name} = {text}"]))
+        return name
+
     def model(self, cls: type[BaseModel]) -> None:
         if cls.__name__ in self.done:
             return
@@ -114,6 +129,9 @@ class _Writer:
             alias = info.alias or field
             inner = _unwrap(info.annotation)
             text = self.type_of(cls, alias, inner)
+            shorthand = _input_type(info)
+            if shorthand is not None:
+                text = self.input_alias(cls, alias, text, shorthand)
             required = info.is_required()
             body.append(f"    {_key(alias)}: {text if required else f'NotRequired[{text}]'}")
             doc = (comments.get(field) or "").strip()
@@ -124,6 +142,16 @@ class _Writer:
                 body.append(f"    {doc!r}")
         head = [f"class {cls.__name__}(TypedDict):", f"    {inspect.cleandoc(cls.__doc__ or cls.__name__)!r}", ""]
         self.classes.append("\n".join(head + body))
+
+
+def _input_type(info):
+    """What a field accepts besides its type (a BeforeValidator's declared input, such as a
+    substrate switch's `true`), when that is more than the type."""
+    for meta in info.metadata:
+        declared = getattr(meta, "json_schema_input_type", PydanticUndefined)
+        if isinstance(meta, BeforeValidator) and declared is not PydanticUndefined and declared is not typing.Any:
+            return declared
+    return None
 
 
 def _field(cls: type[BaseModel], alias: str) -> str:
@@ -149,7 +177,7 @@ type checking, and as Enums for the Pulumi SDK, which turns them into the schema
 """
 # ruff: noqa: E501
 from enum import Enum
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 '''
     tail = ["if TYPE_CHECKING:", "    # an entry is the dict above or the typed model of the same name",
