@@ -35,17 +35,28 @@ def _ref(prop: dict) -> str | None:
     return ref[len(TYPES):] if ref and ref.startswith(TYPES) else ref
 
 
+def _untyped() -> set[tuple[str, str]]:
+    """Fields the models themselves leave free-form (`dict[str, Any]`: Helm values)."""
+    from typing import Any, get_args
+
+    out = set()
+    for model in typegen.ENTRIES.values():
+        for name, cls in _models(model).items():
+            out |= {(name, info.alias or f) for f, info in cls.model_fields.items() if Any in get_args(info.annotation)}
+    return out
+
+
 def _reachable(schema: dict, names) -> set[str]:
-    seen, todo = set(), list(names)
+    seen, todo, free = set(), list(names), _untyped()
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        for prop in schema["types"][f"modelplane:index:{name}"].get("properties", {}).values():
+        for key, prop in schema["types"][f"modelplane:index:{name}"].get("properties", {}).items():
             ref = _ref(prop)
-            assert ref != "pulumi.json#/Any", f"{name} has an untyped property"
-            if ref:
+            assert ref != "pulumi.json#/Any" or (name, key) in free, f"{name}.{key} is untyped"
+            if ref and ref != "pulumi.json#/Any":
                 todo.append(ref)
     return seen
 
