@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: install browser plan test report-check screenshot bench clean
+.PHONY: install browser typecheck-tools plan test report-check screenshot bench clean
 
 # Progress: one line per package pip collects (its full output goes to $(VENV)/install.log, whose
 # tail is printed if it fails; a shell loop, because mawk holds its input back). PYTHONWARNINGS silences setuptools' "Editable installation" notice,
@@ -36,7 +36,14 @@ browser:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-dejavu-core; }
 	@command -v chromium >/dev/null || { echo "chromium could not be installed (apt-get)" >&2; exit 1; }
 
-test: install $(VENV)/prices.stamp browser
+# Pinned TypeScript and pyright (tools/typecheck/package-lock.json): tests/test_package.py type-checks
+# the TypeScript example against the package schema and the README's Python against the package.
+# Without npm the target says so and those two tests skip with that reason.
+typecheck-tools:
+	@test -x tools/typecheck/node_modules/.bin/tsc || npm ci --prefix tools/typecheck --no-audit --no-fund >/dev/null \
+		|| echo "typecheck-tools: npm ci failed; the TypeScript and pyright checks will skip" >&2
+
+test: install $(VENV)/prices.stamp browser typecheck-tools
 	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory report-check
 

@@ -6,13 +6,23 @@ components for your own program:
 Names load on first use, so the pure core (api, scheduler, render) imports without Pulumi.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:   # what type checkers see; at run time the names load lazily (below)
+    from .api import InferenceCluster, ModelDeployment, load_catalog
+    from .api.service import ModelService, Provider
+    from . import fleet_types
+    from .kubeconfigs import kubeconfig_of
+    from .sdk import Fleet, FleetArgs
 
 _PUBLIC = {
     "Fleet": ("sdk", "Fleet"), "FleetArgs": ("sdk", "FleetArgs"),
     "InferenceCluster": ("api", "InferenceCluster"), "ModelDeployment": ("api", "ModelDeployment"),
     "ModelService": ("api.service", "ModelService"), "Provider": ("api.service", "Provider"),
-    "load_catalog": ("api", "load_catalog"),
+    "load_catalog": ("api", "load_catalog"), "kubeconfig_of": ("kubeconfigs", "kubeconfig_of"),
+    "fleet_types": ("fleet_types", None),
 }
 __all__ = sorted(_PUBLIC)
 
@@ -23,4 +33,5 @@ def __getattr__(name: str):
     from importlib import import_module
 
     module, attr = _PUBLIC[name]
-    return getattr(import_module(f"{__name__}.{module}"), attr)
+    loaded = import_module(f"{__name__}.{module}")
+    return loaded if attr is None else getattr(loaded, attr)

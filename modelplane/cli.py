@@ -37,6 +37,12 @@ def _read_previous(path: Path | None) -> list[dict] | None:
                                   "pass the output of `modelplane plan STACK --json`")])
 
 
+def _previous_document(path: Path) -> dict:
+    """The previous plan as a document (a bare placements list is one without resources or cost)."""
+    doc = json.loads(path.read_text())
+    return doc if isinstance(doc, dict) else {"placements": doc}
+
+
 def _explain(run, key: str) -> None:
     from .scheduler.explain import explain_rows
 
@@ -128,6 +134,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
     doc = report.document(run, violations)
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
+    if previous:
+        doc.update(report.changes_against(run, doc, _previous_document(previous)))
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
     traces = _traces(run, hosts)
@@ -171,6 +179,8 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
             tables.cost_shift(out, cost_before, doc["cost"])
         if repack:
             tables.repack(out, doc["repack"])
+        if previous:
+            tables.changes(out, doc, previous.name)
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from pulumi.output import Unknown
 
+from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
 from .offline import OfflineRun
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
@@ -85,6 +86,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["cluster"] = clusters[r.urn]
         if r.import_id:
             item["import"] = r.import_id
+        # what the next plan compares against (`plan --previous`): digests, never the values
+        item["digest"], item["fieldDigests"] = digests(manifest(r))
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
@@ -106,6 +109,20 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "resources": resources,
         "policy": {"violations": violations},
     }
+
+
+def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
+    """The change view of `doc` (this run's plan document) against a previous plan document:
+    `changes` per resource (None when the previous plan carries no digests), `replicaChanges` and
+    `costDelta`. A previous plan without a cost section is priced at today's prices."""
+    plan = run.result.plan
+    before_cost = previous.get("cost") or cost_of(run, previous.get("placements") or [])
+    moves = {(m.deployment, m.replica): m.why for m in plan.moves}
+    changes = resource_changes(previous.get("resources"), doc["resources"])
+    disrupted(changes, previous.get("placements") or [])
+    return {"changes": changes,
+            "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack),
+            "costDelta": cost_delta(before_cost, doc["cost"])}
 
 
 def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:

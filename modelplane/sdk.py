@@ -8,8 +8,10 @@ settings (both call `assemble`). Entries have the shape of the stack file's `mod
 `modelplane.ModelDeployment`, ... Hostable for every Pulumi language (`provider/`).
 """
 
+import keyword
+from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, NotRequired, Optional, Sequence, TypedDict
 
 import pulumi
 from pydantic import BaseModel
@@ -17,21 +19,82 @@ from pydantic import BaseModel
 from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
 from .assemble import Built, Remote, assemble
 from .components.k8s import secrets_from
-from .scheduler import Placement
+from .fleet_types import DnsEntry, InferenceClusterEntry, ModelDeploymentEntry, ModelServiceEntry, ProviderEntry
+from . import scheduler
+
+
+class RolePlacement(TypedDict):
+    """Where one role of a replica runs."""
+
+    pool: str
+    """The node pool."""
+    nodes: int
+    """Nodes reserved for the role (its autoscaling maximum)."""
+    gpusPerNode: int
+    """GPUs on each of those nodes."""
+    workers: int
+    """Engine workers reserved for the role."""
+
+
+class Placement(TypedDict):
+    """One replica: its cluster and a pool per GPU role (the scheduler's Placement.to_json)."""
+
+    deployment: str
+    """`namespace/name` of the deployment."""
+    replica: int
+    """The replica's index."""
+    cluster: str
+    """The cluster it runs on."""
+    roles: dict[str, RolePlacement]
+    """Per GPU role (decode, prefill): where it runs."""
+
+
+class Rejection(TypedDict):
+    """Why a cluster or pool could not take a replica."""
+
+    cluster: str
+    """The cluster considered."""
+    pool: NotRequired[str]
+    """The pool, when the reason is about one."""
+    reason: str
+    """clusterSelector, queue, nodeSelector, shape, coLocation or capacity."""
+    detail: str
+    """What exactly did not fit."""
+
+
+class UnplacedReplica(TypedDict):
+    """A replica that found no room (the scheduler's Unplaced.to_json)."""
+
+    deployment: str
+    """`namespace/name` of the deployment."""
+    replica: int
+    """The replica's index."""
+    reasons: list[Rejection]
+    """Every reason, per cluster and pool."""
+
+
+class ServiceEndpoint(TypedDict):
+    """Where a service is reachable."""
+
+    hostname: NotRequired[str]
+    """The service's hostname, if it has one."""
+    clusters: list[str]
+    """Clusters whose gateways carry it."""
 
 
 class FleetArgs(TypedDict, total=False):
-    """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name."""
+    """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name
+    (typed in modelplane/fleet_types.py, generated from the models)."""
 
-    clusters: pulumi.Input[list[Any]]
+    clusters: pulumi.Input[Sequence[InferenceClusterEntry]]
     """Clusters this fleet builds on GKE or EKS, or adopts (existing): modelplane:clusters entries."""
-    deployments: pulumi.Input[list[Any]]
+    deployments: pulumi.Input[Sequence[ModelDeploymentEntry]]
     """Models to serve, every replica placed by the scheduler: modelplane:deployments entries."""
-    services: pulumi.Input[list[Any]]
+    services: pulumi.Input[Sequence[ModelServiceEntry]]
     """Stable model names weighted over deployments and providers: modelplane:services entries."""
-    providers: pulumi.Input[list[Any]]
+    providers: pulumi.Input[Sequence[ProviderEntry]]
     """Hosted OpenAI-compatible APIs that services may route to: modelplane:providers entries."""
-    dns: pulumi.Input[Any]
+    dns: pulumi.Input[DnsEntry]
     """Weighted DNS records across the clusters' gateways: the modelplane:dns setting."""
     stacks: pulumi.Input[list[str]]
     """Infra stacks whose exported clusters join this fleet: org/project/stack, or a stack of this project."""
@@ -41,9 +104,10 @@ class FleetArgs(TypedDict, total=False):
     """Plan from scratch once, ignoring where replicas run now (see modelplane plan --repack)."""
     catalog_dir: pulumi.Input[str]
     """Your own InferenceClasses: a directory of catalog YAML files, or one file."""
-    secrets: pulumi.Input[dict[str, str]]
-    """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret); default: config."""
-    previous: pulumi.Input[list[Any]]
+    secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
+    """Secret values the settings name by key (kubeconfigSecret, tokenSecret, apiKey.secret), plain or
+    Outputs (the kubeconfig of a cluster your program creates); default: the stack's secret config."""
+    previous: pulumi.Input[list[Placement]]
     """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
 
 
@@ -51,12 +115,16 @@ _SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "product
 
 
 def _plain(value):
+    """An entry as stack file data: models dumped by alias, enum members as their values, and
+    `class_` (a keyword's Python spelling) as `class`."""
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k): _plain(v) for k, v in value.items()}
     return value
 
 
@@ -81,23 +149,24 @@ class Fleet(pulumi.ComponentResource):
     """Kubeconfig of every cluster this fleet built or adopted, by cluster name (secret)."""
     gateways: pulumi.Output[dict[str, Any]]
     """The inference Gateway's address per cluster this fleet built, once provisioned."""
-    placements: pulumi.Output[list[Any]]
+    placements: pulumi.Output[list[Placement]]
     """Where every replica runs: deployment, replica, cluster and pool per role."""
-    unplaced: pulumi.Output[list[Any]]
+    unplaced: pulumi.Output[list[UnplacedReplica]]
     """Replicas that found no room, with every reason."""
-    endpoints: pulumi.Output[dict[str, Any]]
+    endpoints: pulumi.Output[dict[str, ServiceEndpoint]]
     """Per service (`namespace/name`): its hostname and the clusters whose gateways carry it."""
 
     def __init__(self, name: str, args: FleetArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("modelplane:index:Fleet", name, None, opts)
-        args = dict(args or {})
-        catalog_dir = args.get("catalog_dir")
+        settings: dict[str, Any] = dict(args or {})
+        catalog_dir = settings.get("catalog_dir")
         catalog = load_catalog(extra=Path(catalog_dir)) if catalog_dir else load_catalog()
-        given = args.get("secrets") if isinstance(args.get("secrets"), dict) else {}
-        spec = self.spec = _spec(name, args, given, catalog)
-        stacks = list(args.get("stacks") or [])
+        secrets = settings.get("secrets")
+        given: dict[str, Any] = secrets if isinstance(secrets, dict) else {}
+        spec = self.spec = _spec(name, settings, given, catalog)
+        stacks = list(settings.get("stacks") or [])
         refs = [pulumi.StackReference(_stack_name(s), opts=pulumi.ResourceOptions(parent=self)) for s in stacks]
-        previous = args.get("previous")
+        previous = settings.get("previous")
         if previous is None and not spec.repack:
             own = pulumi.StackReference(_stack_name(pulumi.get_stack()), opts=pulumi.ResourceOptions(parent=self))
             previous = _value(own, "placements")
@@ -110,7 +179,7 @@ class Fleet(pulumi.ComponentResource):
         def build(values) -> dict:
             *inventories, before = values
             remote = [Remote(s, ref, inv or []) for s, ref, inv in zip(stacks, refs, inventories)]
-            prior = [] if spec.repack else [Placement.from_json(p) for p in (before or [])]
+            prior = [] if spec.repack else [scheduler.Placement.from_json(p) for p in (before or [])]
             with secrets_from(secret):
                 self.built = assemble(spec, catalog, f"Fleet {name}", remote, prior, secret, parent=self,
                                       fleet_key="stacks")

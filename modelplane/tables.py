@@ -245,3 +245,42 @@ def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
         moves = ", ".join(f"{c} {was.get(c, 0) / 10:.1f}% -> {now.get(c, 0) / 10:.1f}%" for c in sorted(set(was) | set(now)))
         state = " (degraded: " + ", ".join(s["missing"]) + " lost)" if s["status"] == "degraded" else ""
         out.print(f"  traffic {s['service']}: {moves}{state}")
+
+
+def changes(out, doc: dict, previous: str) -> None:
+    """`plan --previous`: what applying this plan changes, as `pulumi preview` marks it
+    (+ create, ~ update, +- replace, - delete, = import), then replicas and cost."""
+    from .changes import SYMBOLS, signed_money, summary
+    from .cost import money_span
+
+    res, reps, cost = doc["changes"], doc["replicaChanges"], doc["costDelta"]
+    moved = cost["deployments"] or any(cost["stack"]["hourly"].values())
+    if res == [] and not reps and not moved:
+        out.print(f"changes against {previous}: none (resources, replicas and cost as before)", markup=False)
+        return
+    if res is None:
+        head = f"resources unknown ({previous} has no resource digests: a plan from an older modelplane)"
+    else:
+        head = ", ".join(f"{n} to {a}" for a, n in summary(res).items() if n) or "no resource changes"
+    out.print(f"changes against {previous}: {head}", markup=False)
+    for c in res or []:
+        where = f" on {c['cluster']}" if c.get("cluster") else ""
+        detail = ""
+        if c.get("fields"):
+            forced = set(c.get("forcedBy", ()))
+            detail = ": " + ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c["fields"])
+        if c.get("replicas"):
+            detail += f"; its new nodes restart {', '.join(c['replicas'])}"
+        out.print(f"  {SYMBOLS[c['action']]:<2} {c['type']} {c['name']}{where}{detail}", markup=False)
+    marks = {"added": "+", "removed": "-", "moved": "~", "resized": "~"}
+    for r in reps:
+        move = (f" {r['from']} -> {r['to']}" if "from" in r and "to" in r and r["from"] != r["to"]
+                else f" on {r.get('to') or r.get('from')}")
+        out.print(f"  {marks[r['change']]:<2} replica {r['deployment']}#{r['replica']} {r['change']}{move}: {r['reason']}",
+                  markup=False)
+    for d in cost["deployments"]:
+        out.print(f"  cost {d['deployment']}: {money_span(d['before'])}/h -> {money_span(d['after'])}/h "
+                  f"({signed_money(d['hourly'])}/h, {signed_money(d['monthly'])}/month)", markup=False)
+    s = cost["stack"]
+    out.print(f"  cost stack {doc['stack']}: {money_span(s['before'])}/h -> {money_span(s['after'])}/h "
+              f"({signed_money(s['hourly'])}/h, {signed_money(s['monthly'])}/month)", markup=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from ..changes import signed_money
 from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale
 from .bars import colours, pool_bar, progress_bar, share_bar, stable_colours
 
@@ -36,6 +37,7 @@ def _charge(row: dict, key: str = "hourly") -> str:
 
 _ENV.filters["charge"] = _charge
 _ENV.filters["caveats"] = caveats
+_ENV.filters["signed"] = signed_money
 
 
 def context(doc: dict) -> dict:
@@ -81,7 +83,18 @@ def context(doc: dict) -> dict:
         "cluster_palette": cluster_palette,
         "shaky": doubtful(cost), "stale": stale(cost), "stale_days": STALE_DAYS,
         "unpriced_pools": len(cost["unpriced"]), "whatif": doc.get("whatIf"),
+        "change": _change_view(doc),
     }
+
+
+def _change_view(doc: dict) -> dict | None:
+    """`plan --previous`: resource actions with their counts, replica changes and the cost delta."""
+    if "replicaChanges" not in doc:
+        return None
+    from ..changes import SYMBOLS, summary
+
+    return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
+            "replicas": doc["replicaChanges"], "cost": doc["costDelta"]}
 
 
 def render(doc: dict) -> str:
