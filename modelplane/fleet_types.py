@@ -476,7 +476,7 @@ class ExtraRole(TypedDict):
 
 
 class Autoscaling(TypedDict):
-    "An autoscaler for one role. Native GPU roles and extra roles: a KEDA ScaledObject with a\nPrometheus trigger (`query`, `threshold`). GPU roles on the kserve backend: the\nLLMInferenceService's own `spec.scaling` (KServe's Workload Variant Autoscaler decides the\ncount, actuated through KEDA), so `query` and `threshold` stay unset."
+    'An autoscaler for one role: a KEDA ScaledObject with a Prometheus trigger (`serverAddress`,\n`query`, `threshold`) on an extra role or a native GPU role. The substrate installs no\nPrometheus, so `serverAddress` names the one you run. GPU roles on the kserve backend cannot\nautoscale yet (rule `autoscaling-target`: KServe v0.20 accepts only its Workload Variant\nAutoscaler there, which the substrate does not install).'
 
     role: str
     minReplicas: NotRequired[int]
@@ -485,7 +485,6 @@ class Autoscaling(TypedDict):
     query: NotRequired[str]
     threshold: NotRequired[str]
     serverAddress: NotRequired[str]
-    'Default: "http://prometheus.monitoring:9090".'
 
 
 class RatioBand(TypedDict):
