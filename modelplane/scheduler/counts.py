@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .core import _fabric_tier as fabric_tier
 
@@ -38,18 +38,15 @@ class Kind:
     gpus: int                     # GPUs per replica
 
 
-@dataclass
 class Spot:
-    kind: int
-    cluster: str
-    pools: tuple                  # one Pool per role
-    need: dict                    # nodes per pool name
-    cap: int                      # most replicas of the kind that fit here alone
-    names: tuple = field(init=False)
-    cost: int = 0                 # quality: fabric tier and GPUs stranded (lower is better)
+    """One kind on one cluster with one pool per role, and what a replica of it takes there."""
 
-    def __post_init__(self):
-        self.names = tuple(p.name for p in self.pools)
+    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost")
+
+    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int):
+        self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
+        self.names = tuple(p.name for p in pools)
+        self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
 
 
 def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
@@ -71,17 +68,19 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict) -> list[Spot]:
     out = []
     for k, kind in enumerate(kinds_):
         d = kind.members[0]
+        roles = d.roles
         for cluster, per_role in sorted(eligible[d.key].items()):
-            for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
-                need = Counter()
-                for role, pool in zip(d.roles, combo):
-                    need[pool.name] += role.nodes
-                cap = min([kind.want] + [free[(cluster, p)] // n for p, n in need.items()])
+            for combo in itertools.product(*(per_role[r.name] for r in roles)):
+                need: dict[str, int] = {}
+                stranded = 0
+                for role, pool in zip(roles, combo):
+                    need[pool.name] = need.get(pool.name, 0) + role.nodes
+                    stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
+                cap = kind.want
+                for p, n in need.items():
+                    cap = min(cap, free[(cluster, p)] // n)
                 if cap > 0:
-                    s = Spot(k, cluster, combo, dict(need), cap)
-                    stranded = sum(r.nodes * (p.gpus_per_node - r.gpus_per_node) for r, p in zip(d.roles, combo))
-                    s.cost = (2 - fabric_tier(combo)) * 1000 + stranded
-                    out.append(s)
+                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded))
     return out
 
 
@@ -138,7 +137,11 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
 
     def put(i, most):
         s = spots_[i]
-        n = min([most, kinds_[s.kind].want - placed[s.kind]] + [left[(s.cluster, p)] // k for p, k in s.need.items()])
+        n = min(most, kinds_[s.kind].want - placed[s.kind])
+        for p, k in s.need.items():
+            if n <= 0:
+                return
+            n = min(n, left[(s.cluster, p)] // k)
         if n > 0:
             for p, k in s.need.items():
                 left[(s.cluster, p)] -= n * k
@@ -149,7 +152,8 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     by_tier = defaultdict(list)
     for i, s in enumerate(spots_):
         by_tier[kinds_[s.kind].priority].append(i)
-        put(i, int(values[i] + EPS))
+        if values[i] >= 1 - EPS:
+            put(i, int(values[i] + EPS))
     order = {t: sorted(mine, key=lambda i: (-sum(spots_[i].need.values()), -(values[i] - int(values[i] + EPS)),
                                             spots_[i].cost, i)) for t, mine in by_tier.items()}
     for goal in (floors, None):
@@ -200,7 +204,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     tries = [start(kinds_, spots_, free, values, floors), start(kinds_, spots_, free, [float(n) for n in fast], floors)]
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
-    use = [i for i in range(len(spots_)) if values[i] > EPS or hint[i] or fast[i]]
+    # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
+    use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
 
     model = cp_model.CpModel()
     x = {i: model.NewIntVar(0, spots_[i].cap, f"x{i}") for i in use}
