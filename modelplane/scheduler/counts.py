@@ -191,6 +191,7 @@ class Solved:
     counts: list[int]             # replicas per spot
     unproven: list[str]           # levels CP-SAT did not prove optimal within their share
     stopped: str | None           # the level at which CP-SAT found nothing (the levels above stand)
+    skipped: bool = False         # a large model: spread and quality were not optimised
 
 
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
@@ -273,4 +274,4 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value
-    return Solved(counts, unproven, stopped)
+    return Solved(counts, unproven, stopped, len(use) > SMALL)

@@ -51,6 +51,8 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
         phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
     if solved.stopped:
         phase += f" (the budget ran out at the {solved.stopped} level; the levels above it stand)"
+    if solved.skipped:
+        phase += " (spread and quality as the start left them: the model is too large to optimise them in the budget)"
     return Outcome(expand(kinds_, spots_, solved.counts, missing, greedy), phase)
 
 
