@@ -25,7 +25,7 @@ from .core import _fabric_tier as fabric_tier
 
 EPS = 1e-6
 SHARES = (0.5, 0.25, 0.125, 0.125)   # of the budget per CP-SAT level: replicas per tier, GPUs, spread, quality
-SMALL = 400                          # spread and quality are optimised on models up to this many counts
+SMALL = 700                          # models up to this many counts are solved whole, every level
 
 
 @dataclass
@@ -91,40 +91,33 @@ def _weights(kinds_: list[Kind]) -> dict[int, int]:
     return {t: base ** i for i, t in enumerate(tiers)}
 
 
-class Relaxation:
-    """The LP relaxation of the count model (GLOP; deterministic for the same model)."""
+def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
+    """The LP relaxation (GLOP, primal simplex; deterministic for the same model): replicas per
+    tier, lexicographic through weights, never fewer of a tier than `floors`. Values per spot."""
+    from ortools.linear_solver import pywraplp
 
-    def __init__(self, kinds_, spots_, free, floors: dict[int, int]):
-        from ortools.linear_solver import pywraplp
-
-        self.kinds, self.spots, self.free = kinds_, spots_, free
-        self.lp = lp = pywraplp.Solver.CreateSolver("GLOP")
-        self.xs = xs = [lp.NumVar(0.0, float(s.cap), "") for s in spots_]
-        rows: dict = {}
-        for s, x in zip(spots_, xs):
-            for pool, n in s.need.items():
-                key = (s.cluster, pool)
-                if key not in rows:
-                    rows[key] = lp.Constraint(-lp.infinity(), float(free[key]))
-                rows[key].SetCoefficient(x, float(n))
-        per_kind = [lp.Constraint(-lp.infinity(), float(k.want)) for k in kinds_]
-        self.per_tier = {t: lp.Constraint(float(floors.get(t, 0)), lp.infinity())
-                         for t in sorted({k.priority for k in kinds_})}
-        weight = _weights(kinds_)
-        obj = lp.Objective()
-        for s, x in zip(spots_, xs):
-            tier = kinds_[s.kind].priority
-            per_kind[s.kind].SetCoefficient(x, 1.0)
-            self.per_tier[tier].SetCoefficient(x, 1.0)
-            obj.SetCoefficient(x, float(weight[tier]))
-        obj.SetMaximization()
-
-    def solve(self) -> list[float] | None:
-        from ortools.linear_solver import pywraplp
-
-        if self.lp.Solve() != pywraplp.Solver.OPTIMAL:
-            return None
-        return [x.solution_value() for x in self.xs]
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    xs = [lp.NumVar(0.0, float(s.cap), "") for s in spots_]
+    rows: dict = {}
+    for s, x in zip(spots_, xs):
+        for pool, n in s.need.items():
+            key = (s.cluster, pool)
+            if key not in rows:
+                rows[key] = lp.Constraint(-lp.infinity(), float(free[key]))
+            rows[key].SetCoefficient(x, float(n))
+    per_kind = [lp.Constraint(-lp.infinity(), float(k.want)) for k in kinds_]
+    per_tier = {t: lp.Constraint(float(floors.get(t, 0)), lp.infinity()) for t in sorted({k.priority for k in kinds_})}
+    weight = _weights(kinds_)
+    obj = lp.Objective()
+    for s, x in zip(spots_, xs):
+        tier = kinds_[s.kind].priority
+        per_kind[s.kind].SetCoefficient(x, 1.0)
+        per_tier[tier].SetCoefficient(x, 1.0)
+        obj.SetCoefficient(x, float(weight[tier]))
+    obj.SetMaximization()
+    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+        return [0.0] * len(spots_)
+    return [x.solution_value() for x in xs]
 
 
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
@@ -200,8 +193,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
-    lp = Relaxation(kinds_, spots_, free, floors)
-    values = lp.solve() or [0.0] * len(spots_)
+    values = relax(kinds_, spots_, free, floors)
     tries = [start(kinds_, spots_, free, values, floors), start(kinds_, spots_, free, [float(n) for n in fast], floors)]
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
