@@ -215,3 +215,16 @@ def test_the_count_model_places_more_than_the_fast_path_on_a_scarce_fleet():
     # every replica the plan reports as changed is placed, where the plan says
     at = {(p.deployment, p.replica): p.cluster for p in final.placements}
     assert all(at[(d, i)] == after for d, i, _, after in final.changed) and moved
+
+
+def test_the_count_model_does_not_depend_on_the_hash_seed():
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; sys.path.insert(0, 'tests'); from test_exact import scarce; "
+            "from modelplane.scheduler import schedule; p = schedule(*scarce(3, 12)); "
+            "print(json.dumps([p.phase, p.changed, [x.to_json() for x in p.placements]]))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "4242")}
+    assert len(outs) == 1 and json.loads(outs.pop())[0].startswith("exact")
