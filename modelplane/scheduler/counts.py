@@ -219,33 +219,30 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     weight = _weights(kinds_)
     levels = [("replicas per tier", [(weight[kinds_[spots_[i].kind].priority], x[i]) for i in use], True),
               ("GPUs", [(kinds_[spots_[i].kind].gpus, x[i]) for i in use], True)]
-    # spread: the most replicas of a kind on one cluster, summed over kinds
-    tops, by_cluster = [], defaultdict(list)
-    for i in use:
-        by_cluster[(spots_[i].kind, spots_[i].cluster)].append(i)
+    whole = len(use) <= SMALL
     top_of = {}
-    for k in sorted(per_kind):
-        top_of[k] = model.NewIntVar(0, kinds_[k].want, f"top{k}")
-        tops.append((1, top_of[k]))
-    for (k, _), idx in sorted(by_cluster.items()):
-        model.Add(sum(x[i] for i in idx) <= top_of[k])
-    if len(use) <= SMALL:
-        levels.append(("spread", tops, False))
-    # quality: fabric and stranded GPUs, then replicas off the fast path's spots
-    off = sum(k.want for k in kinds_) + 1
-    if len(use) <= SMALL:
+    if whole:
+        # spread: the most replicas of a kind on one cluster, summed over kinds
+        by_cluster = defaultdict(list)
+        for i in use:
+            by_cluster[(spots_[i].kind, spots_[i].cluster)].append(i)
+        top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
+        for (k, _), idx in sorted(by_cluster.items()):
+            model.Add(sum(x[i] for i in idx) <= top_of[k])
+        levels.append(("spread", [(1, v) for v in top_of.values()], False))
+        # quality: fabric and stranded GPUs, then replicas off the fast path's spots
+        off = sum(k.want for k in kinds_) + 1
         levels.append(("quality", [(spots_[i].cost * off + (0 if fast[i] else 1), x[i]) for i in use], False))
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 7
     solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
-    hinted = [x[i] for i in use] + [top_of[k] for k in sorted(per_kind)]
+    hinted = [x[i] for i in use] + list(top_of.values())
     current = [hint[i] for i in use]
-    tops_now = Counter()
-    for (k, _), idx in by_cluster.items():
-        tops_now[k] = max(tops_now[k], sum(hint[i] for i in idx))
-    current += [tops_now[k] for k in sorted(per_kind)]
+    for k in top_of:
+        current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
+                           default=0))
     unproven, stopped = [], None
     for (name, terms, maximize), share in zip(levels, SHARES):
         solver.parameters.max_deterministic_time = budget * share
@@ -266,4 +263,4 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value
-    return Solved(counts, unproven, stopped, len(use) > SMALL)
+    return Solved(counts, unproven, stopped, not whole)
