@@ -1,27 +1,45 @@
-"""Placement quality under scarcity: replicas and GPUs placed by the fast path, by the final plan
-(fast path + exact phase at its default budget) and by the exact optimum (same rules, a budget
-large enough to prove optimality), with times. Seeded fleets; prints a table, asserts nothing.
+"""Placement quality under scarcity: replicas placed by the fast path and by the final plan (fast
+path + exact phase at its default budget) against a reference, with times. Seeded scarce fleets;
+prints a table, asserts nothing but determinism.
 
-    python benchmarks/quality.py            # 60 small fleets + a 50-cluster, 2,000-replica fleet
+The reference is an independent CP-SAT model of the same problem under the same Filter rules:
+integer counts per (deployment, cluster, pool per role), the same capacity, replicas per tier
+lexicographic (one weight per tier), hinted with the fast path's fill, run with a generous budget
+on both cores. It prints what it placed, whether it proved that optimal, and its LP relaxation's
+bound on replicas in total (whatever the tiers; no plan places more). The reference has no
+per-tier floor, so the final plan (never fewer of a tier than the fast path) may place more in
+total than a proven reference, or fewer replicas of a higher tier.
+
+    python benchmarks/quality.py                    # 60 small fleets, then 20-100 clusters, two families
+    python benchmarks/quality.py --seeds 3 --reference-budget 30
+    python benchmarks/quality.py --no-reference     # ours and the fast path only
 """
 from __future__ import annotations
 
+import argparse
+import itertools
 import random
 import sys
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from modelplane.scheduler import Cluster, Demand, Pool, Role, schedule  # noqa: E402
+from modelplane.scheduler.cel import Matcher  # noqa: E402
+from modelplane.scheduler.filter import Verdicts, eligible  # noqa: E402
 
 GPU_CLASS = {1: ("l4", "L4"), 4: ("l4x4", "L4"), 8: ("h100", "H100")}
+SIZES = (20, 30, 45, 60, 80, 100)
 
 
 def fleet(seed: int, clusters: tuple[int, int], replicas_per: tuple[int, int], demand_factor: float = 1.6,
-          nodes: tuple[int, int] = (1, 8)):
-    """Clusters of 1-3 pools (1/4/8 GPUs per node, 1-8 nodes); deployments of 1-5 replicas with
-    1-2 workers of 1-2 nodes, a third of them prefill/decode pairs; demand ~1.6x capacity."""
+          nodes: tuple[int, int] = (1, 8), disaggregated: bool = False):
+    """Clusters of 1-3 pools (1/4/8 GPUs per node, `nodes` nodes each, TCP or RoCE); deployments of
+    `replicas_per` replicas, 1-2 workers of 1-2 nodes, a third prefill/decode pairs, random tiers;
+    demand ~1.6x capacity. `disaggregated`: every deployment a prefill/decode pair, decode workers
+    spanning 2 nodes (multi-node, so RoCE pools only)."""
     rng = random.Random(seed)
     out = []
     for c in range(rng.randint(*clusters)):
@@ -32,58 +50,135 @@ def fleet(seed: int, clusters: tuple[int, int], replicas_per: tuple[int, int], d
                               rng.choice(("tcp", "roce"))))
         out.append(Cluster(f"c{c:02d}", tuple(pools)))
     capacity = sum(p.max_nodes for c in out for p in c.pools)
-    demands, nodes, j = [], 0, 0
-    while nodes < capacity * demand_factor:
+    demands, used, j = [], 0, 0
+    while used < capacity * demand_factor:
         gpn = rng.choice((1, 4, 8))
-        workers, npw = rng.randint(1, 2), rng.randint(1, 2)
+        workers, npw = rng.randint(1, 2), (2 if disaggregated else rng.randint(1, 2))
         roles = [Role("decode", "", workers, npw, gpn)]
-        if rng.random() < 1 / 3:
+        if disaggregated or rng.random() < 1 / 3:
             roles.append(Role("prefill", "", rng.randint(1, 2), 1, gpn))
         n = rng.randint(*replicas_per)
         demands.append(Demand(f"ns/d{j:03d}", n, tuple(roles), priority=rng.choice((0, 1, 1, 2))))
-        nodes += n * sum(r.nodes for r in roles)
+        used += n * sum(r.nodes for r in roles)
         j += 1
     return demands, out
 
 
 def measure(demands, clusters, mode, budget=None):
-    t = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     plan = schedule(demands, clusters, exact=mode, budget=budget)
-    dt = time.perf_counter() - t
-    gpus = sum(rp.nodes * rp.gpus_per_node for p in plan.placements for rp in p.roles.values())
-    return len(plan.placements), gpus, dt, plan
+    return len(plan.placements), time.perf_counter() - wall, time.process_time() - cpu, plan
 
 
-def run(label, cases, optimum_budget):
-    rows = [[0, 0, 0.0] for _ in range(3)]
-    worst, unproven = 1.0, 0
+def reference(demands, clusters, budget: float, hint: list | None = None, workers: int = 2):
+    """(placed, proven optimal, bound, wall seconds) of the reference model; `bound` is its LP
+    relaxation's most replicas in total, whatever the tiers: no plan places more."""
+    from ortools.linear_solver import pywraplp
+    from ortools.sat.python import cp_model
+
+    clusters = sorted(clusters, key=lambda c: c.name)
+    free = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
+    tiers = sorted({d.priority for d in demands})
+    weight = {t: (sum(d.replicas for d in demands) + 1) ** i for i, t in enumerate(tiers)}
+    model, lp = cp_model.CpModel(), pywraplp.Solver.CreateSolver("GLOP")
+    use, per_d, objective, at = defaultdict(list), defaultdict(list), [], {}
+    for d in sorted(demands, key=lambda d: d.key):
+        for cluster, per_role in sorted(eligible(d, clusters, Verdicts(d, Matcher())).items()):
+            for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
+                need = Counter()
+                for role, pool in zip(d.roles, combo):
+                    need[pool.name] += role.nodes
+                cap = min([d.replicas] + [free[(cluster, p)] // n for p, n in need.items()])
+                if cap > 0:
+                    v, x = model.NewIntVar(0, cap, ""), lp.NumVar(0, cap, "")
+                    at[(d.key, cluster, tuple(p.name for p in combo))] = v
+                    for p, n in need.items():
+                        use[(cluster, p)].append((n, v, x))
+                    per_d[d.key].append((v, x))
+                    objective.append((weight[d.priority], v, x))
+    for key, terms in use.items():
+        model.Add(sum(n * v for n, v, _ in terms) <= free[key])
+        row = lp.Constraint(0, free[key])
+        for n, _, x in terms:
+            row.SetCoefficient(x, n)
+    for d in demands:
+        if per_d[d.key]:
+            model.Add(sum(v for v, _ in per_d[d.key]) <= d.replicas)
+            row = lp.Constraint(0, d.replicas)
+            for _, x in per_d[d.key]:
+                row.SetCoefficient(x, 1)
+    model.Maximize(sum(w * v for w, v, _ in objective))
+    for _, _, x in objective:
+        lp.Objective().SetCoefficient(x, 1)
+    lp.Objective().SetMaximization()
+    lp.Solve()
+    bound = int(lp.Objective().Value() + 1e-6)
+    for (key, cluster, names), n in Counter(hint or ()).items():
+        model.AddHint(at[(key, cluster, names)], n)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.max_time_in_seconds = budget
+    wall = time.perf_counter()
+    status = solver.Solve(model)
+    wall = time.perf_counter() - wall
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, False, bound, wall
+    placed = sum(solver.Value(v) for vs in per_d.values() for v, _ in vs)
+    return placed, status == cp_model.OPTIMAL, bound, wall
+
+
+def row(label, cases, ref_budget):
+    wanted = fast = ours = 0
+    wall = cpu = ref_wall = worst_wall = worst_cpu = 0.0
+    ours_vs, refs, bounds, ratios, proven = 0, 0, 0, [], 0
     for demands, clusters in cases:
-        got = [measure(demands, clusters, "off"), measure(demands, clusters, "auto"),
-               measure(demands, clusters, "always", optimum_budget)]
-        for row, (n, g, dt, _) in zip(rows, got):
-            row[0] += n
-            row[1] += g
-            row[2] += dt
-        if got[2][0]:
-            worst = min(worst, got[1][0] / got[2][0])
-        unproven += got[2][3].phase != "exact"
-    (fr, fg, ft), (pr, pg, pt), (orr, og, ot) = rows
-    print(f"| {label} | {fr} / {fg} ({fr / orr:.1%}, {fg / og:.1%}) | {pr} / {pg} ({pr / orr:.1%}, {pg / og:.1%}) "
-          f"| {orr} / {og} | {ft:.2f} s | {pt:.2f} s | {ot:.2f} s | {worst:.1%} |")
+        wanted += sum(d.replicas for d in demands)
+        first = measure(demands, clusters, "off")
+        fast += first[0]
+        n, w, c, _ = measure(demands, clusters, "auto")
+        ours += n
+        wall, cpu = wall + w, cpu + c
+        worst_wall, worst_cpu = max(worst_wall, w), max(worst_cpu, c)
+        if ref_budget:
+            hint = [(p.deployment, p.cluster, tuple(p.roles[r].pool for r in p.roles)) for p in first[3].placements]
+            r, optimal, bound, rw = reference(demands, clusters, ref_budget, hint)
+            ref_wall += rw
+            bounds += bound
+            if r is not None:
+                ours_vs, refs, proven = ours_vs + n, refs + r, proven + optimal
+                ratios.append(n / r if r else 1.0)
+    k = len(cases)
+    if ratios:
+        vs = f"{ours_vs / refs:.1%} (worst {min(ratios):.1%})"
+        ref = f"{refs} ({proven}/{len(ratios)} proven) | {bounds} | {ref_wall / k:.1f} s"
+    else:
+        vs, ref = "-", "n/a | - | -"
+    print(f"| {label} | {wanted} | {fast} | {ours} | {vs} | {ref} | {wall / k:.2f} s / {cpu / k:.2f} s "
+          f"| {worst_wall:.2f} s / {worst_cpu:.2f} s |", flush=True)
 
 
 def main():
-    print("| fleets | fast path: replicas / GPUs (of optimum) | final plan | optimum | fast time | final time "
-          "| optimum time | worst fleet (final / optimum replicas) |")
-    print("|---|---|---|---|---|---|---|---|")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=2, help="fleets per size and family")
+    ap.add_argument("--reference-budget", type=float, default=20.0, help="wall seconds per reference solve")
+    ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    args = ap.parse_args()
+    budget = None if args.no_reference else args.reference_budget
+    print("| fleets | replicas wanted | fast path placed | final plan placed | final / reference | reference placed "
+          "| bound (LP, any tiers) | reference time (each) | final time (each, wall / CPU) | slowest fleet (wall / CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     small = [fleet(seed, (2, 6), (1, 5)) for seed in range(60)]
-    run("60 small (2-6 clusters)", small, 60.0)
-    large = fleet(1001, (50, 50), (20, 60), nodes=(10, 56))
-    demands, clusters = large
-    print(f"<!-- large fleet: {len(clusters)} clusters, {sum(d.replicas for d in demands)} replicas wanted -->")
-    run("50 clusters, ~2,000 replicas", [large], 30.0)
+    row("60 small (2-6 clusters)", small, budget and min(budget, 5.0))
+    for disaggregated in (False, True):
+        for n in map(int, args.sizes.split(",")):
+            cases = [fleet(10_000 * disaggregated + 100 * n + s, (n, n), (1, 5), nodes=(1, 16), disaggregated=disaggregated)
+                     for s in range(args.seeds)]
+            label = f"{n} clusters" + (", P/D pairs, 2-node decode" if disaggregated else "") + f" x {args.seeds}"
+            row(label, cases, budget)
     # unchanged inputs give byte-identical plans
-    a, b = measure(*small[0], "auto")[3], measure(*small[0], "auto")[3]
+    demands, clusters = fleet(3000, (30, 30), (1, 5), nodes=(1, 16))
+    a, b = measure(demands, clusters, "auto")[3], measure(demands, clusters, "auto")[3]
     assert [p.to_json() for p in a.placements] == [p.to_json() for p in b.placements]
 
 

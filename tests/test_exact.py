@@ -117,3 +117,114 @@ def test_retained_replicas_stay_put_through_the_exact_phase(spec, want):
     previous = schedule(demands[:1], clusters, exact="off").placements
     plan = schedule(demands, clusters, previous, exact="always")
     assert all(p in plan.placements for p in previous)
+
+
+# --- the count model at fleet scale -------------------------------------------------------------
+
+def scarce(seed, n_clusters, pairs=False):
+    """A seeded scarce fleet: 1-3 pools of 1/4/8-GPU nodes per cluster, demand ~1.6x capacity."""
+    import random
+
+    rng = random.Random(seed)
+    clusters = []
+    for c in range(n_clusters):
+        pools = []
+        for k in range(rng.randint(1, 3)):
+            g = rng.choice((1, 4, 8))
+            pools.append(Pool(f"p{k}", f"x{g}", g, rng.randint(1, 16), {"gpu": {"count": g}}, rng.choice(("tcp", "roce"))))
+        clusters.append(Cluster(f"c{c:02d}", tuple(pools)))
+    capacity, used, demands = sum(p.max_nodes for c in clusters for p in c.pools), 0, []
+    while used < capacity * 1.6:
+        g = rng.choice((1, 4, 8))
+        roles = [Role("decode", "", rng.randint(1, 2), 2 if pairs else rng.randint(1, 2), g)]
+        if pairs or rng.random() < 1 / 3:
+            roles.append(Role("prefill", "", rng.randint(1, 2), 1, g))
+        n = rng.randint(1, 5)
+        demands.append(Demand(f"ns/d{len(demands):03d}", n, tuple(roles), priority=rng.choice((0, 1, 1, 2))))
+        used += n * sum(r.nodes for r in roles)
+    return demands, clusters
+
+
+def test_interchangeable_deployments_share_one_count_per_spot():
+    """Same tier, shape and eligible pools: one kind, so the model does not grow with deployments or replicas."""
+    from modelplane.scheduler.counts import kinds, spots
+
+    clusters = [Cluster("c1", (pool("p", 4),)), Cluster("c2", (pool("q", 4),))]
+    demands = [demand("a/x", 3), demand("b/y", 300), demand("c/z", 2, priority=2), demand("d/w", 1, nodes=2)]
+    eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
+    found = kinds(demands, eligible, {d.key: d.replicas for d in demands})
+    assert [[m.key for m in k.members] for k in found] == [["a/x", "b/y"], ["c/z"], ["d/w"]]
+    assert found[0].want == 303
+    free = {("c1", "p"): 4, ("c2", "q"): 4}
+    assert [(s.kind, s.cluster, s.names, s.cap) for s in spots(found, eligible, free)] == [
+        (0, "c1", ("p",), 4), (0, "c2", ("q",), 4), (1, "c1", ("p",), 2), (1, "c2", ("q",), 2),
+        (2, "c1", ("p",), 1), (2, "c2", ("q",), 1)]   # d/w wants one replica
+
+
+def test_a_kind_expands_to_its_deployments_fast_path_spots_first_then_spread():
+    from modelplane.scheduler.counts import kinds, spots
+    from modelplane.scheduler.exact import expand
+
+    clusters = [Cluster("c1", (pool("p", 4),)), Cluster("c2", (pool("q", 4),))]
+    demands = [demand("a/x", 2), demand("b/y", 2)]
+    eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
+    found = kinds(demands, eligible, {"a/x": 2, "b/y": 2})
+    where = spots(found, eligible, {("c1", "p"): 4, ("c2", "q"): 4})
+    # counts: three on c1, one on c2; b/y ran on c2 in the fast path and keeps it
+    out = expand(found, where, [3, 1], {"a/x": 2, "b/y": 2}, {"b/y": [("c2", ("q",))]})
+    assert out == {"a/x": [("c1", ("p",)), ("c1", ("p",))], "b/y": [("c2", ("q",)), ("c1", ("p",))]}
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(10, 20), st.booleans())
+def test_fleet_scale_plans_are_deterministic_whole_and_never_worse_per_tier(seed, n, pairs):
+    demands, clusters = scarce(seed, n, pairs)
+    fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters)
+    tier = {d.key: d.priority for d in demands}
+    fast_n = Counter(tier[p.deployment] for p in fast.placements)
+    final_n = Counter(tier[p.deployment] for p in final.placements)
+    assert all(final_n[t] >= k for t, k in fast_n.items())
+    used = Counter()
+    for p in final.placements:
+        d = next(d for d in demands if d.key == p.deployment)
+        assert set(p.roles) == {r.name for r in d.roles}
+        for r in d.roles:
+            used[(p.cluster, p.roles[r.name].pool)] += r.nodes
+    size = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
+    assert all(k <= size[key] for key, k in used.items())
+    again = schedule(list(reversed(demands)), list(reversed(clusters)))
+    assert [p.to_json() for p in again.placements] == [p.to_json() for p in final.placements]
+    assert again.phase == final.phase and again.changed == final.changed
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(10, 20))
+def test_fleet_scale_replicas_that_fit_where_they_are_never_move(seed, n):
+    demands, clusters = scarce(seed, n)
+    previous = schedule(demands[::2], clusters, exact="off").placements
+    plan = schedule(demands, clusters, previous, exact="always")
+    assert all(p in plan.placements for p in previous)
+    assert not any((d, i) in {(p.deployment, p.replica) for p in previous} for d, i, _, _ in plan.changed)
+
+
+def test_the_count_model_places_more_than_the_fast_path_on_a_scarce_fleet():
+    demands, clusters = scarce(7, 20)
+    fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters)
+    assert final.phase.startswith("exact") and len(final.placements) > len(fast.placements)
+    moved = {(d, i) for d, i, _, _ in final.changed}
+    # every replica the plan reports as changed is placed, where the plan says
+    at = {(p.deployment, p.replica): p.cluster for p in final.placements}
+    assert all(at[(d, i)] == after for d, i, _, after in final.changed) and moved
+
+
+def test_the_count_model_does_not_depend_on_the_hash_seed():
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; sys.path.insert(0, 'tests'); from test_exact import scarce; "
+            "from modelplane.scheduler import schedule; p = schedule(*scarce(3, 12)); "
+            "print(json.dumps([p.phase, p.changed, [x.to_json() for x in p.placements]]))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "4242")}
+    assert len(outs) == 1 and json.loads(outs.pop())[0].startswith("exact")

@@ -1,24 +1,16 @@
 """The exact phase: re-solve the fill as an integer program when the fast path leaves replicas
-unplaced (or when asked), with OR-Tools CP-SAT.
+unplaced (or when asked). The model is `counts.py`: integer counts per (kind of deployment,
+cluster, pool per role), so it grows with the fleet, not with the replicas.
 
-Variables: x[d, c, combo] = replicas of deployment d placed on cluster c with one pool per GPU
-role (`combo`). Capacity: per pool, the nodes of every combo using it fit the nodes left after
-Retain. Objective, lexicographic (one solve per level, each fixing the level above):
-  1. replicas placed, per priority tier, highest tier first;
-  2. GPUs placed;
-  3. spread: the most replicas of one deployment on one cluster, summed over deployments;
-  4. quality: 2 - fabric tier per replica (same pool > RDMA > TCP), then GPUs stranded, then
-     replicas off the fast path's spots (an equally good plan moves nothing).
-Retained replicas are fixed; replicas the fast path placed keep their spot when the solution
-has room for them there, so the exact phase moves only what it must.
+This module turns counts into replicas. Per kind, each deployment first keeps the spots the fast
+path gave it where the counts have them; the remaining spots go to the kind's deployments in name
+order, each taking the cluster where it has the fewest replicas so far (spread). Per deployment,
+replicas the fast path placed keep their index and spot when the solution has room for them
+there; the rest take the lowest free indices, clusters interleaved. Retained replicas are fixed
+before any of this (they are not in the model).
 
-Deterministic: one worker, a fixed seed and a deterministic time budget (CP-SAT's
-`max_deterministic_time`, split evenly over the levels), so the same inputs give the same plan on
-any machine. Every level starts from the best solution so far (the fast path's fill at first)
-and the fast path's count per tier is a constraint, so the result is never worse than the fast
-path in any tier. A level that is not proven optimal within its share keeps the best solution
-found (the plan names the unproven levels); a level that finds none leaves the levels above it
-standing.
+The result is never worse than the fast path in any tier: the fast path's count per tier is a
+constraint of the model, and a solution that still falls short is discarded.
 """
 from __future__ import annotations
 
@@ -27,9 +19,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .model import RDMA_FABRICS, Demand, Placement, RolePlacement
+from .counts import Kind, Spot, kinds as _kinds, optimise, spots as _spots
+from .model import Demand, Placement, RolePlacement
 
-DEFAULT_BUDGET = 1.0      # deterministic seconds for all levels together (CP-SAT work units, not wall time)
+DEFAULT_BUDGET = 0.25     # deterministic seconds for all CP-SAT levels together (work units, not wall time)
 
 
 @dataclass
@@ -38,135 +31,58 @@ class Outcome:
     phase: str                                                   # the line the plan prints
 
 
-def _tier(pools) -> int:
-    if len(pools) < 2 or len({p.name for p in pools}) == 1:
-        return 2
-    return 1 if all(p.fabric in RDMA_FABRICS for p in pools) else 0
-
-
-def candidates(d, eligible: dict, free: dict) -> list[tuple[str, tuple, dict[str, int]]]:
-    """(cluster, pools per role, nodes per pool) that could hold one replica of `d` in `free`."""
-    out = []
-    for cluster in sorted(eligible):
-        per_role = eligible[cluster]
-        for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
-            need = Counter()
-            for role, pool in zip(d.roles, combo):
-                need[pool.name] += role.nodes
-            if all(free[(cluster, name)] >= n for name, n in need.items()):
-                out.append((cluster, combo, dict(need)))
-    return out
-
-
 def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: dict[str, list],
           budget: float = DEFAULT_BUDGET) -> Outcome:
     """`free`: nodes per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
-    `greedy`: the fast path's (cluster, pool names) per new replica, used as the hint."""
-    from ortools.sat.python import cp_model
-
-    model = cp_model.CpModel()
-    x, combos, usage = {}, {}, defaultdict(list)
-    for d in demands:
-        if not missing.get(d.key):
-            continue
-        for i, (cluster, combo, need) in enumerate(candidates(d, eligible[d.key], free)):
-            cap = min([missing[d.key]] + [free[(cluster, p)] // n for p, n in need.items()])
-            if cap <= 0:
-                continue
-            var = model.NewIntVar(0, cap, f"x{len(x)}")
-            x[(d.key, i)] = var
-            combos[(d.key, i)] = (cluster, combo, need, d)
-            for pool, n in need.items():
-                usage[(cluster, pool)].append((n, var))
-    if not x:
+    `greedy`: the fast path's (cluster, pool names) per new replica."""
+    kinds_ = _kinds(demands, eligible, missing)
+    spots_ = _spots(kinds_, eligible, free)
+    if not spots_:
         return Outcome(None, "fast path (nothing the exact phase could add)")
-    for key, terms in usage.items():
-        model.Add(sum(n * v for n, v in terms) <= free[key])
-    by_d = defaultdict(list)
-    for (dk, i), var in x.items():
-        by_d[dk].append(var)
-    for dk, vars_ in by_d.items():
-        model.Add(sum(vars_) <= missing[dk])
-    # the fast path's choice: each level's starting point (hinted below) and the last tie-break
-    hint = Counter()
+    at = {(s.kind, s.cluster, s.names): i for i, s in enumerate(spots_)}
+    kind_of = {d.key: k for k, kind in enumerate(kinds_) for d in kind.members}
+    fast = [0] * len(spots_)
     for dk, fills in greedy.items():
         for cluster, names in fills:
-            hint[(dk, cluster, names)] += 1
-
-    gpus = {d.key: sum(r.nodes * r.gpus_per_node for r in d.roles) for d in demands}
-    tiers = sorted({d.priority for d in demands if d.key in by_d}, reverse=True)
-    # Never fewer replicas of a tier than the fast path placed (it is a feasible floor).
-    priority = {d.key: d.priority for d in demands}
-    floor = Counter()
-    for dk, fills in greedy.items():
-        floor[priority[dk]] += len(fills)
-    for t in tiers:
-        model.Add(sum(v for (dk, i), v in x.items() if priority[dk] == t) >= floor[t])
-    levels = [(f"tier {t}", [(1, v) for (dk, i), v in x.items() if combos[(dk, i)][3].priority == t], True)
-              for t in tiers]
-    levels.append(("GPUs", [(gpus[dk], v) for (dk, i), v in x.items()], True))
-    spread, tops = [], {}
-    for dk in sorted(by_d):
-        per_cluster = defaultdict(list)
-        for (k, i), v in x.items():
-            if k == dk:
-                per_cluster[combos[(k, i)][0]].append(v)
-        top = model.NewIntVar(0, missing[dk], f"top_{len(spread)}")
-        for vs in per_cluster.values():
-            model.Add(sum(vs) <= top)
-        spread.append((1, top))
-        tops[dk] = top
-    levels.append(("spread", spread, False))
-    quality = []
-    # Below fabric and stranded GPUs, prefer the fast path's spots: an equal plan moves nothing.
-    unhinted = sum(missing.values()) + 1
-    for (dk, i), v in x.items():
-        cluster, combo, need, d = combos[(dk, i)]
-        stranded = sum(r.nodes * (p.gpus_per_node - r.gpus_per_node) for r, p in zip(d.roles, combo))
-        moved = 0 if hint.get((dk, cluster, tuple(p.name for p in combo))) else 1
-        quality.append((((2 - _tier(combo)) * 1000 + stranded) * unhinted + moved, v))
-    levels.append(("quality", quality, False))
-
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 7
-    solver.parameters.max_deterministic_time = budget / len(levels)
-    solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
-    # Start from the fast path's fill: a complete, feasible solution of every level.
-    hinted = [*x.values(), *tops.values()]
-    values = [hint.get((dk, combos[(dk, i)][0], tuple(p.name for p in combos[(dk, i)][1])), 0) for dk, i in x]
-    values += [max(Counter(c for c, _ in greedy.get(dk, [])).values(), default=0) for dk in tops]
-    wanted = Counter()
-    for dk, n in missing.items():
-        wanted[priority[dk]] += n
-    unproven, stopped = [], None
-    for name, terms, maximize in levels:
-        expr = sum(c * v for c, v in terms)
-        if name.startswith("tier ") and floor[int(name[5:])] >= wanted[int(name[5:])]:
-            continue            # the fast path already placed every replica of this tier
-        (model.Maximize if maximize else model.Minimize)(expr)
-        model.ClearHints()
-        for var, value in zip(hinted, values):
-            model.AddHint(var, value)
-        status = solver.Solve(model)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            stopped = name      # keep the best plan of the levels above
-            break
-        if status == cp_model.FEASIBLE:
-            unproven.append(name)
-        values = [solver.Value(var) for var in hinted]
-        best = int(round(solver.ObjectiveValue()))
-        model.Add(expr >= best) if maximize else model.Add(expr <= best)
-    fills = defaultdict(list)
-    for ((dk, i), _), value in sorted(zip(x.items(), values), key=lambda kv: kv[0][0]):
-        cluster, combo, _, _ = combos[(dk, i)]
-        fills[dk] += [(cluster, tuple(p.name for p in combo))] * value
+            fast[at[(kind_of[dk], cluster, names)]] += 1
+    solved = optimise(kinds_, spots_, free, fast, budget)
     phase = "exact"
-    if unproven:
-        phase += f" (best found within the budget; not proven optimal: {', '.join(unproven)})"
-    if stopped:
-        phase += f" (the budget ran out at the {stopped} level; the levels above it stand)"
-    return Outcome(dict(fills), phase)
+    if solved.unproven:
+        phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
+    if solved.stopped:
+        phase += f" (the budget ran out at the {solved.stopped} level; the levels above it stand)"
+    if solved.skipped:
+        phase += " (spread and quality as the start left them: the model is too large to optimise them in the budget)"
+    return Outcome(expand(kinds_, spots_, solved.counts, missing, greedy), phase)
+
+
+def expand(kinds_: list[Kind], spots_: list[Spot], counts: list[int], missing: dict[str, int],
+           greedy: dict[str, list]) -> dict[str, list]:
+    """Counts per spot -> (cluster, pool names) per new replica of each deployment: the fast path's
+    spots first, then the kind's remaining spots in name order, fewest on the cluster first."""
+    left: dict[int, Counter] = defaultdict(Counter)
+    for s, n in zip(spots_, counts):
+        if n:
+            left[s.kind][(s.cluster, s.names)] += n
+    out = {}
+    for k, kind in enumerate(kinds_):
+        free = left[k]
+        for d in kind.members:
+            out[d.key] = []
+            for spot in greedy.get(d.key, []):
+                if free[spot]:
+                    free[spot] -= 1
+                    out[d.key].append(spot)
+        for d in kind.members:
+            on = Counter(c for c, _ in out[d.key])
+            for _ in range(missing[d.key] - len(out[d.key])):
+                spot = min((s for s, n in free.items() if n), key=lambda s: (on[s[0]], s), default=None)
+                if spot is None:
+                    break
+                free[spot] -= 1
+                on[spot[0]] += 1
+                out[d.key].append(spot)
+    return out
 
 
 def _partial(d: Demand, placements) -> bool:

@@ -1,0 +1,266 @@
+"""The count model of the exact phase: how many replicas of each kind go on each (cluster, pool
+per role), as integers, at a size that grows with the fleet and not with the replicas.
+
+Deployments that are interchangeable (same tier, same nodes and GPUs per role, same eligible pools
+everywhere) form one kind; a count is the number of replicas of a kind on one spot (a cluster and
+one pool per role). Three stages, each deterministic:
+
+1. LP: the relaxation, solved with GLOP (primal simplex); replicas per tier are lexicographic
+   through weights, and never fewer of a tier than the fast path placed. It bounds what any plan
+   can place and says where capacity should go.
+2. Start: the LP's counts rounded down, the tiers short of the fast path's count topped up to it,
+   then every tier topped up greedily; the same top-up from the fast path's counts. The better of
+   the two (tier by tier, then GPUs) is the starting solution.
+3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
+   pool of every cluster), lexicographic: replicas per tier, GPUs, then on small models spread
+   and quality. Every level starts from the best solution so far, so none ends below the start.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from .core import _fabric_tier as fabric_tier
+
+EPS = 1e-6
+SHARES = (0.5, 0.25, 0.125, 0.125)   # of the budget per CP-SAT level: replicas per tier, GPUs, spread, quality
+SMALL = 700                          # models up to this many counts are solved whole, every level
+
+
+@dataclass
+class Kind:
+    """Interchangeable deployments: one tier, one shape, one set of eligible pools."""
+
+    priority: int
+    members: list                 # the demands, by key
+    want: int                     # replicas missing over all members
+    gpus: int                     # GPUs per replica
+
+
+class Spot:
+    """One kind on one cluster with one pool per role, and what a replica of it takes there."""
+
+    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost")
+
+    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int):
+        self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
+        self.names = tuple(p.name for p in pools)
+        self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
+
+
+def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
+    """Deployments with replicas missing, grouped into kinds in a stable order."""
+    groups: dict[tuple, list] = {}
+    for d in sorted(demands, key=lambda d: d.key):
+        if missing.get(d.key, 0) <= 0:
+            continue
+        where = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
+                      for c, per in sorted(eligible[d.key].items()))
+        sig = (d.priority, tuple((r.nodes, r.gpus_per_node) for r in d.roles), where)
+        groups.setdefault(sig, []).append(d)
+    return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds),
+                 sum(r.nodes * r.gpus_per_node for r in ds[0].roles)) for ds in groups.values()]
+
+
+def spots(kinds_: list[Kind], eligible: dict, free: dict) -> list[Spot]:
+    """Every (kind, cluster, pool per role) with room for at least one replica, in a stable order."""
+    out = []
+    for k, kind in enumerate(kinds_):
+        d = kind.members[0]
+        roles = d.roles
+        for cluster, per_role in sorted(eligible[d.key].items()):
+            for combo in itertools.product(*(per_role[r.name] for r in roles)):
+                need: dict[str, int] = {}
+                stranded = 0
+                for role, pool in zip(roles, combo):
+                    need[pool.name] = need.get(pool.name, 0) + role.nodes
+                    stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
+                cap = kind.want
+                for p, n in need.items():
+                    cap = min(cap, free[(cluster, p)] // n)
+                if cap > 0:
+                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded))
+    return out
+
+
+def _weights(kinds_: list[Kind]) -> dict[int, int]:
+    """One weight per tier so that a replica of a tier outweighs every replica of the tiers below."""
+    tiers = sorted({k.priority for k in kinds_})
+    base = sum(k.want for k in kinds_) + 1
+    return {t: base ** i for i, t in enumerate(tiers)}
+
+
+def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
+    """The LP relaxation (GLOP, primal simplex; deterministic for the same model): replicas per
+    tier, lexicographic through weights, never fewer of a tier than `floors`. Values per spot."""
+    from ortools.linear_solver import pywraplp
+
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    xs = [lp.NumVar(0.0, float(s.cap), "") for s in spots_]
+    rows: dict = {}
+    for s, x in zip(spots_, xs):
+        for pool, n in s.need.items():
+            key = (s.cluster, pool)
+            if key not in rows:
+                rows[key] = lp.Constraint(-lp.infinity(), float(free[key]))
+            rows[key].SetCoefficient(x, float(n))
+    per_kind = [lp.Constraint(-lp.infinity(), float(k.want)) for k in kinds_]
+    per_tier = {t: lp.Constraint(float(floors.get(t, 0)), lp.infinity()) for t in sorted({k.priority for k in kinds_})}
+    weight = _weights(kinds_)
+    obj = lp.Objective()
+    for s, x in zip(spots_, xs):
+        tier = kinds_[s.kind].priority
+        per_kind[s.kind].SetCoefficient(x, 1.0)
+        per_tier[tier].SetCoefficient(x, 1.0)
+        obj.SetCoefficient(x, float(weight[tier]))
+    obj.SetMaximization()
+    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+        return [0.0] * len(spots_)
+    return [x.solution_value() for x in xs]
+
+
+def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
+    """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
+    up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
+    on the spots the LP used most fractionally, then on the lowest quality cost."""
+    counts = [0] * len(spots_)
+    left = dict(free)
+    placed, per_tier = Counter(), Counter()
+
+    def put(i, most):
+        s = spots_[i]
+        n = min(most, kinds_[s.kind].want - placed[s.kind])
+        for p, k in s.need.items():
+            if n <= 0:
+                return
+            n = min(n, left[(s.cluster, p)] // k)
+        if n > 0:
+            for p, k in s.need.items():
+                left[(s.cluster, p)] -= n * k
+            counts[i] += n
+            placed[s.kind] += n
+            per_tier[kinds_[s.kind].priority] += n
+
+    by_tier = defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_tier[kinds_[s.kind].priority].append(i)
+        if values[i] >= 1 - EPS:
+            put(i, int(values[i] + EPS))
+    order = {t: sorted(mine, key=lambda i: (-sum(spots_[i].need.values()), -(values[i] - int(values[i] + EPS)),
+                                            spots_[i].cost, i)) for t, mine in by_tier.items()}
+    for goal in (floors, None):
+        for tier in sorted(by_tier, reverse=True):
+            for i in order[tier]:
+                target = goal.get(tier, 0) if goal is not None else None
+                if target is not None and per_tier[tier] >= target:
+                    break
+                put(i, target - per_tier[tier] if target is not None else kinds_[spots_[i].kind].want)
+    return counts
+
+
+def _tiers(kinds_, spots_, counts) -> Counter:
+    out = Counter()
+    for s, n in zip(spots_, counts):
+        out[kinds_[s.kind].priority] += n
+    return out
+
+
+def _rank(kinds_, spots_, counts) -> tuple:
+    """Replicas per tier (highest first), then GPUs: larger is better."""
+    per = _tiers(kinds_, spots_, counts)
+    gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts))
+    return (*(per[t] for t in sorted({k.priority for k in kinds_}, reverse=True)), gpus)
+
+
+def _sum(terms):
+    from ortools.sat.python import cp_model
+
+    return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
+
+
+@dataclass
+class Solved:
+    counts: list[int]             # replicas per spot
+    unproven: list[str]           # levels CP-SAT did not prove optimal within their share
+    stopped: str | None           # the level at which CP-SAT found nothing (the levels above stand)
+    skipped: bool = False         # a large model: spread and quality were not optimised
+
+
+def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
+    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality. `fast`: the fast
+    path's counts per spot (a floor per tier and the last tie-break: an equal plan moves nothing)."""
+    from ortools.sat.python import cp_model
+
+    floors = _tiers(kinds_, spots_, fast)
+    values = relax(kinds_, spots_, free, floors)
+    tries = [start(kinds_, spots_, free, values, floors), start(kinds_, spots_, free, [float(n) for n in fast], floors)]
+    ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
+    hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
+    # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
+    use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
+
+    model = cp_model.CpModel()
+    x = {i: model.NewIntVar(0, spots_[i].cap, f"x{i}") for i in use}
+    rows, per_kind, per_tier = defaultdict(list), defaultdict(list), defaultdict(list)
+    for i in use:
+        s = spots_[i]
+        for pool, n in s.need.items():
+            rows[(s.cluster, pool)].append((n, x[i]))
+        per_kind[s.kind].append(x[i])
+        per_tier[kinds_[s.kind].priority].append(x[i])
+    for key, terms in rows.items():
+        model.Add(_sum(terms) <= free[key])
+    for k, vs in per_kind.items():
+        model.Add(sum(vs) <= kinds_[k].want)
+    for t, n in floors.items():
+        if n:
+            model.Add(sum(per_tier[t]) >= n)
+    weight = _weights(kinds_)
+    levels = [("replicas per tier", [(weight[kinds_[spots_[i].kind].priority], x[i]) for i in use], True),
+              ("GPUs", [(kinds_[spots_[i].kind].gpus, x[i]) for i in use], True)]
+    whole = len(use) <= SMALL
+    top_of = {}
+    if whole:
+        # spread: the most replicas of a kind on one cluster, summed over kinds
+        by_cluster = defaultdict(list)
+        for i in use:
+            by_cluster[(spots_[i].kind, spots_[i].cluster)].append(i)
+        top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
+        for (k, _), idx in sorted(by_cluster.items()):
+            model.Add(sum(x[i] for i in idx) <= top_of[k])
+        levels.append(("spread", [(1, v) for v in top_of.values()], False))
+        # quality: fabric and stranded GPUs, then replicas off the fast path's spots
+        off = sum(k.want for k in kinds_) + 1
+        levels.append(("quality", [(spots_[i].cost * off + (0 if fast[i] else 1), x[i]) for i in use], False))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 7
+    solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
+    hinted = [x[i] for i in use] + list(top_of.values())
+    current = [hint[i] for i in use]
+    for k in top_of:
+        current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
+                           default=0))
+    unproven, stopped = [], None
+    for (name, terms, maximize), share in zip(levels, SHARES):
+        solver.parameters.max_deterministic_time = budget * share
+        expr = _sum(terms)
+        (model.Maximize if maximize else model.Minimize)(expr)
+        model.ClearHints()
+        for var, value in zip(hinted, current):
+            model.AddHint(var, value)
+        status = solver.Solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            stopped = name
+            break
+        if status == cp_model.FEASIBLE:
+            unproven.append(name)
+        current = [solver.Value(v) for v in hinted]
+        best = int(round(solver.ObjectiveValue()))
+        model.Add(expr >= best) if maximize else model.Add(expr <= best)
+    counts = [0] * len(spots_)
+    for i, value in zip(use, current):
+        counts[i] = value
+    return Solved(counts, unproven, stopped, not whole)
