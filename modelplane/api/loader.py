@@ -15,6 +15,7 @@ from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from
 from .rules import check_cluster, check_deployment, check_services, duplicates
+from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "modelplane"
@@ -34,8 +35,6 @@ class StackSpec(Model):
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
-# libyaml when PyYAML has it (10x faster on a fleet's stack file); the same nodes and marks either way.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -65,18 +64,7 @@ class Source:
 
 def read_yaml(path: Path, display: str | None = None) -> Source:
     display = display or display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError([Problem(display, "(file)", f"cannot read: {exc.strerror}", "check the path")])
-    try:
-        node = yaml.compose(text, Loader=YAML_LOADER)
-        data = yaml.load(text, Loader=YAML_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError([Problem(display, "(file)", f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                                  "fix the YAML syntax (indentation, quotes, colons)",
-                                  mark.line + 1 if mark else None)])
+    node, data = _read(path, display)
     return Source(display, data, node)
 
 
@@ -163,7 +151,8 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
 def catalog_of(config: dict, project: Path = ROOT) -> Catalog:
     """The catalog a stack's config asks for: the package's, plus `modelplane:catalogDir` (relative
     to the project directory). Read from the raw config because classes are checked while parsing."""
-    extra = (config or {}).get(f"{NAMESPACE}:catalogDir", (config or {}).get("catalogDir"))
+    config = config if isinstance(config, dict) else {}    # a wrong shape is reported by load_stack
+    extra = config.get(f"{NAMESPACE}:catalogDir", config.get("catalogDir"))
     if isinstance(extra, str) and extra.strip():
         return load_catalog(extra=project / extra)
     return load_catalog()
@@ -182,15 +171,28 @@ def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec
     """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out)."""
     problems, values = [], {}
     secret_keys = set()
+    known = {f.alias or n for n, f in StackSpec.model_fields.items()}
     for key, value in (config or {}).items():
+        where = (src.file, f"config.{key}")
+        if not isinstance(key, str):
+            problems.append(Problem(*where, f"config key {key!r} is not text", "write keys as namespace:name",
+                                    src.line(("config", key))))
+            continue
         ns, _, name = key.rpartition(":")
         if ns not in ("", NAMESPACE):
+            if ns.lower() != NAMESPACE and did_you_mean(ns, [NAMESPACE]) and name in known:
+                # a misspelt namespace would hand the setting to no one: every cluster would vanish
+                problems.append(Problem(*where, f"namespace '{ns}' is not a provider's; '{key}' would be ignored",
+                                        f"did you mean '{NAMESPACE}:{name}'?", src.line(("config", key))))
             continue   # provider config such as gcp:project belongs to the providers
         if isinstance(value, dict) and set(value) == {"secure"}:
+            if name in known:
+                problems.append(Problem(*where, f"'{key}' is a setting, but holds an encrypted secret (secure:)",
+                                        f"write its value as plain YAML; secrets are separate keys such as "
+                                        f"'{NAMESPACE}:hfToken'", src.line(("config", key))))
             secret_keys.add(name)
             continue
         values[name] = (key, value)
-    known = {f.alias or n for n, f in StackSpec.model_fields.items()}
     for name, (key, _) in sorted(values.items()):
         if name not in known:
             guess = did_you_mean(name, known)
@@ -307,12 +309,25 @@ def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
     src = read_yaml(path)
     data = src.data or {}
     if not isinstance(data, dict):
-        raise InputError([Problem(src.file, "(file)", "a stack file is a mapping with a 'config:' key",
+        raise InputError([Problem(src.file, "(file)", f"the file holds {_kind(data)}; a stack file is a mapping "
+                                  "with a 'config:' key",
                                   "start the file with 'config:'", 1)])
     extra = sorted(k for k in data if k not in ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"))
     if extra:
         raise InputError([Problem(src.file, k, f"unknown top-level key '{k}'",
                                   "did you mean 'config'?" if did_you_mean(k, ["config"]) else "put modelplane settings under 'config:'",
                                   src.line((k,))) for k in extra])
-    return parse_stack_config(data.get("config") or {}, src, catalog)
+    config = data.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise InputError([Problem(src.file, "config", f"'config' holds {_kind(config)}; it is a mapping of "
+                                  "namespace:key settings", "write 'modelplane:clusters:' and the other keys "
+                                  "indented under 'config:'", src.line(("config",)))])
+    return parse_stack_config(config or {}, src, catalog)
+
+
+def _kind(value) -> str:
+    """A YAML value's kind in the user's words (never a Python type name)."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "a list", str: "text", int: "a number", float: "a number", dict: "a mapping"}.get(type(value), "a value")
 
