@@ -9,11 +9,12 @@ from pydantic import ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
+from .collisions import check_names
 from .catalog import CatalogFile, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
-from .errors import format_path, problems_from
+from .errors import format_path, problems_from, shown
 from .rules import check_cluster, check_deployment, check_services, duplicates
 from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
@@ -239,6 +240,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
                 f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
                 f"\"$(cat kubeconfig)\" --stack <stack>")
+    for f in check_names(spec.clusters, spec.deployments):
+        add(f.path[0], f.path[1:], f.message, f.fix)
     local = {c.name for c in spec.clusters}
     for i, md in enumerate(spec.deployments):
         for f in check_deployment(md):
@@ -277,7 +280,7 @@ def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
                 for name, cls in sorted(catalog.classes.items()):
                     matcher.matches(expr, name, cls.capabilities.model_dump(by_alias=True, exclude_none=True))
             except CelError as exc:
-                add("deployments", (i, *path), f"{expr!r} {exc}",
+                add("deployments", (i, *path), f"{shown(expr)} {exc}",
                     "write a CEL expression over the class capabilities that yields true or false, e.g. "
                     "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`)", "node-selector")
 
