@@ -21,32 +21,37 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _read_previous(path: Path | None) -> list[dict] | None:
-    if path is None:
-        return None
-    try:
-        doc = json.loads(path.read_text())
-        placements = doc["placements"] if isinstance(doc, dict) else doc
-        for p in placements:
-            missing = {"deployment", "replica", "cluster", "roles"} - set(p)
-            if missing:
-                raise KeyError(f"a placement lacks {sorted(missing)}")
-        return placements
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError([Problem(str(path), "placements", f"not a previous plan: {exc}",
-                                  "pass the output of `modelplane plan STACK --json`")])
+def _explain_key(run, key: str) -> str:
+    """The deployment `--explain` names (namespace/name, or a name unique in the stack)."""
+    desired = run.result.plan.desired
+    if key in desired:
+        return key
+    known = sorted(desired)
+    matches = [k for k in known if k.split("/")[-1] == key]
+    if len(matches) != 1:
+        from .errors import did_you_mean
+
+        guess = did_you_mean(key, known)
+        raise InputError([Problem("--explain", key, f"no deployment {key!r} in this stack",
+                                  f"did you mean {guess!r}?" if guess else
+                                  f"choose one of {', '.join(known) or '(none: the stack has no deployments)'}")])
+    return matches[0]
+
+
+def _explain_doc(run, key: str) -> dict:
+    """The Filter/Score table and exact-phase moves of one deployment, for `--json`."""
+    from .scheduler.explain import explain_rows
+
+    cols = ("cluster", "pool", "role", "verdict", "reason", "detail")
+    return {"deployment": key, "rows": [dict(zip(cols, row)) for row in explain_rows(run.result, key)],
+            "exactPhase": [{"replica": i, "cluster": after, "before": before}
+                           for d, i, before, after in run.result.plan.changed if d == key]}
 
 
 def _explain(run, key: str) -> None:
     from .scheduler.explain import explain_rows
 
     result = run.result
-    if key not in result.plan.desired:
-        known = sorted(result.plan.desired)
-        matches = [k for k in known if k.split("/")[-1] == key]
-        if len(matches) != 1:
-            _fail(f"no deployment {key!r}; choose one of {', '.join(known)}")
-        key = matches[0]
     table = Table(title=f"Filter / Score for {key}", title_justify="left")
     for col in ("cluster", "pool", "role", "verdict", "reason", "detail"):
         table.add_column(col)
@@ -68,13 +73,16 @@ def main():
 def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, program_dir=None):
     """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
     from . import offline, report
-    from .policy import PackError, PolicyConfigError, default_config, evaluate, read_config
+    from .policy import PackError, default_config, evaluate, read_config
+
+    from .api.previous import read_previous
 
     services_before, before, cost_before = [], {}, None
     if program_dir and (without or config_file):
         _fail("--program plans your own program as written: --without and --config-file need a stack file")
     try:
-        prev = _read_previous(previous)
+        prev = read_previous(previous, stack)       # every input is checked before anything runs
+        policy = read_config(policy_config) if policy_config else None
         run = offline.run_program(program_dir, stack, prev) if program_dir else offline.run(stack, config_file, prev)
         if without:
             known = set(run.result.inventories)
@@ -87,11 +95,11 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
             cost_before = report.cost_of(run, base)
             run = offline.run(stack, config_file, base, tuple(without))
         policy_file = policy_config or default_config(run.result.spec.production)
-        violations = evaluate(run, read_config(policy_file), gate)
-    except InputError as exc:
+        violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
+    except InputError as exc:      # PolicyConfigError too
         err.print(exc.render(), markup=False)
         sys.exit(1)
-    except (PolicyConfigError, PackError) as exc:
+    except PackError as exc:
         _fail(str(exc))
     return run, violations, (services_before, cost_before), before, policy_file
 
@@ -115,24 +123,44 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
          policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
-    from . import report, tables
+    from . import outdir, report, tables
     from .policy import Analyzer
 
+    try:      # where output goes is checked before the plan runs: a failed run writes nothing
+        if out_dir:
+            outdir.check_out(out_dir)
+        if report_file:
+            outdir.check_report(report_file)
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
     # The pack starts now and imports while the program runs.
     with Analyzer(stack=stack) as gate:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
             gate, stack, config_file, previous, without, policy_config, program_dir)
+    try:
+        explain = _explain_key(run, explain) if explain else None
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
     doc = report.document(run, violations)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
-    if out_dir:
-        n = report.write_out(run, out_dir)
-        err.print(f"wrote {n} files to {out_dir}", markup=False)
+    if explain and as_json:
+        doc["explain"] = _explain_doc(run, explain)
     if report_file:
         from .fleetreport import render
 
+        page = render(doc)
+    if out_dir:
         try:
-            report_file.write_text(render(doc))
+            n = outdir.write(run, out_dir)
+        except OSError as exc:
+            _fail(f"--out {out_dir}: {exc.strerror or exc}")
+        err.print(f"wrote {n} files to {out_dir}", markup=False)
+    if report_file:
+        try:
+            report_file.write_text(page)
         except OSError as exc:
             _fail(f"--report {report_file}: {exc.strerror or exc}")
         err.print(f"wrote the fleet report to {report_file}", markup=False)

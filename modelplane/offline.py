@@ -194,6 +194,11 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
         exclude: tuple[str, ...] = ()) -> OfflineRun:
     """Validate, then execute the program under mocks. Raises InputError on bad input."""
     path = Path(config_file) if config_file else stack_file(stack)
+    if config_file is None and not path.exists():
+        guess, known = did_you_mean(stack, stack_names()), stack_names()
+        raise InputError([Problem(display_path(path), "STACK", f"no stack {stack!r} (no stacks/Pulumi.{stack}.yaml)",
+                                  f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}; or "
+                                  "plan any stack file with --config-file PATH")])
     catalog = catalog_of((read_yaml(path).data or {}).get("config") if path.exists() else None)
     spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
     references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}

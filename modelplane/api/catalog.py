@@ -151,7 +151,7 @@ class Price(Model):
     capacity_type: PricedCapacity
     hourly: float = Field(gt=0)
     source: str = Field(min_length=1)
-    as_of: date
+    as_of: date = Field(strict=False)   # a YAML date, or its ISO text
     unconfirmed: bool = False
 
 
