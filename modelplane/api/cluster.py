@@ -64,6 +64,12 @@ class NodePool(Model):
 
     @model_validator(mode="after")
     def _bounds(self):
+        seen = {(GPU_TAINT["key"], GPU_TAINT["effect"])}     # the API server refuses a repeated key and effect
+        for t in self.taints:
+            if (t.key, t.effect) in seen:
+                raise invalid(f"taint {t.key}:{t.effect} is set twice (modelplane adds {GPU_TAINT['key']}="
+                              f"{GPU_TAINT['value']}:{GPU_TAINT['effect']} itself)", "remove the repeated taint")
+            seen.add((t.key, t.effect))
         if self.min_nodes > self.max_nodes:
             raise invalid(f"minNodes ({self.min_nodes}) is greater than maxNodes ({self.max_nodes})",
                           "raise maxNodes or lower minNodes")

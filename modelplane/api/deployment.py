@@ -8,7 +8,8 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid
 from .secrets import secret_kind
-from .syntax import Labels, image_problem
+from .syntax import (Decimal, DnsSubdomain, HttpPath, HttpUrl, Labels, NoCredentials, Quantity, SecretKey,
+                     image_problem)
 
 _SECRET_FIX = ("put a Hugging Face token in model.tokenSecret (a secret config key); pass other credentials "
                "as env with valueFrom.secretKeyRef")
@@ -59,8 +60,8 @@ class Workers(Model):
 
 
 class KeyRef(Model):
-    name: str
-    key: str
+    name: DnsSubdomain
+    key: SecretKey
 
 
 class ValueFrom(Model):
@@ -98,7 +99,7 @@ class Engine(Model):
     args: Args = []
     env: list[EnvVar] = []
     port: int = Field(default=8000, ge=1, le=65535)
-    health_path: str = "/health"
+    health_path: HttpPath = "/health"
 
     @field_validator("image")
     @classmethod
@@ -141,8 +142,8 @@ class ExtraRole(Model):
     replicas: int = Field(default=1, ge=0, le=100)
     port: int = Field(default=8080, ge=1, le=65535)
     depends_on: list[str] = []
-    cpu: str = "1"
-    memory: str = "2Gi"
+    cpu: Quantity = "1"
+    memory: Quantity = "2Gi"
 
     _pinned = field_validator("image")(Engine._pinned.__func__)
 
@@ -157,8 +158,8 @@ class Autoscaling(Model):
     min_replicas: int = Field(default=1, ge=0, le=1000)
     max_replicas: int = Field(ge=1, le=1000)
     query: str | None = None
-    threshold: str | None = None
-    server_address: str = "http://prometheus.monitoring:9090"
+    threshold: Decimal | None = None
+    server_address: HttpUrl = "http://prometheus.monitoring:9090"
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -218,7 +219,7 @@ class Adopt(Model):
 
 
 class ModelSource(Model):
-    uri: str = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://.+")
+    uri: Annotated[str, NoCredentials] = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://\S+$")
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
     size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0, le=1_000_000, allow_inf_nan=False)   # weights; default from catalog/models.yaml
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);

@@ -67,7 +67,7 @@ def shown(value) -> str:
 # The models' patterns in words (a regular expression is not a message).
 _PATTERNS = {
     r"^[A-Za-z][A-Za-z0-9_-]*$": "the name of a secret config key (a letter, then letters, digits, '_' or '-')",
-    r"^(hf|s3|gs|pvc|oci|https?)://.+": "a model URI such as hf://org/model (hf, s3, gs, pvc, oci or https)",
+    r"^(hf|s3|gs|pvc|oci|https?)://\S+$": "a model URI such as hf://org/model (hf, s3, gs, pvc, oci or https)",
     r"^1\.\d+(\.\d+(-gke\.\d+)?)?$": "a Kubernetes version such as \"1.34\" (quoted)",
     r"^1\.\d+$": "a Kubernetes minor version such as \"1.34\" (quoted)",
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS label (lowercase letters, digits and '-')",

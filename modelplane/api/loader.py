@@ -226,6 +226,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
         full = ("config", key_of(top), *path)
         out.append(Problem(src.file, format_path(full[1:]), message, fix, src.line(full), rule))
 
+    for i, name in duplicates(spec.fleet):
+        add("fleet", (i,), f"stack {name!r} is listed twice", "list each infra stack once")
     for i, name in duplicates([c.name for c in spec.clusters]):
         add("clusters", (i, "name"), f"cluster name {name!r} is used twice", "give every cluster its own name")
     for i, name in duplicates([d.key for d in spec.deployments]):
@@ -325,6 +327,10 @@ def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
         raise InputError([Problem(src.file, "config", f"'config' holds {_kind(config)}; it is a mapping of "
                                   "namespace:key settings", "write 'modelplane:clusters:' and the other keys "
                                   "indented under 'config:'", src.line(("config",)))])
+    if not any(isinstance(k, str) and k.rpartition(":")[0] in ("", NAMESPACE) for k in (config or {})):
+        raise InputError([Problem(src.file, "config", "the file has no modelplane settings, so there is nothing "
+                                  "to plan", f"add {NAMESPACE}:clusters, {NAMESPACE}:deployments or {NAMESPACE}:fleet "
+                                  "under 'config:'", src.line(("config",)) or 1)])
     return parse_stack_config(config or {}, src, catalog)
 
 

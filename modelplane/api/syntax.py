@@ -157,3 +157,27 @@ def image_problem(image: str):
     if len(match["name"]) > 255:
         return "the image's repository name is longer than 255 characters", fix
     return None
+
+
+# Kubernetes resource quantities (k8s.io/apimachinery/pkg/api/resource), the forms people write.
+Quantity = Annotated[str, _shape(r"[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?", "a Kubernetes quantity",
+                                 "a quantity such as 500m or 2 (CPU), 2Gi (memory)")]
+HttpPath = Annotated[str, _shape(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*", "an HTTP path", "a path such as /health")]
+HttpUrl = Annotated[str, _shape(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?",
+                                "an http(s) URL", "a URL such as http://prometheus.monitoring:9090")]
+Decimal = Annotated[str, _shape(r"[0-9]+(\.[0-9]+)?", "a decimal number", "a number in quotes, such as \"50\"")]
+SecretKey = Annotated[str, _shape(r"[-._a-zA-Z0-9]{1,253}", "a Secret or ConfigMap key",
+                                  "letters, digits, '-', '_' and '.', e.g. token")]
+
+
+def _no_credentials(value: str) -> str:
+    from .secrets import secret_kind
+
+    kind = secret_kind(value)
+    if kind:
+        raise invalid(f"holds a credential ({kind}) in plain text (not shown)",
+                      "remove it; credentials go in secret config keys (model.tokenSecret) or Secrets")
+    return value
+
+
+NoCredentials = AfterValidator(_no_credentials)

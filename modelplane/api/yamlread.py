@@ -73,11 +73,15 @@ def _syntax_problem(text: str, exc: yaml.YAMLError, display: str) -> Problem:
 def _check_nodes(node, display: str) -> None:
     """Refuse duplicate keys and documents that alias expansion makes huge."""
     sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
 
     def size(n, path) -> int:
+        if id(n) in open_nodes:
+            raise InputError([Problem(display, format_path(path), "an alias (*name) refers to a value that holds it",
+                                      "write the values out", n.start_mark.line + 1)])
         if id(n) in sizes:
             return sizes[id(n)]
-        sizes[id(n)] = 1        # a recursive alias counts once; it is refused by the constructor
+        open_nodes.add(id(n))
         total = 1
         if isinstance(n, yaml.MappingNode):
             seen: dict = {}
@@ -97,6 +101,7 @@ def _check_nodes(node, display: str) -> None:
                                       "aliases (*name)", "write the values out instead of nesting aliases",
                                       n.start_mark.line + 1)])
         sizes[id(n)] = total
+        open_nodes.discard(id(n))
         return total
 
     if node is not None:
