@@ -203,6 +203,14 @@ def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: 
     from .automation.console import run_command
 
     names = [*stacks, *([env] if env else [])]
+    if policy_config:       # refused here, before any stack runs, as `plan` refuses it
+        from .policy import read_config
+
+        try:
+            read_config(policy_config)
+        except InputError as exc:
+            err.print(exc.render(), markup=False)
+            sys.exit(1)
     if not names:
         _fail(f"name the stacks to {operation}, or an environment with --env ENV (its apps stack and fleet)")
     sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out, errors=err))

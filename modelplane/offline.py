@@ -174,14 +174,17 @@ def run_program(program_dir: Path, stack: str, previous: list[dict] | None = Non
     `modelplane.Fleet`) under the same mocks; infra stacks it references are planned from stacks/."""
     import runpy
 
-    import yaml
-
     program_dir = Path(program_dir)
     main = program_dir / "__main__.py"
     if not main.exists() or not (program_dir / "Pulumi.yaml").exists():
         raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi Python program directory",
                                   "point --program at a directory with Pulumi.yaml and __main__.py")])
-    project = (yaml.safe_load((program_dir / "Pulumi.yaml").read_text()) or {}).get("name", "program")
+    project_doc = read_yaml(program_dir / "Pulumi.yaml").data
+    name = project_doc.get("name") if isinstance(project_doc, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise InputError([Problem(display_path(program_dir / "Pulumi.yaml"), "name", "a Pulumi project file needs a "
+                                  "'name:' (text)", "start Pulumi.yaml with name: <project>", 1)])
+    project = name
     records = _execute(stack, project, {stack: {"placements": previous or []}}, program_dir / f"Pulumi.{stack}.yaml",
                        lambda: runpy.run_path(str(main), run_name="__main__"))
     if not program.LAST:
