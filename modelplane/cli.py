@@ -70,20 +70,41 @@ def main():
     """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
 
 
-def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, program_dir=None):
+def _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config, program_dir):
+    """Every input `plan` reads, checked before the pack starts or the program runs: the stack
+    file, --previous, --policy-config and where output goes. Returns what the run reuses."""
+    from . import outdir
+    from .api.loader import check_stack
+    from .api.previous import read_previous
+    from .policy.gate import read_config
+
+    if program_dir and config_file:
+        _fail("--program plans your own program as written: --config-file needs a stack file")
+    try:
+        if out_dir:
+            outdir.check_out(out_dir)
+        if report_file:
+            outdir.check_report(report_file)
+        prev = read_previous(previous, stack)
+        policy = read_config(policy_config) if policy_config else None
+        checked = None if program_dir else check_stack(stack, config_file)
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    return prev, policy, checked
+
+
+def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_config, program_dir=None, checked=None):
     """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
     from . import offline, report
     from .policy import PackError, default_config, evaluate, read_config
 
-    from .api.previous import read_previous
-
     services_before, before, cost_before = [], {}, None
-    if program_dir and (without or config_file):
-        _fail("--program plans your own program as written: --without and --config-file need a stack file")
+    if program_dir and without:
+        _fail("--program plans your own program as written: --without needs a stack file")
     try:
-        prev = read_previous(previous, stack)       # every input is checked before anything runs
-        policy = read_config(policy_config) if policy_config else None
-        run = offline.run_program(program_dir, stack, prev) if program_dir else offline.run(stack, config_file, prev)
+        run = offline.run_program(program_dir, stack, prev) if program_dir else \
+            offline.run(stack, config_file, prev, checked=checked)
         if without:
             known = set(run.result.inventories)
             for name in without:
@@ -93,7 +114,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
             services_before = report.services(run)
             cost_before = report.cost_of(run, base)
-            run = offline.run(stack, config_file, base, tuple(without))
+            run = offline.run(stack, config_file, base, tuple(without), checked=checked)
         policy_file = policy_config or default_config(run.result.spec.production)
         violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
     except InputError as exc:      # PolicyConfigError too
@@ -123,21 +144,15 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
          policy_config):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
+    prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
+                                          program_dir)
     from . import outdir, report, tables
     from .policy import Analyzer
 
-    try:      # where output goes is checked before the plan runs: a failed run writes nothing
-        if out_dir:
-            outdir.check_out(out_dir)
-        if report_file:
-            outdir.check_report(report_file)
-    except InputError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
     # The pack starts now and imports while the program runs.
     with Analyzer(stack=stack) as gate:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            gate, stack, config_file, previous, without, policy_config, program_dir)
+            gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked)
     try:
         explain = _explain_key(run, explain) if explain else None
     except InputError as exc:

@@ -18,7 +18,7 @@ from pulumi.runtime.mocks import MockMonitor
 from . import program
 from .assemble import Result
 from .api import load_stack, stack_file
-from .api.loader import YAML_LOADER, catalog_of, display_path, read_yaml, stack_names
+from .api.loader import YAML_LOADER, catalog_of, check_stack, display_path, read_yaml, stack_names
 from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
 
@@ -194,16 +194,10 @@ def run_program(program_dir: Path, stack: str, previous: list[dict] | None = Non
 
 
 def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
-        exclude: tuple[str, ...] = ()) -> OfflineRun:
-    """Validate, then execute the program under mocks. Raises InputError on bad input."""
-    path = Path(config_file) if config_file else stack_file(stack)
-    if config_file is None and not path.exists():
-        guess, known = did_you_mean(stack, stack_names()), stack_names()
-        raise InputError([Problem(display_path(path), "STACK", f"no stack {stack!r} (no stacks/Pulumi.{stack}.yaml)",
-                                  f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}; or "
-                                  "plan any stack file with --config-file PATH")])
-    catalog = catalog_of((read_yaml(path).data or {}).get("config") if path.exists() else None)
-    spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
+        exclude: tuple[str, ...] = (), checked=None) -> OfflineRun:
+    """Validate, then execute the program under mocks. Raises InputError on bad input.
+    `checked`: what api.loader.check_stack already returned for this stack file."""
+    path, catalog, spec = checked or check_stack(stack, config_file)   # precise errors before anything runs
     references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
     records = _execute(stack, program.PROJECT, references, path,
                        lambda: asyncio.ensure_future(program.run(path, exclude)))

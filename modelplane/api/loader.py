@@ -340,3 +340,18 @@ def _kind(value) -> str:
         return "true/false"
     return {list: "a list", str: "text", int: "a number", float: "a number", dict: "a mapping"}.get(type(value), "a value")
 
+
+
+def check_stack(stack: str, config_file: Path | None = None) -> tuple[Path, Catalog, StackSpec]:
+    """The stack file `plan` reads (stacks/Pulumi.STACK.yaml or --config-file), its catalog and its
+    validated spec; InputError (naming the stacks that exist) before anything runs."""
+    path = Path(config_file) if config_file else stack_file(stack)
+    if config_file is None and not path.exists():
+        known = stack_names()
+        guess = did_you_mean(stack, known)
+        raise InputError([Problem(display_path(path), "STACK", f"no stack {stack!r} (no stacks/Pulumi.{stack}.yaml)",
+                                  f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}; or "
+                                  "plan any stack file with --config-file PATH")])
+    data = read_yaml(path).data
+    catalog = catalog_of(data.get("config") if isinstance(data, dict) else None)
+    return path, catalog, load_stack(path, catalog)
