@@ -130,7 +130,7 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
 @click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
-@click.option("--report", "report_file", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--report", "report_file", type=click.Path(path_type=Path),
               help="Write the fleet report (one self-contained HTML page) here.")
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")

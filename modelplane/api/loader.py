@@ -52,7 +52,8 @@ class Source:
             return None
         for part in path:
             if isinstance(node, yaml.MappingNode):
-                match = next((v for k, v in node.value if k.value == part), None)
+                match = next((v for k, v in node.value if k.value == (str(part) if isinstance(part, int) else part)),
+                             None)
                 if match is None:
                     break
                 node = match
