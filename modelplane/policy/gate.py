@@ -95,7 +95,7 @@ def read_config(path: Path | None) -> dict:
             refuse(key, "expected an enforcement level or an object of settings",
                    f"write \"mandatory\" or {{\"enforcementLevel\": \"mandatory\", ...}}", line((key,)))
         level = value if isinstance(value, str) else value.get("enforcementLevel")
-        if level is not None and level not in LEVELS:
+        if level is not None and (not isinstance(level, str) or level not in LEVELS):
             guess = did_you_mean(str(level), LEVELS)
             refuse(key, f"enforcement level {shown(level)} is not one of {', '.join(LEVELS)}",
                    f"did you mean {guess!r}?" if guess else f"use one of {', '.join(LEVELS)}", line((key,)))
