@@ -112,7 +112,7 @@ STACKS = {
     # cloud identifiers
     "region-with-yaml-in-it": (sub("region: us-central1,", 'region: "us-central1\\nfoo: bar",'), 12,
                                "text of 20 characters (not shown) is not a GCP region"),
-    "zone-is-a-subnet": (sub("zones: [us-central1-a]", "zones: [subnet-0123]"), 14, "'subnet-0123' is not a GCP zone"),
+    "zone-is-a-subnet": (sub("zones: [us-central1-a]", "zones: [subnet-0123]"), 14, "'subnet-0123' is not a zone"),
     # image references
     "image-empty-tag": (sub(E, "engine:\n        image: 'vllm/vllm-openai:'"), 29, "is not a valid OCI image reference"),
     "image-with-space": (sub(E, "engine:\n        image: 'vllm/vllm openai:v1'"), 29, "contains whitespace"),

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .base import Model, Name, Namespace, invalid
-from .syntax import (AwsRegion, DnsLabel, DnsSubdomain, GcpName, GcpProject, GcpRegion, GcpZone, IamArn, Labels,
-                     MachineType, NodeLabels, Region, SubnetId, TaintKey, TaintValue)
+from .syntax import (AwsRegion, DnsLabel, DnsSubdomain, GcpName, GcpProject, GcpRegion, IamArn, Labels,
+                     MachineType, NodeLabels, Region, SubnetId, TaintKey, TaintValue, Zone)
 
 # No pool or cluster holds more nodes (GKE: 15,000 per cluster); a bigger number is a typo.
 MAX_NODES = 15_000
@@ -56,7 +56,7 @@ class NodePool(Model):
     class_: str = Field(alias="class")  # an InferenceClass name (`modelplane classes` lists them)
     min_nodes: int = Field(default=0, ge=0, le=MAX_NODES)   # nodes kept running (and paid for) when idle
     max_nodes: int = Field(ge=0, le=MAX_NODES)       # the most nodes the pool may grow to; the scheduler plans with these
-    zones: list[GcpZone] = []          # GKE: node locations within the cluster's region
+    zones: list[Zone] = []          # GKE: node locations within the cluster's region
     subnet_ids: list[SubnetId] = []    # EKS: subnets for this pool (default: the cluster's)
     labels: NodeLabels = {}            # extra node labels
     taints: list[Taint] = []           # extra node taints (the GPU taint is added for you)

@@ -113,7 +113,9 @@ def _shape(pattern: str, what: str, example: str):
 
 
 GcpRegion = Annotated[str, _shape(r"[a-z]+(-[a-z]+)+[0-9]+", "a GCP region", "a region such as us-central1")]
-GcpZone = Annotated[str, _shape(r"[a-z]+(-[a-z]+)+[0-9]+-[a-z]", "a GCP zone", "a zone such as us-central1-a")]
+# A zone of either cloud (us-central1-a, us-east-1a); which cloud's zones a pool takes is a rule (pool-zones).
+Zone = Annotated[str, _shape(r"[a-z]+(-[a-z]+)+[0-9]+-[a-z]|[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]", "a zone",
+                             "a zone such as us-central1-a")]
 GcpProject = Annotated[str, _shape(r"([a-z0-9.-]+:)?[a-z][a-z0-9-]{0,28}[a-z0-9]?", "a GCP project id",
                                    "the project id (lowercase letters, digits and '-'), e.g. my-project-123")]
 GcpName = Annotated[str, _shape(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a GCP resource name",
