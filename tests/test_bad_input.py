@@ -51,6 +51,7 @@ STACKS = {
     "setting-as-secret": (sub(CLUSTERS, "  modelplane:production:\n    secure: abc\n" + CLUSTERS), 10,
                           "'modelplane:production' is a setting, but holds an encrypted secret"),
     "unknown-top-level-key": ("config: {}\nfoo: 1\n", 2, "unknown top-level key 'foo'"),
+    "null-key": (sub("{name: l4, class:", "{~: x, name: l4, class:"), 14, "nodePools[0]: key nothing (null) is not text"),
     "non-text-config-key": ("config:\n  modelplane:clusters: []\n  5: x\n", 3, "config key 5 is not text"),
     # types and ranges
     "yaml11-boolean-replicas": (sub("replicas: 2", "replicas: yes"), 25, "expected a whole number, got true"),

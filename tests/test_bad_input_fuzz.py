@@ -1,6 +1,7 @@
 """Mutated example stacks, previous plans and policy configs (type swaps, deletions, duplications,
 unicode, huge numbers): `plan` exits 0 or 1, never with a traceback or internals, refuses with a
 file named in every problem, and writes nothing when it refuses input."""
+import copy
 import json
 import re
 import tempfile
@@ -46,7 +47,7 @@ def _mutate(doc, data):
     """One structural mutation of a parsed document at a drawn path."""
     paths = [p for p in _paths(doc) if p]
     if not paths:
-        return data.draw(st.sampled_from(VALUES))
+        return copy.deepcopy(data.draw(st.sampled_from(VALUES)))
     path = data.draw(st.sampled_from(paths))
     parent = doc
     for part in path[:-1]:
@@ -56,9 +57,9 @@ def _mutate(doc, data):
     if op == "delete":
         del parent[leaf]
     elif op == "replace":
-        parent[leaf] = data.draw(st.sampled_from(VALUES))
+        parent[leaf] = copy.deepcopy(data.draw(st.sampled_from(VALUES)))
     elif op == "duplicate" and isinstance(value, list) and value:
-        value.append(json.loads(json.dumps(value[0])))
+        value.append(copy.deepcopy(value[0]))
     elif op == "wrap":
         parent[leaf] = [value]
     else:

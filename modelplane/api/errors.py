@@ -11,6 +11,8 @@ from ..errors import Problem, did_you_mean
 def format_path(parts) -> str:
     out = ""
     for part in parts:
+        if not isinstance(part, (int, str)) or isinstance(part, bool):
+            part = "~" if part is None else str(part).lower()     # a YAML key that is not text
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -109,11 +111,14 @@ _FIXES = {
                                                 "correct the value's format" if e['ctx']['pattern'] not in _PATTERNS
                                                 else f"write {_PATTERNS[e['ctx']['pattern']]}"),
     "recursion_loop": lambda e, leaf: ("refers to itself (a recursive alias)", "write the values out"),
+    "invalid_key": lambda e, leaf: (f"key {shown(e['input'])} is not text", "write the key as text (name: value)"),
 }
 
 def problem_from_error(err: dict, root: type[BaseModel], file: str, rename, locate) -> Problem:
     """`rename` maps the model's location to the YAML path shown; `locate` gives its line."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+    if err["type"] == "invalid_key":    # the location holds the key's repr: point at its mapping
+        loc = loc[:-1]
     path = rename(loc)
     leaf = str(loc[-1]) if loc else ""
     kind = err["type"]
