@@ -106,7 +106,8 @@ _FIXES = {
     "too_short": lambda e, leaf: (f"needs at least {e['ctx']['min_length']} item(s)", "add the missing entries"),
     "too_long": lambda e, leaf: (f"holds more than {e['ctx']['max_length']} item(s)", "remove entries"),
     "string_too_long": lambda e, leaf: (f"is longer than {e['ctx']['max_length']} characters", "shorten it"),
-    "string_too_short": lambda e, leaf: (f"is shorter than {e['ctx']['min_length']} character(s)", "write a value"),
+    "string_too_short": lambda e, leaf: ("is empty" if e['ctx']['min_length'] == 1 else
+                                         f"is shorter than {e['ctx']['min_length']} characters", "write a value"),
     "string_pattern_mismatch": lambda e, leaf: (f"{shown(e['input'])} is not {_PATTERNS.get(e['ctx']['pattern'], 'in the expected format')}",
                                                 "correct the value's format" if e['ctx']['pattern'] not in _PATTERNS
                                                 else f"write {_PATTERNS[e['ctx']['pattern']]}"),
@@ -138,7 +139,7 @@ def problem_from_error(err: dict, root: type[BaseModel], file: str, rename, loca
         message, fix = _FIXES[kind](err, leaf)
     else:   # a kind without its own words: pydantic's sentence, never its input repr
         message, fix = err["msg"], "correct the value"
-    return Problem(file, format_path(path), message, fix, locate(path))
+    return Problem(file, format_path(path) or "(file)", message, fix, locate(path))
 
 
 def problems_from(exc: ValidationError, root: type[BaseModel], file: str, locate, rename=tuple) -> list[Problem]:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
@@ -32,7 +32,7 @@ class StackSpec(Model):
     dns: Dns | None = None         # weighted DNS records across the clusters' gateways
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
     production: bool = False       # true: production policy config (unplaced replicas fail the plan)
-    catalog_dir: str | None = None  # your own InferenceClasses: a directory of YAML files or one file
+    catalog_dir: str | None = Field(default=None, min_length=1)  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
