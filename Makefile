@@ -2,15 +2,28 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: install browser plan test report-check screenshot bench clean
 
+# Progress: one line per package pip collects (its full output goes to $(VENV)/install.log, whose
+# tail is printed if it fails; a shell loop, because mawk holds its input back). PYTHONWARNINGS silences setuptools' "Editable installation" notice,
+# which says only that a folder named like the package could shadow it.
 $(BIN)/modelplane: requirements.txt pyproject.toml
+	@echo "install: a virtualenv in $(VENV), then the pinned packages of requirements.txt (about a minute)"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt
-	$(BIN)/pip install -q --no-deps -e .
+	@$(BIN)/pip install -q --upgrade pip
+	@$(BIN)/pip install -r requirements.txt 2>&1 | tee $(VENV)/install.log | while IFS= read -r line; do \
+		set -- $$line; case $$line in \
+		"Collecting "*) echo "  $$((++n)) $$2";; \
+		"Processing "*) f=$${2##*/}; echo "  $$((++n)) $${f%%-[cp][py][0-9]*}";; \
+		"Installing collected"*) echo "  installing the $$n packages...";; esac; done \
+		|| { tail -n 30 $(VENV)/install.log >&2; exit 1; }
+	@echo "install: modelplane itself (editable: the package is this checkout)"
+	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q --no-deps -e .
 	@touch $@
+	@echo "install: done ($(BIN)/modelplane)"
 
 install: $(BIN)/modelplane
 
@@ -19,7 +32,8 @@ plan: install
 
 # Debian's chromium draws the fleet report in tests/test_report.py and report-check.
 browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; }
+	@command -v chromium >/dev/null || { echo "browser: installing Debian's chromium with apt-get (a minute or two)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-dejavu-core; }
 	@command -v chromium >/dev/null || { echo "chromium could not be installed (apt-get)" >&2; exit 1; }
 
 test: install browser

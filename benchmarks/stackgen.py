@@ -32,6 +32,7 @@ def _cluster(i: int, rng: random.Random, nodes: dict) -> dict:
             {"name": "h200", "class": "h200-8x", "minNodes": 0, "maxNodes": nodes["h200"] + rng.randint(0, 2)},
         ],
         "queues": [{"namespace": ns} for ns in NAMESPACES],
+        "tls": {"hostnames": ["*.fleet.example.com"], "issuerRef": {"name": "fleet-dns01"}},
     }
 
 

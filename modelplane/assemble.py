@@ -22,7 +22,7 @@ from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError
 from .render.routing import grants
 from .scheduler import DemandError, Placement, Plan, schedule
-from .services import dns_problems, plan_routes, served_names
+from .services import certificate_problems, dns_problems, plan_routes, served_names
 
 
 @dataclass
@@ -121,6 +121,11 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:dns", p,
                                   "use a route53 zone, or leave dns out and point your own records at the gateways")
                           for p in problems])
+    problems = certificate_problems(spec, routes, inventories)
+    if problems:
+        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
+                                  "add the hostname (or a wildcard for its domain) to that cluster's tls.hostnames")
+                          for p in problems])
     homes = model_namespaces(spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key), top)
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
@@ -136,7 +141,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                   "declare the queue on the cluster or set the deployment's queue")])
     providers = {p.name: p for p in spec.providers}
     for svc in sorted(spec.services, key=lambda s: s.key):
-        ModelService(svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), top)
+        ModelService(svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), top, spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
         ServiceDns(spec.dns, named, addresses, top)

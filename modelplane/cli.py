@@ -141,8 +141,11 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
 @click.option("--policy-config", type=click.Path(path_type=Path),
               help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
                    "production.json for production stacks).")
+@click.option("--trace", "hosts", multiple=True, metavar="HOST",
+              help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider; "
+                   "exit 1 if any share of it breaks on the way.")
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config):
+         policy_config, hosts):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
                                           program_dir)
@@ -163,6 +166,9 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         doc["repack"] = report.repack_of(run).to_json()
     if explain and as_json:
         doc["explain"] = _explain_doc(run, explain)
+    traces = _traces(run, hosts)
+    if traces:
+        doc["trace"] = [t.to_json() for t in traces]
     if report_file:
         from .fleetreport import render
 
@@ -209,8 +215,27 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)
-    if any(v["level"] == "mandatory" for v in violations):
+        for t in traces:
+            for line in trace_lines(t):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces):
         sys.exit(1)
+
+
+def _traces(run, hosts) -> list:
+    """Every --trace HOST followed through the plan; an unknown host fails before anything is written."""
+    from .trace import TraceError, trace
+
+    try:
+        return [trace(run, host) for host in hosts]
+    except TraceError as exc:
+        _fail(f"--trace: {exc}")
+
+
+def trace_lines(t) -> list[str]:
+    from .trace import render
+
+    return render(t)
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,
@@ -251,13 +276,21 @@ for _op in ("preview", "up", "destroy", "refresh"):
 @main.command()
 @click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the schema here instead of printing it.")
-def schema(out_file):
+@click.option("--catalog-dir", type=click.Path(path_type=Path, exists=True),
+              help="Your own InferenceClasses (as modelplane:catalogDir): their names join the pool class enum.")
+def schema(out_file, catalog_dir):
     """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI)."""
     import json
 
+    from .api import load_catalog
     from .schema import stack_schema
 
-    text = json.dumps(stack_schema(), indent=2, sort_keys=True) + "\n"
+    try:
+        catalog = load_catalog(extra=catalog_dir) if catalog_dir else None
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    text = json.dumps(stack_schema(catalog), indent=2, sort_keys=True) + "\n"
     if out_file is None:
         sys.stdout.write(text)
         return
@@ -266,6 +299,34 @@ def schema(out_file):
     except OSError as exc:
         _fail(f"--out {out_file}: {exc.strerror or exc}")
     err.print(f"wrote the stack file schema to {out_file}", markup=False)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--schemas", "extra", multiple=True, type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Another folder of CRDs / OpenAPI documents, overriding the repository's schemas/.")
+@click.option("--allow-unknown", is_flag=True, help="A kind with no schema is not a failure.")
+def validate(paths, extra, allow_unknown):
+    """Check Kubernetes objects (e.g. a `plan --out` directory) against the upstream schemas in
+    schemas/: structure, unknown fields and every CRD's CEL rules. Exit 1 on any failure."""
+    import yaml
+
+    from .manifests import SCHEMA_DIR, Catalog, manifest_files, read_documents
+
+    catalog = Catalog([SCHEMA_DIR, *extra])
+    failed = 0
+    for path in manifest_files(paths):
+        try:
+            docs = read_documents(path)
+        except (yaml.YAMLError, ValueError) as exc:
+            out.print(f"FAIL {path}: cannot parse: {exc}", markup=False)
+            failed += 1
+            continue
+        for obj in docs:
+            status, line = catalog.report(obj)
+            out.print(f"{line} ({path})", markup=False)
+            failed += status == "FAIL" or (status == "unknown" and not allow_unknown)
+    sys.exit(1 if failed else 0)
 
 
 @main.command()

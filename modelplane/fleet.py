@@ -29,7 +29,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
-            "fabric": fabric_wiring(cls, cluster.source).to_json(),
+            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
@@ -46,10 +46,10 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         "source": cluster.source, "kubernetesVersion": cluster.version, "labels": dict(sorted(cluster.labels.items())),
         "dra": {"enabled": cluster.dra, "deviceClasses": sorted(drivers)},
         "gateway": gateway_of(cluster),
-        "kai": {"enabled": cluster.substrate.kai, "queues": cluster.queue_names(),
+        "kai": {"enabled": cluster.substrate.kai.enabled, "queues": cluster.queue_names(),
                 "quotas": {q.namespace: q.gpu_quota for q in sorted(cluster.queues, key=lambda q: q.namespace)},
                 "priorityClass": PRIORITY_CLASSES["standard"][0]},
-        "keda": {"enabled": cluster.substrate.keda},
+        "keda": {"enabled": cluster.substrate.keda.enabled},
         "pools": pools,
     }
 
@@ -62,7 +62,10 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
         return None
     # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
-    return {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    if cluster.tls is not None:
+        out["tls"] = {"hostnames": list(cluster.tls.hostnames)}
+    return out
 
 
 def cluster_from_inventory(inv: dict) -> Cluster:

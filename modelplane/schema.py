@@ -14,7 +14,7 @@ import re
 
 from pydantic import BaseModel
 
-from .api.loader import NAMESPACE, StackSpec
+from .api.loader import NAMESPACE, StackSpec, load_catalog
 
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 _FIELD = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s*:[^#]*#\s*(.+?)\s*$")
@@ -70,8 +70,9 @@ def _describe(defs: dict, models: dict[str, type[BaseModel]]) -> None:
                 prop.setdefault("description", text)
 
 
-def stack_schema() -> dict:
-    """The JSON Schema of a stack file: its `config:` mapping with every `modelplane:` setting."""
+def stack_schema(catalog=None) -> dict:
+    """The JSON Schema of a stack file: its `config:` mapping with every `modelplane:` setting.
+    Pool classes are an enum of `catalog`'s classes (default: the package's catalog)."""
     spec = StackSpec.model_json_schema(by_alias=True, mode="validation")
     defs = spec.pop("$defs", {})
     models = _models(StackSpec)
@@ -79,7 +80,15 @@ def stack_schema() -> dict:
     _describe({"StackSpec": spec}, {"StackSpec": StackSpec})
     known = sorted(spec["properties"])
     settings = {f"{NAMESPACE}:{k}": v for k, v in spec["properties"].items()}
-    defs["Secure"] = {"type": "object", "description": "An encrypted value (pulumi config set --secret).",
+    defs["NodePool"]["properties"]["class"]["enum"] = sorted((catalog or load_catalog()).classes)
+    listed = ", ".join(f"{NAMESPACE}:{k}" for k in known)
+    # Editors report a misspelt setting against this schema: say which settings exist (errorMessage
+    # is the YAML language server's own keyword; validators ignore it).
+    defs["Secure"] = {"type": "object", "title": "secret (any other modelplane: key)",
+                      "description": "An encrypted value (pulumi config set --secret).",
+                      "errorMessage": f"not a modelplane setting: the settings are {listed}; any other "
+                                      f"{NAMESPACE}: key must be a secret ({{secure: ...}}, written by "
+                                      f"pulumi config set --secret)",
                       "properties": {"secure": {"type": "string"}}, "required": ["secure"],
                       "additionalProperties": False}
     return {

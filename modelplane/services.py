@@ -6,6 +6,7 @@ HTTPRoute carries, the DNS records and the plan's routing table are one computat
 from __future__ import annotations
 
 from .api import StackSpec
+from .api.cluster import https_problems
 from .api.rules import served_model
 from .scheduler.traffic import Routes, Target, route
 
@@ -56,4 +57,15 @@ def dns_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) 
             if inventories[cluster]["gateway"]["addressType"] != "IPAddress":
                 out.append(f"service {svc.key} sends traffic to cluster {cluster}, whose Gateway has a load balancer "
                            "hostname; Cloud DNS weighted records take IP addresses")
+    return out
+
+
+def certificate_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) -> list[str]:
+    """A service hostname routed to a cluster whose HTTPS certificate does not cover it: its clients
+    would get a certificate error there."""
+    out = []
+    for svc in spec.services:
+        gateways = {c: inventories[c].get("gateway") for c in routes[svc.key].clusters
+                    if (inventories[c].get("gateway") or {}).get("tls")}
+        out += https_problems(svc.key, svc.hostname, gateways)
     return out

@@ -46,6 +46,9 @@ def pool_notes(pool: dict) -> list[str]:
         notes.append("flex-start VMs live at most 7 days")
     if pool["fabric"].get("via") == "gke-dranet":
         notes.append("RDMA NICs via GKE DRANET")
+    if pool["fabric"].get("gpudirect"):
+        g = pool["fabric"]["gpudirect"]
+        notes.append(f"GPUDirect-{g['kind'].upper()} over {g['nics']} GPU NICs")
     if pool["fabric"].get("via") == "efa-device-plugin":
         notes.append(f"{pool['fabric']['efaInterfaces']} EFA interfaces per pod")
     return notes

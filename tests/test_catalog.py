@@ -16,7 +16,7 @@ FACTS = [
     ("eks-h100-8x-p5", "p5.48xlarge", None, 8, 80, "efa", 3200, 32),
     ("eks-h200-8x-p5e", "p5e.48xlarge", None, 8, 141, "efa", 3200, 32),
     ("eks-h200-8x-p5en", "p5en.48xlarge", None, 8, 141, "efa", 3200, 16),
-    ("eks-b200-8x-p6", "p6-b200.48xlarge", None, 8, 179, "efa", 3200, 8),
+    ("eks-b200-8x-p6", "p6-b200.48xlarge", None, 8, 180, "efa", 3200, 8),
 ]
 
 

@@ -60,8 +60,8 @@ def test_eks_node_groups_launch_templates_and_efa(eks):
     groups = by_name(eks, "aws:eks/nodeGroup:NodeGroup")
     assert set(groups) == {"eks-use1-system", "eks-use1-h200", "eks-use1-h100", "eks-use1-l40s"}
     h200 = groups["eks-use1-h200"].inputs
-    assert "instanceTypes" not in h200 and (h200["amiType"], h200["capacityType"]) == \
-        ("AL2023_x86_64_NVIDIA", "CAPACITY_BLOCK")   # a Capacity Block's launch template names the type
+    assert h200["instanceTypes"] == ["p5en.48xlarge"] and (h200["amiType"], h200["capacityType"]) == \
+        ("AL2023_x86_64_NVIDIA", "ON_DEMAND")        # a capacity reservation (Capacity Blocks: test_cloud_recipes)
     assert h200["subnetIds"] == ["subnet-0a11c0ffee0000001"]
     assert h200["scalingConfig"] == {"minSize": 4, "maxSize": 4, "desiredSize": 4}
     assert h200["labels"]["modelplane.ai/pool"] == "h200"
@@ -77,8 +77,7 @@ def test_eks_node_groups_launch_templates_and_efa(eks):
     assert [n["networkCardIndex"] for n in nics["eks-use1-h100"]] == list(range(32))
     assert all(len(n["securityGroups"]) == 2 for n in nics["eks-use1-h100"])
     h200_lt = templates["eks-use1-h200"].inputs
-    assert h200_lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert h200_lt["instanceType"] == "p5en.48xlarge"
+    assert "instanceMarketOptions" not in h200_lt and "instanceType" not in h200_lt
     assert h200_lt["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
     sg = by_name(eks, "aws:ec2/securityGroup:SecurityGroup")["eks-use1-efa"].inputs

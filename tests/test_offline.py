@@ -86,9 +86,15 @@ def test_every_rendered_object_passes_upstream_schemas(tmp_path, schema_catalog)
     assert {"LLMInferenceService", "PodGroup", "ResourceClaimTemplate", "Queue", "PriorityClass", "Namespace"} <= kinds
     cloud = sorted(p.name for p in (tmp_path / "cloud").iterdir())
     assert "gcp.container.NodePool--dev-gke-h100.pulumi" in cloud
-    tool = ROOT.parent / "shared" / "tools" / "validate_manifests.py"
-    checked = subprocess.run([sys.executable, str(tool), "--schemas", str(ROOT / "tests" / "schemas"), str(tmp_path)],
-                             capture_output=True, text=True)
+    checked = cli("validate", str(tmp_path))
+    assert checked.returncode == 0, checked.stdout
+    assert len(checked.stdout.splitlines()) == len(manifests)
+
+
+def test_rendered_objects_pass_the_shared_validator_too(tmp_path, shared_validator):
+    """Optional cross-check with an independent validator, where ../shared is beside the clone."""
+    assert cli("plan", "dev", "--out", str(tmp_path)).returncode == 0
+    checked = subprocess.run([sys.executable, str(shared_validator), str(tmp_path)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
 
 

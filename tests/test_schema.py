@@ -57,15 +57,40 @@ def _pydantic_errors(doc):
     return []
 
 
+# Fixtures the models accept structurally and the loader refuses against the catalog, as the schema does.
+CATALOG_CHECKED = {"pool-unknown-class"}
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_bad_fixtures_fail_the_schema_exactly_where_the_models_fail_structurally(path, validator):
     doc = yaml.safe_load(path.read_text())
     rejected = [e.message for e in validator.iter_errors(doc)]
     errors = _pydantic_errors(doc)
-    if errors and all(e["type"] in STRUCTURAL for e in errors):
+    if errors and all(e["type"] in STRUCTURAL for e in errors) or path.stem in CATALOG_CHECKED:
         assert rejected, f"{path.name}: the models reject it ({errors[0]['type']}), the schema does not"
-    if not errors:
+    if not errors and path.stem not in CATALOG_CHECKED:
         assert rejected == [], f"{path.name}: the schema rejects what the models accept: {rejected}"
+
+
+def test_pool_classes_are_the_catalogs(validator, tmp_path):
+    from click.testing import CliRunner
+
+    from modelplane.api import load_catalog
+    from modelplane.cli import main
+
+    enum = stack_schema()["$defs"]["NodePool"]["properties"]["class"]["enum"]
+    assert enum == sorted(load_catalog().classes)
+    doc = yaml.safe_load((ROOT / "tests" / "fixtures" / "bad" / "pool-unknown-class.yaml").read_text())
+    [error] = [e for e in validator.iter_errors(doc) if e.validator == "enum"]
+    assert error.message.startswith("'gke-l4-1x-g3' is not one of ['eks-")
+    # a project's own classes join the enum
+    own = tmp_path / "classes"
+    own.mkdir()
+    cls = yaml.safe_load((ROOT / "catalog" / "byo.yaml").read_text())["classes"][0]
+    (own / "mine.yaml").write_text(yaml.safe_dump({"classes": [{**cls, "name": "my-own-class"}]}))
+    result = CliRunner().invoke(main, ["schema", "--catalog-dir", str(own)])
+    assert result.exit_code == 0, result.output
+    assert "my-own-class" in json.loads(result.output)["$defs"]["NodePool"]["properties"]["class"]["enum"]
 
 
 def test_a_typo_in_a_setting_and_a_wrong_enum_fail(validator):
@@ -73,6 +98,11 @@ def test_a_typo_in_a_setting_and_a_wrong_enum_fail(validator):
     typo = {**base, "config": {**base["config"], "modelplane:deploymnets": []}}
     # an unknown modelplane: key must be a {secure: ...} secret, so a misspelt setting is refused
     assert any(list(e.absolute_path) == ["config", "modelplane:deploymnets"] for e in validator.iter_errors(typo))
+    # and editors (errorMessage) say which settings exist instead of 'Expected "Secure"'
+    secret = stack_schema()["$defs"]["Secure"]
+    assert secret["errorMessage"].startswith("not a modelplane setting: the settings are modelplane:catalogDir, "
+                                             "modelplane:clusters, modelplane:deployments, ")
+    assert all(f"{NAMESPACE}:{k}" in secret["errorMessage"] for k in StackSpec.model_json_schema(by_alias=True)["properties"])
     bad = json.loads(json.dumps(base))
     bad["config"]["modelplane:deployments"][0]["priority"] = "urgent"
     assert any("'urgent' is not one of" in e.message for e in validator.iter_errors(bad))

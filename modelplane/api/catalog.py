@@ -23,7 +23,7 @@ class Gpu(Model):
 
 class Interconnect(Model):
     type: Literal["nvswitch", "nvlink", "pcie", "xgmi", "none"]
-    bandwidth_gbs: int | None = Field(default=None, alias="bandwidthGBs", ge=0)  # per GPU, one way
+    bandwidth_gbs: int | None = Field(default=None, alias="bandwidthGBs", ge=0)  # per GPU, both directions summed
 
 
 class Network(Model):
@@ -85,6 +85,14 @@ class GkeProvisioning(Model):
         return self.disk_size_gb * 1000**3 // 1024**3
 
 
+class CapacityBlocks(Model):
+    """Where EC2 sells this instance type as a Capacity Block for ML (a fact with its source)."""
+
+    regions: list[str]
+    source: str = Field(min_length=1)
+    as_of: date                          # when the source was read
+
+
 class EksProvisioning(Model):
     instance_type: str
     ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA",
@@ -93,6 +101,7 @@ class EksProvisioning(Model):
     efa_interfaces: int = Field(default=0, ge=0, le=32)
     capacity_types: list[CapacityType] = ["on-demand", "spot", "reservation", "capacity-block"]
     instance_store_gb: int | None = Field(default=None, ge=1)   # local NVMe (EC2 reports GB), RAID0 at boot
+    capacity_blocks: CapacityBlocks | None = None   # absent: no region is known to sell it as a Capacity Block
 
     def node_disk_gib(self) -> int:
         """Ephemeral storage a pod on this node can fill (instance store in RAID0, else the root volume)."""
@@ -155,8 +164,22 @@ class Price(Model):
     unconfirmed: bool = False
 
 
+class GpuDirectRecipe(Model):
+    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the per-pod daemon and NCCL's settings
+    (catalog/gpudirect.yaml says where each comes from)."""
+
+    nics: int = Field(ge=1, le=16)          # GPU NICs per node, each on its own VPC
+    daemon_image: str = Field(min_length=1)
+    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
+    nccl_env: dict[str, str]
+    min_gke_version: dict[str, str] = {}    # lowest GKE patch per minor ("1.32": "1.32.11-gke.1174000")
+    source: str = Field(min_length=1)
+    as_of: date
+
+
 class CatalogFile(Model):
     classes: list[InferenceClass] = []
+    gpudirect: dict[Literal["tcpx", "tcpxo"], GpuDirectRecipe] = {}
     models: list[ModelFacts] = []
     prices: list[Price] = []
     sources: dict[str, dict] = {}   # YAML anchors for a source and date that many prices share

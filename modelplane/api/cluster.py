@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Model, Name, Namespace, invalid
+from .base import Model, Name, Namespace, invalid, require_one
+from .substrate import Component, Switch
 from .syntax import (AwsRegion, DnsLabel, DnsSubdomain, GcpName, GcpProject, GcpRegion, IamArn, Labels,
                      MachineType, NodeLabels, Region, SubnetId, TaintKey, TaintValue, Zone)
 
@@ -138,17 +139,19 @@ class Queue(Model):
 
 
 class Substrate(Model):
-    """Which in-cluster operators modelplane installs (versions live in catalog/substrate.yaml).
-    Turn one off when the cluster already runs it (e.g. an existing cert-manager)."""
+    """Which in-cluster operators modelplane installs: each `true`, `false` (the cluster already
+    runs it, e.g. an existing cert-manager) or `{enabled, version, values}` to pick the chart
+    version and deep-merge Helm values over modelplane's (pins and values: catalog/substrate.yaml,
+    render/addons.py; what each switch covers: api/substrate.py)."""
 
-    dra_driver: bool = True
-    kai: bool = True
-    lws: bool = True
-    kserve: bool = True
-    keda: bool = True
-    cert_manager: bool = True
-    gateway: bool = True        # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
-    autoscaler: bool = True     # EKS: the cluster autoscaler (GKE scales its node pools itself)
+    dra_driver: Switch = Component()
+    kai: Switch = Component()
+    lws: Switch = Component()
+    kserve: Switch = Component()
+    keda: Switch = Component()
+    cert_manager: Switch = Component()
+    gateway: Switch = Component()       # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
+    autoscaler: Switch = Component()    # EKS: the cluster autoscaler (GKE scales its node pools itself)
 
 
 class GatewayRef(Model):
@@ -157,6 +160,66 @@ class GatewayRef(Model):
     name: DnsSubdomain
     namespace: DnsLabel
     address_type: Literal["IPAddress", "Hostname"] = "IPAddress"
+
+
+class IssuerRef(Model):
+    """A cert-manager Issuer or ClusterIssuer that already exists on the cluster."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    kind: Literal["ClusterIssuer", "Issuer"] = "ClusterIssuer"   # an Issuer lives in modelplane-gateway
+
+
+class Acme(Model):
+    """An ACME account modelplane registers (a ClusterIssuer solving HTTP-01 through the Gateway)."""
+
+    email: str = Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")   # the account's contact
+    server: str = "https://acme-v02.api.letsencrypt.org/directory"   # the ACME directory URL
+
+
+_HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,63}$"
+
+
+class GatewayTls(Model):
+    """HTTPS on the cluster's inference Gateway: a cert-manager Certificate for `hostnames`, HTTP
+    requests redirected to HTTPS. Service hostnames routed to this cluster must be covered."""
+
+    hostnames: list[Annotated[str, Field(pattern=_HOSTNAME)]] = Field(min_length=1)   # the certificate's names
+    issuer_ref: IssuerRef | None = None   # sign with this existing issuer (one of issuerRef, acme)
+    acme: Acme | None = None              # or let modelplane create an ACME ClusterIssuer (HTTP-01: no wildcards)
+
+    @model_validator(mode="after")
+    def _one_issuer(self):
+        require_one(self, ("issuer_ref", "acme"), "exactly one of issuerRef, acme is required",
+                    "name an existing issuer (issuerRef: {name: ...}) or give an ACME account (acme: {email: ...})")
+        wild = [h for h in self.hostnames if h.startswith("*.")]
+        if self.acme is not None and wild:
+            raise invalid(f"ACME HTTP-01 cannot issue wildcard names ({', '.join(wild)})",
+                          "list each service hostname, or use issuerRef with a DNS-01 issuer for a wildcard")
+        return self
+
+    def covers(self, host: str) -> bool:
+        return tls_covers(self.hostnames, host)
+
+
+def tls_covers(hostnames: list[str], host: str) -> bool:
+    """Whether a certificate for `hostnames` is valid for `host` (a wildcard covers one label)."""
+    return any(h == host or (h.startswith("*.") and "." in host and host.split(".", 1)[1] == h[2:]) for h in hostnames)
+
+
+def https_problems(service: str, host: str | None, gateways: dict[str, dict]) -> list[str]:
+    """A service hostname served in cleartext, or on an HTTPS listener whose certificate does not
+    cover it, on any of `gateways` (cluster -> the inventory's gateway)."""
+    if not host:
+        return []
+    out = []
+    for cluster, gw in sorted(gateways.items()):
+        tls = (gw or {}).get("tls")
+        if tls is None:
+            out.append(f"service {service} is served over plain HTTP on cluster {cluster} ({host})")
+        elif not tls_covers(tls["hostnames"], host):
+            out.append(f"service {service}: the HTTPS certificate on cluster {cluster} does not cover {host} "
+                       f"(it covers {', '.join(tls['hostnames'])})")
+    return out
 
 
 class InferenceCluster(Model):
@@ -173,6 +236,15 @@ class InferenceCluster(Model):
     queues: list[Queue] = []           # KAI queues, one per team namespace
     substrate: Substrate = Substrate()   # which in-cluster components modelplane installs
     gateway_ref: GatewayRef | None = None   # serve through an existing Gateway instead of our own
+    tls: GatewayTls | None = None      # HTTPS on modelplane's Gateway (cert-manager), HTTP redirected
+
+    @model_validator(mode="after")
+    def _tls_needs_our_gateway(self):
+        if self.tls is not None and (not self.substrate.gateway or self.gateway_ref is not None
+                                     or not self.substrate.cert_manager):
+            raise invalid("tls configures modelplane's own Gateway and needs its cert-manager",
+                          "keep substrate.gateway and substrate.certManager on, or terminate TLS on your own Gateway")
+        return self
 
     @model_validator(mode="after")
     def _one_source(self):

@@ -11,9 +11,13 @@ The scheduler scores the *effective* fabric, the renderers add the wiring, and t
   the RDMA NICs through DRA (device class `mrdma.google.com`, allocation mode All). Recipe:
   Cluster Toolkit `modules/compute/gke-node-pool` (main.tf, resource-claim-template.yaml.tftpl),
   docs.cloud.google.com/kubernetes-engine/docs/how-to/allocate-network-resources-dra.
-- GKE A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): not wired. They need extra VPCs, the NCCL
-  plugin installer, the NRI device injector and a tcpx(o) daemon sidecar in every pod; modelplane
-  does not build those, so these pools count as TCP and multi-node workers are not placed there.
+- GKE A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): one extra VPC and subnet per GPU NIC (4 / 8),
+  the node pool's `additional_node_network_configs`, GKE multi-networking (a Network and a
+  GKENetworkParamSet per VPC), the NCCL plugin installer and the NRI device injector DaemonSets,
+  and in every multi-node pod the networks annotation, the tcpx(o)-daemon sidecar, the library and
+  device mounts and NCCL's settings (catalog/gpudirect.yaml; Cluster Toolkit gke-node-pool
+  gpu_direct.tf, container-engine-accelerators gpudirect-tcpx(o)). A recipe missing from the
+  catalog, or a control plane below the recipe's GKE floor, leaves the pool at TCP.
 - EKS with EFA: the launch template attaches the EFA interfaces, the EFA device plugin
   (aws/eks-charts aws-efa-k8s-device-plugin) advertises them as `vpc.amazonaws.com/efa`, and pods
   request all of a node's interfaces (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import MULTI_NODE_FABRICS, InferenceClass
+from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, InferenceClass
 
 GKE_DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
 RDMA_DEVICE_CLASS = "mrdma.google.com"
@@ -34,10 +38,12 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 class FabricWiring:
     declared: str                 # what the hardware has
     effective: str                # what pods get
-    via: str                      # gke-dranet | efa-device-plugin | cluster-owner | none
+    via: str                      # gke-dranet | gke-gpudirect-tcpx(o) | efa-device-plugin | cluster-owner | none
     note: str = ""                # why a declared fabric is not wired
     nic_device_class: str | None = None   # DRA device class pods claim the NICs from
     efa_interfaces: int = 0       # EFA devices a pod takes (all of the node's)
+    gpudirect: str | None = None  # tcpx | tcpxo: pods carry the GPUDirect networks and daemon
+    recipe: GpuDirectRecipe | None = None
 
     @property
     def wired(self) -> bool:
@@ -51,11 +57,37 @@ class FabricWiring:
             out["nicDeviceClass"] = self.nic_device_class
         if self.efa_interfaces:
             out["efaInterfaces"] = self.efa_interfaces
+        if self.gpudirect and self.recipe:
+            # What pods need matches what the infra stack installed, so it travels with the pool.
+            out["gpudirect"] = {"kind": self.gpudirect, "nics": self.recipe.nics,
+                                "daemonImage": self.recipe.daemon_image, "ncclEnv": dict(self.recipe.nccl_env)}
         return out
 
 
-def fabric_wiring(cls: InferenceClass, source: str) -> FabricWiring:
-    """The wiring a pool of `cls` gets on a `gke`, `eks` or `existing` cluster."""
+def gke_version_key(version: str) -> tuple[int, ...]:
+    """1.32.11-gke.1174000 -> (1, 32, 11, 1174000); a bare minor sorts below its every patch."""
+    head, _, build = version.partition("-gke.")
+    parts = [int(p) for p in head.split(".")]
+    return (*parts, *([0] * (3 - len(parts))), int(build) if build else -1)
+
+
+def gpudirect_version_gap(recipe: GpuDirectRecipe, version: str) -> str | None:
+    """The GKE floor `version` misses for this recipe, or None. A minor older than every listed
+    one misses the oldest floor; a bare minor ("1.32") is not known to reach a listed patch floor."""
+    if not recipe.min_gke_version:
+        return None
+    minor = ".".join(version.split(".")[:2])
+    floor = recipe.min_gke_version.get(minor)
+    if floor is None:
+        oldest = min(recipe.min_gke_version.values(), key=gke_version_key)
+        return oldest if gke_version_key(version) < gke_version_key(oldest) else None
+    return floor if gke_version_key(version) < gke_version_key(floor) else None
+
+
+def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDirectRecipe] | None = None,
+                  version: str | None = None) -> FabricWiring:
+    """The wiring a pool of `cls` gets on a `gke`, `eks` or `existing` cluster. `gpudirect`: the
+    catalog's TCPX/TCPXO recipes; `version`: the GKE control-plane version."""
     declared = cls.capabilities.network.fabric
     if declared not in MULTI_NODE_FABRICS:
         return FabricWiring(declared, declared, "none")
@@ -65,9 +97,16 @@ def fabric_wiring(cls: InferenceClass, source: str) -> FabricWiring:
         gke = cls.provisioning.gke
         if gke.gpudirect == "rdma":
             return FabricWiring(declared, declared, "gke-dranet", nic_device_class=RDMA_DEVICE_CLASS)
-        return FabricWiring(declared, "tcp", "none",
-                            note=f"GPUDirect-{gke.gpudirect.upper()} needs the NCCL plugin installer, the NRI device "
-                                 "injector and a daemon sidecar per pod, which modelplane does not install")
+        kind = gke.gpudirect
+        recipe = (gpudirect or {}).get(kind)
+        if recipe is None:
+            return FabricWiring(declared, "tcp", "none",
+                                note=f"the catalog has no gpudirect.{kind} recipe (catalog/gpudirect.yaml)")
+        floor = gpudirect_version_gap(recipe, version) if version else None
+        if floor:
+            return FabricWiring(declared, "tcp", "none",
+                                note=f"GPUDirect-{kind.upper()} needs GKE {floor} or later; gke.version is {version}")
+        return FabricWiring(declared, declared, f"gke-gpudirect-{kind}", gpudirect=kind, recipe=recipe)
     eks = cls.provisioning.eks
     if declared == "efa" and eks.efa_interfaces:
         return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces)

@@ -10,12 +10,13 @@ from pydantic import Field, ValidationError
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
 from .collisions import check_names
-from .catalog import CatalogFile, InferenceClass, ModelFacts, Price
+from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from, shown
 from .rules import check_cluster, check_deployment, check_services, duplicates
+from .substrate import check_substrate
 from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +83,7 @@ def display_path(path: Path) -> str:
 class Catalog:
     classes: dict[str, InferenceClass] = field(default_factory=dict)
     substrate: dict = field(default_factory=dict)
+    gpudirect: dict[str, GpuDirectRecipe] = field(default_factory=dict)   # tcpx | tcpxo (catalog/gpudirect.yaml)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
 
@@ -130,6 +132,7 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
                                         f"model {model.uri!r} is already described", "keep one entry per model",
                                         src.line(("models", i, "uri"))))
             catalog.models[model.uri] = model
+        catalog.gpudirect |= parsed.gpudirect
         priced.append((src, parsed.prices))
     for src, prices in priced:    # after every file, so a price may name a class of another file
         for i, price in enumerate(prices):
@@ -238,6 +241,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
     for i, cluster in enumerate(spec.clusters):
         for f in check_cluster(cluster, catalog.classes):
             add("clusters", (i, *f.path), f.message, f.fix, f.rule)
+        for switch, path, message, fix in check_substrate(cluster.substrate, catalog.substrate):
+            add("clusters", (i, "substrate", switch, *path), message, fix, "substrate")
         if cluster.existing and cluster.existing.kubeconfig_secret not in secret_keys:
             add("clusters", (i, "existing", "kubeconfigSecret"),
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",

@@ -278,10 +278,18 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
                            f"{machine} (class {cls.name}) is not sold as {pool.capacity.type} capacity",
                            f"use one of {', '.join(prov.capacity_types)} (e.g. capacity: {{type: reservation, "
                            f"reservation: <name>}})"))
+    if cluster.source == "eks" and prov is not None and pool.capacity.type == "capacity-block":
+        out += _capacity_block_findings(cluster, pool, i, cls, prov)
     if cluster.source == "eks" and cluster.dra and cluster.substrate.dra_driver:
         if prov is not None and prov.ami_type.startswith("BOTTLEROCKET"):
+            # EKS lists Bottlerocket as supported by the NVIDIA DRA driver; modelplane does not render
+            # it: its node setup (instance-store RAID0, the driver root the DRA driver is given) is
+            # AL2023's nodeadm, and Bottlerocket's NVIDIA variants start their built-in device plugin
+            # (bottlerocket.dev settings.kubelet-device-plugins has no switch for it).
             out.append(Finding("pool-class", ("nodePools", i, "class"),
-                               f"{prov.ami_type} ships the NVIDIA device plugin, which must not run beside the DRA driver",
+                               f"{prov.ami_type} is not rendered by modelplane with DRA: the node setup it renders "
+                               "(nodeadm user data, driver root /) is AL2023's, and Bottlerocket's NVIDIA variants "
+                               "run their built-in NVIDIA device plugin beside the DRA driver",
                                "use an AL2023_*_NVIDIA AMI class, or set dra: false on this cluster"))
         if pool.min_nodes < 1:
             out.append(Finding("pool-scale-from-zero", ("nodePools", i, "minNodes"),
@@ -290,6 +298,22 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
                                "set minNodes: 1 or more, or set dra: false on this cluster (the device plugin "
                                "scales from zero)"))
     return out
+
+
+def _capacity_block_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass, prov) -> list[Finding]:
+    """A Capacity Block can only be bought where EC2 sells the instance type that way."""
+    where = ("nodePools", i, "capacity", "type")
+    other = "use capacity: {type: reservation, reservation: cr-…} (an On-Demand Capacity Reservation), on-demand or spot"
+    blocks = prov.capacity_blocks
+    if blocks is None:
+        return [Finding("pool-capacity", where, f"no Region is known to sell {prov.instance_type} (class {cls.name}) "
+                        "as a Capacity Block", f"{other}, or add provisioning.eks.capacityBlocks (regions, source, "
+                        "asOf) to the class once EC2 lists it")]
+    if cluster.region not in blocks.regions:
+        return [Finding("pool-capacity", where, f"EC2 sells {prov.instance_type} Capacity Blocks only in "
+                        f"{', '.join(blocks.regions)} ({blocks.source}, read {blocks.as_of}), not in {cluster.region}",
+                        f"put the pool on a cluster in {' or '.join(blocks.regions)}, or {other}")]
+    return []
 
 
 def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:

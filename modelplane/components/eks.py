@@ -3,7 +3,8 @@ the IAM the cluster autoscaler needs (EKS Pod Identity).
 
 Recipes (docs/cloud-recipes.md has the sources): GPU node groups take a launch template that
 stripes the instance store into RAID0 for the model download (AL2023 nodeadm), attaches every EFA
-interface of EFA classes, targets a Capacity Block and requires IMDSv2. The cluster autoscaler
+interface of EFA classes (in a cluster placement group on on-demand and Spot capacity), targets a
+Capacity Block and requires IMDSv2. The cluster autoscaler
 owns the node groups' desired size once they exist, so Pulumi ignores changes to it.
 """
 from __future__ import annotations
@@ -62,7 +63,15 @@ def node_config_user_data() -> str:
     return base64.b64encode(doc.encode()).decode()
 
 
-def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=()) -> dict:
+def wants_placement_group(pool, eks) -> bool:
+    """A cluster placement group for EFA groups on on-demand or Spot capacity, as eksctl (efaEnabled)
+    and terraform-aws-eks (EFA support) create; none for a Capacity Block (EC2 places its instances
+    close together already) or a capacity reservation (the reservation fixes placement)."""
+    return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot")
+
+
+def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=(),
+                         placement_group_name: str | None = None) -> dict:
     """EFA interfaces (card 0 EFA with ENA, the others efa-only), Capacity Block market options
     with the instance type (the EKS Capacity Block guide puts it in the template), the instance
     store in RAID0, IMDSv2 and the root volume.
@@ -83,6 +92,8 @@ def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_g
     if pool.capacity.type in ("capacity-block", "reservation"):
         args["capacity_reservation_specification"] = {
             "capacity_reservation_target": {"capacity_reservation_id": pool.capacity.reservation}}
+    if placement_group_name:
+        args["placement"] = {"group_name": placement_group_name}
     if eks.instance_store_gb and eks.ami_type.startswith("AL2023"):
         args["user_data"] = node_config_user_data()
     args["metadata_options"] = {"http_endpoint": "enabled", "http_tokens": "required",
@@ -98,10 +109,13 @@ def node_group_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     eks = catalog.classes[pool.class_].provisioning.eks
     taints = [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": TAINT_EFFECT[GPU_TAINT["effect"]]}]
     taints += [{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in pool.taints]
+    # A Capacity Block group's minimum is 0: EKS scales it to 0 before the block ends, and upgrading
+    # it needs the desired size at 0 (EKS capacity-blocks-mng "Considerations"); the nodes the pool
+    # keeps are its desired size at creation, which EKS honours once the block is active.
+    low = 0 if pool.capacity.type == "capacity-block" else pool.min_nodes
     args = {
         "node_group_name": pool.name, "ami_type": eks.ami_type, "capacity_type": _CAPACITY[pool.capacity.type],
-        "scaling_config": {"min_size": pool.min_nodes, "max_size": max(pool.max_nodes, 1),
-                           "desired_size": pool.min_nodes},
+        "scaling_config": {"min_size": low, "max_size": max(pool.max_nodes, 1), "desired_size": pool.min_nodes},
         "labels": {POOL_LABEL: pool.name, GPU_PRESENT_LABEL: "true", **pool.labels}, "taints": taints,
     }
     if pool.capacity.type != "capacity-block":      # a Capacity Block's template names the type
@@ -173,7 +187,11 @@ def build(c: InferenceCluster, catalog: Catalog, parent: pulumi.Resource) -> Eks
     scaled = pulumi.ResourceOptions.merge(group_opts, pulumi.ResourceOptions(
         ignore_changes=["scalingConfig.desiredSize"]))
     for pool in sorted(c.node_pools, key=lambda p: p.name):
-        lt = aws.ec2.LaunchTemplate(f"{c.name}-{pool.name}", **launch_template_args(c, catalog, pool, groups),
+        pg = None
+        if wants_placement_group(pool, catalog.classes[pool.class_].provisioning.eks):
+            pg = aws.ec2.PlacementGroup(f"{c.name}-{pool.name}", name=f"{c.name}-{pool.name}", strategy="cluster",
+                                        opts=opts).name
+        lt = aws.ec2.LaunchTemplate(f"{c.name}-{pool.name}", **launch_template_args(c, catalog, pool, groups, pg),
                                     opts=opts)
         aws.eks.NodeGroup(f"{c.name}-{pool.name}", cluster_name=cluster.name, node_role_arn=node_role.arn,
                           subnet_ids=list(pool.subnet_ids or e.subnet_ids), **node_group_args(c, catalog, pool),

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..api import InferenceCluster
+from ..api.substrate import overrides, toggles
 from ..render import namespace, priority_classes, queues
 from ..render.addons import SYSTEM, Addon, ClusterFacts, addons
 from .k8s import register
@@ -45,9 +46,19 @@ class Installed:
 
 def facts_of(c: InferenceCluster, catalog) -> ClusterFacts:
     efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
-    toggles = c.substrate.model_dump(by_alias=True)
     root = c.existing.nvidia_driver_root if c.existing else "/"
-    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver, toggles, efa, root)
+    latest = gpudirect = nics = None
+    if c.source == "gke":
+        from .gke import gpu_nics, wiring_of
+        gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
+        latest = any(g.gpu_driver == "LATEST" for g in gkes)
+        recipes = [w.recipe for p in c.node_pools if (w := wiring_of(c, catalog, p)).recipe]
+        gpudirect = tuple(sorted({r.installer for r in recipes}))
+        nics = gpu_nics(c, catalog)
+    tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
+    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
+                        efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
+                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate))
 
 
 def _register(c: InferenceCluster, addon: Addon, versions: dict, opts: pulumi.ResourceOptions) -> list:
@@ -55,7 +66,7 @@ def _register(c: InferenceCluster, addon: Addon, versions: dict, opts: pulumi.Re
     if addon.kind == "release":
         spec = versions[addon.key]
         chart, repo = chart_ref(spec)
-        return [k8s.helm.v3.Release(name, name=addon.name, chart=chart, version=str(spec["version"]),
+        return [k8s.helm.v3.Release(name, name=addon.name, chart=chart, version=addon.version,
                                     repository_opts=repo, namespace=spec["namespace"], create_namespace=True,
                                     atomic=True, cleanup_on_fail=True, skip_crds=addon.skip_crds or None,
                                     timeout=900, values=addon.values, opts=opts)]

@@ -9,6 +9,7 @@ from ..api.rules import compact_placement
 from ..api.cluster import GPU_TAINT, POOL_LABEL
 from ..api.deployment import _SECRET_NAME
 from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
+from ..render.routing import rule_problems
 from .registry import policy
 
 NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
@@ -184,3 +185,11 @@ def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
     out += [f"label {k} value {v!r} is longer than 63 characters" for k, v in (meta.get("labels") or {}).items()
             if len(str(v)) > 63]
     return out
+
+
+@policy("route-rules", "Every HTTPRoute rule is one Envoy Gateway + AI Gateway programs: at most one InferencePool "
+        "per rule, and an InferencePool never shares its rule with other backends.", "resource")
+def route_rules(resource_type: str, props: dict, config=None) -> list[str]:
+    if resource_type != "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute":
+        return []
+    return rule_problems(props)

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from pydantic import ValidationError
 
+from ..api.cluster import https_problems
 from ..api.rules import check_services
 from ..api.service import ModelService, Provider
 from .registry import ADVISORY, policy
@@ -78,4 +79,17 @@ def service_endpoints_placed(resources, config=None):
         elif missing:
             out.append((f"{spec['namespace']}/{spec['name']} is degraded: {', '.join(missing)} has nothing placed; its "
                         "weight goes to the other endpoints", r.urn))
+    return out
+
+
+@policy("service-https", "Every service hostname is served over HTTPS on every cluster that carries it, with a "
+        "certificate that covers it (the cluster's `tls`); mandatory in production configs.", "stack", level=ADVISORY)
+def service_https(resources, config=None):
+    out = []
+    for r in _services(resources):
+        spec = r.props["spec"]
+        carried = (r.props.get("routes") or {}).get("clusters") or {}
+        gateways = {c: g for c, g in (r.props.get("gateways") or {}).items() if c in carried}
+        for problem in https_problems(f"{spec['namespace']}/{spec['name']}", spec.get("hostname"), gateways):
+            out.append((f"{problem} (fix: set tls on the cluster with hostnames that cover it)", r.urn))
     return out

@@ -2,9 +2,12 @@
 rely on is wired, its backend can run it, its capacity outlives it, its queue has the quota."""
 from __future__ import annotations
 
+import json
+
 from ..api.fabric import EFA_RESOURCE
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
+from ..render.gpudirect import DAEMON, INTERFACES_ANNOTATION
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
@@ -13,8 +16,8 @@ from .stack import _key, _spec_findings, deployments, pools_of, replicas
 
 
 def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
-    """(namespace, deployment, replica) -> role -> pod specs (LLMInferenceService: spec is decode,
-    spec.prefill prefill); one pass over the resources."""
+    """(namespace, deployment, replica) -> role -> (pod metadata, pod spec) (LLMInferenceService:
+    spec is decode, spec.prefill prefill); one pass over the resources."""
     out: dict[tuple, dict[str, list[dict]]] = {}
     for r in resources:
         if not r.resource_type.startswith("kubernetes:"):
@@ -24,13 +27,25 @@ def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
         if labels.get(DEPLOYMENT) is None or labels.get(REPLICA) is None:
             continue
         roles = out.setdefault((meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)), {})
-        for where, _, pod in pod_templates(r.props):
+        for where, pod_meta, pod in pod_templates(r.props):
             role = labels.get(ROLE) or ("prefill" if where.startswith("spec.prefill") else "decode")
-            roles.setdefault(role, []).append(pod)
+            roles.setdefault(role, []).append((pod_meta, pod))
     return out
 
 
-def _wired(pod: dict, fabric: dict) -> bool:
+def _gpudirect_wired(pod_meta: dict, pod: dict, gpudirect: dict) -> bool:
+    """The pod names every GPU network and runs the daemon the NCCL plugin talks to."""
+    try:
+        interfaces = json.loads((pod_meta.get("annotations") or {}).get(INTERFACES_ANNOTATION, "[]"))
+    except ValueError:
+        return False
+    names = {c.get("name") for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]}
+    return len(interfaces) == gpudirect["nics"] + 1 and DAEMON[gpudirect["kind"]] in names
+
+
+def _wired(pod_meta: dict, pod: dict, fabric: dict) -> bool:
+    if fabric.get("gpudirect"):
+        return _gpudirect_wired(pod_meta, pod, fabric["gpudirect"])
     if fabric.get("nicDeviceClass"):
         return any(c.get("name") == NIC_CLAIM_NAME for c in pod.get("resourceClaims") or [])
     if fabric.get("efaInterfaces"):
@@ -40,7 +55,7 @@ def _wired(pod: dict, fabric: dict) -> bool:
 
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
-        "NICs (GKE DRANET) or request its EFA interfaces.", "stack")
+        "NICs (GKE DRANET), request its EFA interfaces or attach its GPUDirect networks and daemon.", "stack")
 def fabric_wired(resources, config=None):
     out, index = [], None
     for r, spec, p, inv in replicas(resources):
@@ -61,10 +76,11 @@ def fabric_wired(resources, config=None):
                 continue
             index = _pods_by_replica(resources) if index is None else index
             pods = index.get((spec["namespace"], spec["name"], str(int(p["replica"]))), {})
-            missing = [pod for pod in pods.get(role, []) if not _wired(pod, fabric)]
+            missing = [pod for pod_meta, pod in pods.get(role, []) if not _wired(pod_meta, pod, fabric)]
             if missing:
                 how = (f"a claim on {fabric['nicDeviceClass']}" if fabric.get("nicDeviceClass")
-                       else f"{EFA_RESOURCE}: {fabric.get('efaInterfaces')}")
+                       else f"the GPU networks and the {DAEMON[fabric['gpudirect']['kind']]} sidecar"
+                       if fabric.get("gpudirect") else f"{EFA_RESOURCE}: {fabric.get('efaInterfaces')}")
                 out.append((f"{where}: {len(missing)} pod template(s) lack {how}, so the {fabric['effective']} "
                             "fabric carries none of its traffic", r.urn))
     return out

@@ -7,8 +7,10 @@ come from catalog/substrate.yaml; the reasons and sources are in docs/runtime.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from . import gpudirect as gd
+from ..api.substrate import deep_merge
 from .names import MANAGED_BY, meta
 from .substrate import namespace
 
@@ -17,6 +19,12 @@ GATEWAY_CLASS = "envoy"
 GATEWAY_NAMESPACE = "modelplane-gateway"
 GATEWAY_NAME = "inference"
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+ENVOY_NAMESPACE = "envoy-gateway-system"     # the envoyGateway release's namespace; its proxies run here
+LOOPBACK_SERVICE = "modelplane-gateway-loopback"
+LOOPBACK_PORT = 80
+# Envoy Gateway v1.8.1 binds a listener on a privileged port 10000 higher in the proxy container
+# (internal/gatewayapi/listener.go, wellKnownPortShift in translator.go).
+ENVOY_HTTP_CONTAINER_PORT = 80 + 10000
 AI_GATEWAY_SERVICE = "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local"
 KSERVE_WEBHOOK_SERVICE = "llmisvc-webhook-server-service"
 GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"     # where Google's COS installer puts the driver
@@ -34,6 +42,7 @@ class Addon:
     skip_crds: bool = False
     objects: tuple = ()                  # kind objects: Kubernetes dicts we render ourselves
     wait_for: str = ""                   # kind gate: a pulumi.com/waitFor expression on `objects[0]`
+    version: str = ""                    # kind release: the chart version (pinned, or the stack's override)
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ class ClusterFacts:
     toggles: dict                        # substrate toggles (camelCase keys as in the stack file)
     efa: bool = False                    # some pool attaches EFA interfaces
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
+    latest_driver: bool = False          # GKE DRA: some pool's GPU needs GKE's LATEST driver (H200, B200)
+    gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
+    gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
+    tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
+    overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -66,6 +80,11 @@ def envoy_gateway_values() -> dict:
             "hooks": {"xdsTranslator": {"translation": hooks, "post": ["Translation", "Cluster", "Route"]}},
             "service": {"fqdn": {"hostname": AI_GATEWAY_SERVICE, "port": 1063}},
             "backendResources": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}],
+            # Closed on purpose: when the AI Gateway extension fails, Envoy Gateway keeps serving the
+            # last good xDS snapshot (internal/xds/runner/runner.go) instead of publishing routes to
+            # InferencePools without their endpoint picker, which would send requests nowhere. The
+            # pack's route-rules policy keeps the rules the extension refuses out of the stack.
+            "failOpen": False,
         },
     }}}
 
@@ -90,19 +109,72 @@ def critical_pods_quota(namespace: str) -> dict:
                  "values": ["system-node-critical", "system-cluster-critical"]}]}}}
 
 
-def gateway_objects() -> list[dict]:
-    """The GatewayClass of Envoy Gateway and the cluster's inference Gateway (HTTP on port 80).
-    Pulumi waits until the Gateway has an address, which the DNS layer points at."""
+GATEWAY_TLS_SECRET = "inference-gateway-tls"
+ACME_ISSUER = "modelplane-acme"
+
+
+def listeners(tls: dict | None) -> list[dict]:
+    """The inference Gateway's listeners: HTTP :80 always (the loopback hop and, with TLS, the
+    redirect and ACME HTTP-01 answers), HTTPS :443 terminating with the cert-manager Secret."""
+    out = [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}]
+    if tls:
+        out.append({"name": "https", "protocol": "HTTPS", "port": 443,
+                    "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": GATEWAY_TLS_SECRET}]},
+                    "allowedRoutes": {"namespaces": {"from": "All"}}})
+    return out
+
+
+def tls_objects(tls: dict) -> list[dict]:
+    """The Certificate the HTTPS listener serves, and the ACME ClusterIssuer when modelplane makes one
+    (HTTP-01 answered through this Gateway's HTTP listener: cert-manager's gatewayHTTPRoute solver)."""
+    out = []
+    if tls.get("acme"):
+        acme = tls["acme"]
+        solver = {"http01": {"gatewayHTTPRoute": {"parentRefs": [
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
+             "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+        out.append({"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": meta(ACME_ISSUER, None, MANAGED_BY),
+                    "spec": {"acme": {"email": acme["email"],
+                                      "server": acme.get("server", "https://acme-v02.api.letsencrypt.org/directory"),
+                                      "privateKeySecretRef": {"name": f"{ACME_ISSUER}-account"}, "solvers": [solver]}}})
+        issuer = {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ACME_ISSUER}
+    else:
+        ref = tls["issuerRef"]
+        issuer = {"group": "cert-manager.io", "kind": ref.get("kind", "ClusterIssuer"), "name": ref["name"]}
+    out.append({"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                "metadata": meta(GATEWAY_TLS_SECRET, GATEWAY_NAMESPACE, MANAGED_BY),
+                "spec": {"secretName": GATEWAY_TLS_SECRET, "dnsNames": list(tls["hostnames"]), "issuerRef": issuer}})
+    return out
+
+
+def gateway_objects(tls: dict | None = None) -> list[dict]:
+    """The GatewayClass of Envoy Gateway, the cluster's inference Gateway (HTTP :80, and HTTPS :443
+    when `tls` is set) and the loopback Service. Pulumi waits until the Gateway has an address,
+    which the DNS layer points at."""
     gateway_class = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                      "metadata": meta(GATEWAY_CLASS, None, MANAGED_BY),
                      "spec": {"controllerName": ENVOY_CONTROLLER}}
     gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": meta(GATEWAY_NAME, GATEWAY_NAMESPACE, MANAGED_BY,
                                 {"pulumi.com/waitFor": "jsonpath={.status.addresses[0].value}"}),
-               "spec": {"gatewayClassName": GATEWAY_CLASS,
-                        "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
-                                       "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
-    return [namespace(GATEWAY_NAMESPACE), gateway_class, gateway]
+               "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners(tls)}}
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []), gateway,
+            loopback_service()]
+
+
+def loopback_service() -> dict:
+    """A fixed name for the inference Gateway's own Envoy pods, so a service route can send a pool's
+    weighted share back through them (render/routing.py). Envoy Gateway names its generated
+    Service with a hash, but labels every proxy pod with its owning Gateway
+    (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector)."""
+    selector = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+                "app.kubernetes.io/managed-by": "envoy-gateway",
+                "gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+                "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(LOOPBACK_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
+            "spec": {"type": "ClusterIP", "selector": selector,
+                     "ports": [{"name": "http", "port": LOOPBACK_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
+                                "protocol": "TCP"}]}}
 
 
 def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
@@ -111,16 +183,20 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
 
     def add(addon: Addon):
         if addon.key is None or addon.key in versions:
-            out.append(addon)
+            out.append(_configured(addon, versions, facts.overrides))
 
     kserve = _on(facts, "kserve")
     gateway = _on(facts, "gateway")
-    if _on(facts, "certManager") and kserve:
-        add(Addon("cert-manager", "release", "KServe's webhooks and conversion use cert-manager Certificates",
-                  key="certManager", values={"crds": {"enabled": True}}))
     if gateway or kserve:
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
+    acme = bool(facts.tls and facts.tls.get("acme"))
+    if _on(facts, "certManager") and (kserve or facts.tls):
+        # HTTP-01 through the Gateway needs cert-manager's Gateway API support, which it turns on only
+        # when the Gateway API CRDs exist at start (config.enableGatewayAPI, cert-manager >= 1.15).
+        add(Addon("cert-manager", "release", "KServe's webhooks and the Gateway's HTTPS certificate",
+                  key="certManager", after=("gateway-api-crds",) if acme else (SYSTEM,),
+                  values={"crds": {"enabled": True}, **({"config": {"enableGatewayAPI": True}} if acme else {})}))
     if gateway:
         add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
                   after=("gateway-api-crds",), key="envoyGatewayCrds",
@@ -131,7 +207,8 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("ai-gateway", "release", "routes to InferencePools (extension server of Envoy Gateway)",
                   after=("envoy-gateway", "ai-gateway-crds"), key="aiGateway"))
         add(Addon("gateway", "objects", "the cluster's inference Gateway and its GatewayClass",
-                  after=("envoy-gateway", "gateway-api-crds"), objects=tuple(gateway_objects())))
+                  after=("envoy-gateway", "gateway-api-crds", *(("cert-manager",) if facts.tls else ())),
+                  objects=tuple(gateway_objects(facts.tls))))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:
@@ -158,12 +235,24 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
     return out
 
 
+def _configured(addon: Addon, versions: dict, overrides: dict) -> Addon:
+    """A release at the cluster's chart version, with the stack's values deep-merged over ours."""
+    if addon.kind != "release":
+        return addon
+    over = overrides.get(addon.key, {})
+    return replace(addon, version=str(over.get("version") or versions[addon.key]["version"]),
+                   values=deep_merge(addon.values, over.get("values", {})))
+
+
 def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
     """GPU and NIC drivers and the node autoscaler, per cloud."""
     driver_deps: tuple[str, ...] = (SYSTEM,)
     if facts.dra and facts.source == "gke":
+        # The plain manifest installs COS's default driver; GPUs whose floor is above it (H200 >= 550,
+        # B200 >= 570: the classes' gpuDriver LATEST) get the manifest that installs the latest one.
         add(Addon("cos-driver-installer", "manifests", "GKE does not install the GPU driver on DRA pools; "
-                  "Google's COS installer DaemonSet does", key="cosDriverInstaller"))
+                  "Google's COS installer DaemonSet does",
+                  key="cosDriverInstallerLatest" if facts.latest_driver else "cosDriverInstaller"))
         ns = versions.get("draDriver", {}).get("namespace", "dra-driver-nvidia-gpu")
         add(Addon("dra-driver-quota", "objects", "GKE admits the driver's system-node-critical pods only with "
                   "this ResourceQuota", objects=(namespace(ns), critical_pods_quota(ns))))
@@ -174,6 +263,15 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
     elif facts.source == "eks":
         add(Addon("nvidia-device-plugin", "release", "advertises nvidia.com/gpu (EKS AL2023 AMIs do not "
                   "ship the device plugin)", key="nvidiaDevicePlugin", values={"tolerations": TOLERATE_ALL}))
+    if facts.source == "gke" and facts.gpu_nics:
+        add(Addon("gpu-networks", "objects", "GKE multi-networking: a GKENetworkParamSet and a Network per GPUDirect "
+                  "VPC, which pods name in networking.gke.io/interfaces",
+                  objects=tuple(gd.network_objects(facts.name, facts.gpu_nics))))
+        add(Addon("nri-device-injector", "manifests", "injects the GPU devices into the tcpx(o)-daemon sidecar "
+                  "(devices.gke.io/container.* annotation)", key="nriDeviceInjector"))
+        for key in facts.gpudirect_installers:
+            add(Addon(f"nccl-{key.removesuffix('Installer')}-installer", "manifests", "installs the GPUDirect NCCL "
+                      "plugin into /home/kubernetes/bin/nvidia/lib64 on the A3 nodes", key=key))
     if facts.source == "eks" and facts.efa:
         add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",
                   key="efaDevicePlugin", values={"tolerations": TOLERATE_ALL}))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..api.deployment import EnvVar
 from ..api.fabric import EFA_RESOURCE
+from . import gpudirect as gd
 from .dra import CLAIM_NAME, NIC_CLAIM_NAME
 from .names import GPU_RESOURCE, HF_TOKEN_KEY, HF_TOKEN_SECRET, KAI_SCHEDULER, MODEL_SERVICE_ACCOUNT, POOL, \
     gpu_toleration
@@ -25,6 +26,7 @@ class GpuWiring:
     claim_template: str | None         # GPUs through DRA (else the device plugin's resource)
     nic_claim_template: str | None = None   # RDMA NICs through DRA (GKE managed DRANET)
     efa: int = 0                       # EFA interfaces through the EFA device plugin
+    gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
 
 
 def env_list(env: list[EnvVar]) -> list[dict]:
@@ -86,6 +88,10 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
+    if gpu.gpudirect:   # the recipe's values replace same-named ones (env is a list keyed by name)
+        recipe = gd.engine_env(gpu.gpudirect["ncclEnv"])
+        names = {e["name"] for e in recipe}
+        env = [*(e for e in env if e["name"] not in names), *recipe]
     if env:
         out["env"] = list(env)
     if port is not None:
@@ -95,6 +101,8 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["readinessProbe"] = {"httpGet": {"path": health_path, "port": port}, "periodSeconds": 10,
                                  "failureThreshold": 3}
     out["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if gpu.gpudirect:
+        out["volumeMounts"] += gd.engine_mounts(gpu.gpudirect["kind"])
     return out
 
 
@@ -103,6 +111,8 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
     if kai:
         spec["schedulerName"] = KAI_SCHEDULER
     spec["serviceAccountName"] = MODEL_SERVICE_ACCOUNT
+    if gpu.gpudirect:
+        spec["initContainers"] = [gd.daemon(gpu.gpudirect["kind"], gpu.gpudirect["daemonImage"])]
     spec["containers"] = [main]
     spec["nodeSelector"] = {POOL: pool}
     spec["tolerations"] = [gpu_toleration(gpu.driver)]
@@ -112,4 +122,13 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
     if claims:
         spec["resourceClaims"] = claims
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]
+    if gpu.gpudirect:
+        spec["volumes"] += gd.volumes(gpu.gpudirect["kind"])
     return spec
+
+
+def pod_annotations(gpu: GpuWiring) -> dict:
+    """Annotations the wiring needs on the pod (GPUDirect: the networks and the daemon's devices)."""
+    if not gpu.gpudirect:
+        return {}
+    return gd.annotations(gpu.gpudirect["kind"], gpu.gpudirect["nics"])

@@ -8,6 +8,7 @@ from . import kai, keda, kserve, native
 from .dra import claim_template, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
+from .pod import pod_annotations as wiring_annotations
 
 
 class RenderError(ValueError):
@@ -73,13 +74,14 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
         gpu_claim = f"{base}-{role}-gpus"
         objects.append(claim_template(gpu_claim, md.namespace, lbls, device, gpus_per_node))
     needs_fabric = nodes_per_worker > 1 or md.disaggregated
-    efa = 0
+    efa, gpudirect = 0, None
     if needs_fabric and fabric.get("nicDeviceClass"):
         nic_claim = f"{base}-{role}-nics"
         objects.append(nic_claim_template(nic_claim, md.namespace, lbls, fabric["nicDeviceClass"]))
     if needs_fabric:
         efa = int(fabric.get("efaInterfaces", 0))
-    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa), objects
+        gpudirect = fabric.get("gpudirect")
+    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect), objects
 
 
 def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
@@ -116,6 +118,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         objects += claims
         lbls = labels(md.name, idx, role, rp.pool)
         pod_labels, pod_annotations = kai.pod_metadata(base, md.queue_name, role) if use_kai else ({}, {})
+        pod_annotations = {**pod_annotations, **wiring_annotations(gpu)}
         if md.backend == "kserve":
             args = kserve.quote_args(engine.args)
             if len(served) > 1:   # the presets serve model.name; later flags win, so list them all
