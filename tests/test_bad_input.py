@@ -132,6 +132,10 @@ STACKS = {
     "kubeconfig-as-secret-name": (sub("tokenSecret: hfToken", 'tokenSecret: "apiVersion: v1\\nclusters: []\\n'
                                       'users: [{user: {token: abc}}]"'), 35, "(not shown) is not the name of a secret "
                                   "config key"),
+    "kubeconfig-as-kubeconfig-secret": (sub('gke: {project: modelplane-dev, region: us-central1, version: "1.34", '
+                                            'deletionProtection: false}', 'existing: {kubeconfigSecret: "apiVersion: v1'
+                                            '\\nkind: Config\\nusers:\\n- user: {token: abc}"}'), 12,
+                                        "existing.kubeconfigSecret: text of 55 characters (not shown)"),
 }
 
 
