@@ -31,9 +31,10 @@ def check_out(out: Path) -> None:
     if not os.access(out, os.W_OK | os.X_OK):
         raise InputError([Problem(str(out), "--out", "the folder is not writable", "choose a folder you can write to")])
     if any(out.iterdir()) and not (out / MARK).is_file():
-        raise InputError([Problem(str(out), "--out", "the folder holds files that no plan wrote here (it has no "
-                                  f"{MARK} list)", "name a new or empty folder; a folder an earlier --out wrote "
-                                  "is replaced file by file")])
+        raise InputError([Problem(str(out), "--out", f"the folder holds files but no {MARK} list of what a plan "
+                                  "wrote there, so a plan cannot tell its own files from yours",
+                                  "name a new or empty folder (or empty this one); a folder a plan wrote is "
+                                  "replaced file by file")])
 
 
 def check_report(path: Path) -> None:

@@ -268,7 +268,7 @@ def test_out_must_be_a_creatable_folder_without_foreign_files(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     refused(plan("dev", "--out", tmp_path / "mine"), str(tmp_path / "mine"), None,
-            "the folder holds files that no plan wrote here")
+            "the folder holds files but no .modelplane-out list of what a plan wrote there")
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
     refused(plan("dev", "--report", tmp_path), str(tmp_path), None, "--report: is a folder")
 
