@@ -88,10 +88,10 @@ def _check_nodes(node, display: str) -> None:
             for key, value in n.value:
                 if isinstance(key, yaml.ScalarNode):
                     if key.value in seen and key.tag != "tag:yaml.org,2002:merge":
-                        raise InputError([Problem(display, format_path((*path, key.value)), f"key '{key.value}' appears twice in one "
-                                                  f"mapping (first on line {seen[key.value]})",
-                                                  "keep one of them; Pulumi refuses duplicate keys",
-                                                  key.start_mark.line + 1)])
+                        raise InputError([Problem(display, format_path((*path, key.value)),
+                                                  f"key '{key.value}' appears twice in one mapping (first on line "
+                                                  f"{seen[key.value]})", "keep one of them; Pulumi refuses "
+                                                  "duplicate keys", key.start_mark.line + 1)])
                     seen[key.value] = key.start_mark.line + 1
                 total += size(key, path) + size(value, (*path, str(getattr(key, "value", "?"))))
         elif isinstance(n, yaml.SequenceNode):
