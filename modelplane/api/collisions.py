@@ -17,10 +17,11 @@ def check_names(clusters, deployments) -> list[Finding]:
     """Findings with paths from the stack's top: ('clusters', i, ...) or ('deployments', i, ...)."""
     out: list[Finding] = []
     owner: dict[str, str] = {}      # derived name -> who derives it, in words
-    for i, c in enumerate(clusters):
+    built = [(i, c) for i, c in enumerate(clusters) if not c.existing]   # an existing cluster's pools are not created
+    for _, c in built:
         for suffix in CLUSTER_SUFFIXES:
             owner.setdefault(f"{c.name}-{suffix}", f"cluster {c.name}'s own resources")
-    for i, c in enumerate(clusters):
+    for i, c in built:
         for j, pool in enumerate(c.node_pools):
             path = ("clusters", i, "nodePools", j, "name")
             if pool.name == SYSTEM_POOL:
