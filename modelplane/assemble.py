@@ -55,7 +55,15 @@ class Built:
 RUNS: list[Result] = []     # every run of this process, newest last (the offline engine reads it)
 
 
-def _check_remote(remote: list[Remote], where: str, key: str) -> None:
+def _check_remote(remote: list[Remote], where: str, key: str, local=()) -> None:
+    owner = {name: "this stack" for name in local}
+    for r in remote:
+        for inv in r.inventory or []:
+            first = owner.setdefault(inv.get("name"), f"stack {r.stack!r}")
+            if first != f"stack {r.stack!r}":
+                raise InputError([Problem(where, key, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
+                                          f"and also declared by {first}", "keep each cluster in one stack: remove "
+                                          "it from modelplane:clusters or from the infra stack")])
     for r in remote:
         if not r.inventory:
             raise InputError([Problem(where, key, f"stack {r.stack!r} exports no inventory",
@@ -74,7 +82,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     """`where`: the config's file (or component) for error messages; `secret`: a secret config key
     by name (existing clusters' kubeconfigs); `parent`: the component the resources belong to
     (None: the stack, as the config-driven program does); `fleet_key`: where the infra stacks are named."""
-    _check_remote(remote, where, fleet_key)
+    _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters])
     top = pulumi.ResourceOptions(parent=parent) if parent is not None else None
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
                         | {s.namespace for s in spec.services})

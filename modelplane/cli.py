@@ -21,20 +21,31 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _read_previous(path: Path | None) -> list[dict] | None:
-    if path is None:
-        return None
-    try:
-        doc = json.loads(path.read_text())
-        placements = doc["placements"] if isinstance(doc, dict) else doc
-        for p in placements:
-            missing = {"deployment", "replica", "cluster", "roles"} - set(p)
-            if missing:
-                raise KeyError(f"a placement lacks {sorted(missing)}")
-        return placements
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError([Problem(str(path), "placements", f"not a previous plan: {exc}",
-                                  "pass the output of `modelplane plan STACK --json`")])
+def _explain_key(run, key: str) -> str:
+    """The deployment `--explain` names (namespace/name, or a name unique in the stack)."""
+    desired = run.result.plan.desired
+    if key in desired:
+        return key
+    known = sorted(desired)
+    matches = [k for k in known if k.split("/")[-1] == key]
+    if len(matches) != 1:
+        from .errors import did_you_mean
+
+        guess = did_you_mean(key, known)
+        raise InputError([Problem("--explain", key, f"no deployment {key!r} in this stack",
+                                  f"did you mean {guess!r}?" if guess else
+                                  f"choose one of {', '.join(known) or '(none: the stack has no deployments)'}")])
+    return matches[0]
+
+
+def _explain_doc(run, key: str) -> dict:
+    """The Filter/Score table and exact-phase moves of one deployment, for `--json`."""
+    from .scheduler.explain import explain_rows
+
+    cols = ("cluster", "pool", "role", "verdict", "reason", "detail")
+    return {"deployment": key, "rows": [dict(zip(cols, row)) for row in explain_rows(run.result, key)],
+            "exactPhase": [{"replica": i, "cluster": after, "before": before}
+                           for d, i, before, after in run.result.plan.changed if d == key]}
 
 
 def _previous_document(path: Path) -> dict:
@@ -47,12 +58,6 @@ def _explain(run, key: str) -> None:
     from .scheduler.explain import explain_rows
 
     result = run.result
-    if key not in result.plan.desired:
-        known = sorted(result.plan.desired)
-        matches = [k for k in known if k.split("/")[-1] == key]
-        if len(matches) != 1:
-            _fail(f"no deployment {key!r}; choose one of {', '.join(known)}")
-        key = matches[0]
     table = Table(title=f"Filter / Score for {key}", title_justify="left")
     for col in ("cluster", "pool", "role", "verdict", "reason", "detail"):
         table.add_column(col)
@@ -71,17 +76,41 @@ def main():
     """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
 
 
-def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, program_dir=None):
+def _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config, program_dir):
+    """Every input `plan` reads, checked before the pack starts or the program runs: the stack
+    file, --previous, --policy-config and where output goes. Returns what the run reuses."""
+    from . import outdir
+    from .api.loader import check_stack
+    from .api.previous import read_previous
+    from .policy.gate import read_config
+
+    if program_dir and config_file:
+        _fail("--program plans your own program as written: --config-file needs a stack file")
+    try:
+        if out_dir:
+            outdir.check_out(out_dir)
+        if report_file:
+            outdir.check_report(report_file)
+        prev = read_previous(previous, stack)
+        policy = read_config(policy_config) if policy_config else None
+        checked = None if program_dir else check_stack(stack, config_file)
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
+    return prev, policy, checked
+
+
+def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_config, program_dir=None, checked=None):
     """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
     from . import offline, report
-    from .policy import PackError, PolicyConfigError, default_config, evaluate, read_config
+    from .policy import PackError, default_config, evaluate, read_config
 
     services_before, before, cost_before = [], {}, None
-    if program_dir and (without or config_file):
-        _fail("--program plans your own program as written: --without and --config-file need a stack file")
+    if program_dir and without:
+        _fail("--program plans your own program as written: --without needs a stack file")
     try:
-        prev = _read_previous(previous)
-        run = offline.run_program(program_dir, stack, prev) if program_dir else offline.run(stack, config_file, prev)
+        run = offline.run_program(program_dir, stack, prev) if program_dir else \
+            offline.run(stack, config_file, prev, checked=checked)
         if without:
             known = set(run.result.inventories)
             for name in without:
@@ -91,13 +120,13 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
             services_before = report.services(run)
             cost_before = report.cost_of(run, base)
-            run = offline.run(stack, config_file, base, tuple(without))
+            run = offline.run(stack, config_file, base, tuple(without), checked=checked)
         policy_file = policy_config or default_config(run.result.spec.production)
-        violations = evaluate(run, read_config(policy_file), gate)
-    except InputError as exc:
+        violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
+    except InputError as exc:      # PolicyConfigError too
         err.print(exc.render(), markup=False)
         sys.exit(1)
-    except (PolicyConfigError, PackError) as exc:
+    except PackError as exc:
         _fail(str(exc))
     return run, violations, (services_before, cost_before), before, policy_file
 
@@ -107,7 +136,7 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
 @click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
-@click.option("--report", "report_file", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--report", "report_file", type=click.Path(path_type=Path),
               help="Write the fleet report (one self-contained HTML page) here.")
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
 @click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
@@ -124,13 +153,20 @@ def _plan_and_gate(gate, stack, config_file, previous, without, policy_config, p
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
          policy_config, hosts):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
-    from . import report, tables
+    prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
+                                          program_dir)
+    from . import outdir, report, tables
     from .policy import Analyzer
 
     # The pack starts now and imports while the program runs.
     with Analyzer(stack=stack) as gate:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            gate, stack, config_file, previous, without, policy_config, program_dir)
+            gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked)
+    try:
+        explain = _explain_key(run, explain) if explain else None
+    except InputError as exc:
+        err.print(exc.render(), markup=False)
+        sys.exit(1)
     doc = report.document(run, violations)
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
@@ -138,17 +174,24 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         doc.update(report.changes_against(run, doc, _previous_document(previous)))
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
+    if explain and as_json:
+        doc["explain"] = _explain_doc(run, explain)
     traces = _traces(run, hosts)
     if traces:
         doc["trace"] = [t.to_json() for t in traces]
-    if out_dir:
-        n = report.write_out(run, out_dir)
-        err.print(f"wrote {n} files to {out_dir}", markup=False)
     if report_file:
         from .fleetreport import render
 
+        page = render(doc)
+    if out_dir:
         try:
-            report_file.write_text(render(doc))
+            n = outdir.write(run, out_dir)
+        except OSError as exc:
+            _fail(f"--out {out_dir}: {exc.strerror or exc}")
+        err.print(f"wrote {n} files to {out_dir}", markup=False)
+    if report_file:
+        try:
+            report_file.write_text(page)
         except OSError as exc:
             _fail(f"--report {report_file}: {exc.strerror or exc}")
         err.print(f"wrote the fleet report to {report_file}", markup=False)
@@ -212,6 +255,14 @@ def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: 
     from .automation.console import run_command
 
     names = [*stacks, *([env] if env else [])]
+    if policy_config:       # refused here, before any stack runs, as `plan` refuses it
+        from .policy import read_config
+
+        try:
+            read_config(policy_config)
+        except InputError as exc:
+            err.print(exc.render(), markup=False)
+            sys.exit(1)
     if not names:
         _fail(f"name the stacks to {operation}, or an environment with --env ENV (its apps stack and fleet)")
     sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out, errors=err))

@@ -485,6 +485,7 @@ class Autoscaling(TypedDict):
     query: NotRequired[str]
     threshold: NotRequired[str]
     serverAddress: NotRequired[str]
+    'the Prometheus KEDA asks (required with query; none is installed)'
 
 
 class RatioBand(TypedDict):

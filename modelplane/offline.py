@@ -18,7 +18,7 @@ from pulumi.runtime.mocks import MockMonitor
 from . import program
 from .assemble import Result
 from .api import load_stack, stack_file
-from .api.loader import YAML_LOADER, catalog_of, display_path, read_yaml, stack_names
+from .api.loader import YAML_LOADER, catalog_of, check_stack, display_path, read_yaml, stack_names
 from .errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
 
@@ -174,14 +174,17 @@ def run_program(program_dir: Path, stack: str, previous: list[dict] | None = Non
     `modelplane.Fleet`) under the same mocks; infra stacks it references are planned from stacks/."""
     import runpy
 
-    import yaml
-
     program_dir = Path(program_dir)
     main = program_dir / "__main__.py"
     if not main.exists() or not (program_dir / "Pulumi.yaml").exists():
         raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi Python program directory",
                                   "point --program at a directory with Pulumi.yaml and __main__.py")])
-    project = (yaml.safe_load((program_dir / "Pulumi.yaml").read_text()) or {}).get("name", "program")
+    project_doc = read_yaml(program_dir / "Pulumi.yaml").data
+    name = project_doc.get("name") if isinstance(project_doc, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise InputError([Problem(display_path(program_dir / "Pulumi.yaml"), "name", "a Pulumi project file needs a "
+                                  "'name:' (text)", "start Pulumi.yaml with name: <project>", 1)])
+    project = name
     records = _execute(stack, project, {stack: {"placements": previous or []}}, program_dir / f"Pulumi.{stack}.yaml",
                        lambda: runpy.run_path(str(main), run_name="__main__"))
     if not program.LAST:
@@ -191,11 +194,10 @@ def run_program(program_dir: Path, stack: str, previous: list[dict] | None = Non
 
 
 def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
-        exclude: tuple[str, ...] = ()) -> OfflineRun:
-    """Validate, then execute the program under mocks. Raises InputError on bad input."""
-    path = Path(config_file) if config_file else stack_file(stack)
-    catalog = catalog_of((read_yaml(path).data or {}).get("config") if path.exists() else None)
-    spec = load_stack(path, catalog)        # precise errors (file, path, line) before anything runs
+        exclude: tuple[str, ...] = (), checked=None) -> OfflineRun:
+    """Validate, then execute the program under mocks. Raises InputError on bad input.
+    `checked`: what api.loader.check_stack already returned for this stack file."""
+    path, catalog, spec = checked or check_stack(stack, config_file)   # precise errors before anything runs
     references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
     records = _execute(stack, program.PROJECT, references, path,
                        lambda: asyncio.ensure_future(program.run(path, exclude)))

@@ -125,6 +125,8 @@ def _plain(value):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k): _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)       # other Pulumi languages send every number as a double
     return value
 
 

@@ -176,10 +176,10 @@ def test_cost_budget_counts_idle_nodes_of_the_clusters_this_stack_builds():
 
 
 @pytest.mark.parametrize("setting, error", [
-    ({"maxHourlyCost": -5}, "cost-budget.maxHourlyCost: -5 is less than the minimum of 0"),
-    ({"maxHourlyCost": "lots"}, "cost-budget.maxHourlyCost: 'lots' is not of type 'number'"),
+    ({"maxHourlyCost": -5}, "cost-budget.maxHourlyCost: -5 is not a number >= 0"),
+    ({"maxHourlyCost": "lots"}, "cost-budget.maxHourlyCost: 'lots' is not a number >= 0"),
     ({"maxHourlyCosts": 5}, "cost-budget: unknown setting 'maxHourlyCosts' (settings: maxHourlyCost, namespaces)"),
-    ({"namespaces": {"chat": "ten"}}, "cost-budget.namespaces: 'ten' is not of type 'number'"),
+    ({"namespaces": {"chat": "ten"}}, "cost-budget.namespaces.chat: 'ten' is not a number >= 0"),
 ])
 def test_a_bad_budget_config_is_refused_with_the_setting_named(tmp_path, setting, error):
     path = tmp_path / "policy.json"

@@ -140,7 +140,7 @@ class ModelFacts(Model):
     """What the catalog knows of a model checkpoint (catalog/models.yaml)."""
 
     uri: str
-    size_gib: float = Field(alias="sizeGiB", gt=0)
+    size_gib: float = Field(alias="sizeGiB", gt=0, allow_inf_nan=False)
     gated: bool = False
     source: str = ""
     unconfirmed: list[str] = []
@@ -158,9 +158,9 @@ class Price(Model):
     class_: Name = Field(alias="class")
     region: str = Field(min_length=1)
     capacity_type: PricedCapacity
-    hourly: float = Field(gt=0)
+    hourly: float = Field(gt=0, allow_inf_nan=False)
     source: str = Field(min_length=1)
-    as_of: date
+    as_of: date = Field(strict=False)   # a YAML date, or its ISO text
     unconfirmed: bool = False
 
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from .base import Model, Name, Namespace, invalid, require_one
 from .substrate import Component, Switch
+from .syntax import (AwsRegion, DnsLabel, DnsSubdomain, GcpName, GcpProject, GcpRegion, IamArn, Labels,
+                     MachineType, NodeLabels, Region, SubnetId, TaintKey, TaintValue, Zone)
+
+# No pool or cluster holds more nodes (GKE: 15,000 per cluster); a bigger number is a typo.
+MAX_NODES = 15_000
+MAX_GPUS = 1_000_000
 
 # The label and taint every GPU node carries; renderers pin and tolerate with the same values.
 POOL_LABEL = "modelplane.ai/pool"
@@ -19,8 +25,8 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 
 class Taint(Model):
-    key: str
-    value: str = ""
+    key: TaintKey
+    value: TaintValue = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
@@ -31,7 +37,7 @@ class Capacity(Model):
     reservation: str | None = None   # GKE reservation name or EC2 capacity reservation id
     # What one node costs you per hour (USD) when it is not the catalog's list price: a contracted
     # reservation, a Capacity Block bought at a given rate, a negotiated discount.
-    hourly: float | None = Field(default=None, gt=0)
+    hourly: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _needs_reservation(self):
@@ -49,16 +55,22 @@ class NodePool(Model):
 
     name: Name                         # the pool's name, unique in its cluster
     class_: str = Field(alias="class")  # an InferenceClass name (`modelplane classes` lists them)
-    min_nodes: int = Field(default=0, ge=0)   # nodes kept running (and paid for) when idle
-    max_nodes: int = Field(ge=0)       # the most nodes the pool may grow to; the scheduler plans with these
-    zones: list[str] = []              # GKE: node locations within the cluster's region
-    subnet_ids: list[str] = []         # EKS: subnets for this pool (default: the cluster's)
-    labels: dict[str, str] = {}        # extra node labels
+    min_nodes: int = Field(default=0, ge=0, le=MAX_NODES)   # nodes kept running (and paid for) when idle
+    max_nodes: int = Field(ge=0, le=MAX_NODES)       # the most nodes the pool may grow to; the scheduler plans with these
+    zones: list[Zone] = []          # GKE: node locations within the cluster's region
+    subnet_ids: list[SubnetId] = []    # EKS: subnets for this pool (default: the cluster's)
+    labels: NodeLabels = {}            # extra node labels
     taints: list[Taint] = []           # extra node taints (the GPU taint is added for you)
     capacity: Capacity = Capacity()    # how the nodes are bought: on-demand, spot, reservation, ...
 
     @model_validator(mode="after")
     def _bounds(self):
+        seen = {(GPU_TAINT["key"], GPU_TAINT["effect"])}     # the API server refuses a repeated key and effect
+        for t in self.taints:
+            if (t.key, t.effect) in seen:
+                raise invalid(f"taint {t.key}:{t.effect} is set twice (modelplane adds {GPU_TAINT['key']}="
+                              f"{GPU_TAINT['value']}:{GPU_TAINT['effect']} itself)", "remove the repeated taint")
+            seen.add((t.key, t.effect))
         if self.min_nodes > self.max_nodes:
             raise invalid(f"minNodes ({self.min_nodes}) is greater than maxNodes ({self.max_nodes})",
                           "raise maxNodes or lower minNodes")
@@ -76,23 +88,23 @@ def minor_version(version: str) -> tuple[int, int]:
 
 
 class Gke(Model):
-    project: str
-    region: str
+    project: GcpProject
+    region: GcpRegion
     version: str = Field(default="1.34", pattern=_VERSION)   # control plane (min_master_version)
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
-    network: str = "default"
-    subnetwork: str | None = None
-    system_machine_type: str = "e2-standard-4"
+    network: GcpName = "default"
+    subnetwork: GcpName | None = None
+    system_machine_type: MachineType = "e2-standard-4"
     deletion_protection: bool = True    # set false before `modelplane destroy`
 
 
 class Eks(Model):
-    region: str
+    region: AwsRegion
     version: str = Field(default="1.34", pattern=r"^1\.\d+$")
-    subnet_ids: list[str] = Field(min_length=2)
-    system_instance_type: str = "m6i.xlarge"
+    subnet_ids: list[SubnetId] = Field(min_length=2)
+    system_instance_type: MachineType = "m6i.xlarge"
     # IAM principals (CI, admins) that get cluster-admin access entries besides the creator.
-    admin_role_arns: list[str] = []
+    admin_role_arns: list[IamArn] = []
 
 
 class Existing(Model):
@@ -101,7 +113,7 @@ class Existing(Model):
     kubeconfig_secret: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     version: str | None = Field(default=None, pattern=_VERSION)   # the cluster's Kubernetes version
     cloud: Literal["gcp", "aws", "azure", "oci", "on-prem", "other"] = "other"
-    region: str = "unknown"
+    region: Region = "unknown"
     # DRA device classes the cluster's own drivers provide (e.g. gpu.amd.com), beyond the ones
     # modelplane installs; devices without a class are claimed through their device plugin.
     device_classes: list[str] = []
@@ -112,9 +124,18 @@ class Queue(Model):
     """A KAI leaf queue, one per team namespace, under the cluster's root queue."""
 
     namespace: Namespace
-    gpu_quota: int = Field(default=-1, ge=-1)      # -1: unbounded
-    gpu_limit: int = Field(default=-1, ge=-1)
-    over_quota_weight: int = Field(default=1, ge=0)
+    gpu_quota: int = Field(default=-1, ge=-1, le=MAX_GPUS)      # -1: unbounded
+    gpu_limit: int = Field(default=-1, ge=-1, le=MAX_GPUS)
+    over_quota_weight: int = Field(default=1, ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _limit_covers_quota(self):
+        if self.gpu_limit == 0:
+            raise invalid("gpuLimit 0 lets no GPU pod into the queue", "set gpuLimit >= 1, or -1 for no limit")
+        if self.gpu_limit != -1 and self.gpu_quota != -1 and self.gpu_limit < self.gpu_quota:
+            raise invalid(f"gpuLimit ({self.gpu_limit}) is below gpuQuota ({self.gpu_quota}): KAI never lends "
+                          "the queue its full quota", "raise gpuLimit to at least gpuQuota, or -1 for no limit")
+        return self
 
 
 class Substrate(Model):
@@ -136,8 +157,8 @@ class Substrate(Model):
 class GatewayRef(Model):
     """A Gateway the cluster already runs (then set substrate.gateway: false)."""
 
-    name: str
-    namespace: str
+    name: DnsSubdomain
+    namespace: DnsLabel
     address_type: Literal["IPAddress", "Hostname"] = "IPAddress"
 
 
@@ -205,7 +226,7 @@ class InferenceCluster(Model):
     """A GKE or EKS cluster modelplane builds, or an existing one it adopts, with its GPU pools."""
 
     name: Name                         # the cluster's name in the fleet (placements refer to it)
-    labels: dict[str, str] = {}        # facts deployments select on (clusterSelector.matchLabels)
+    labels: Labels = {}                # facts deployments select on (clusterSelector.matchLabels)
     gke: Gke | None = None             # build a GKE cluster (exactly one of gke, eks, existing)
     eks: Eks | None = None             # build an EKS cluster
     existing: Existing | None = None   # use a cluster that already exists (kubeconfig in a secret key)
@@ -232,15 +253,6 @@ class InferenceCluster(Model):
             raise invalid(f"exactly one of gke, eks, existing is required, found {given or 'none'}",
                           "keep one block that says where the cluster comes from")
         return self
-
-    @field_validator("labels")
-    @classmethod
-    def _label_keys(cls, labels):
-        for key in labels:
-            if not re.fullmatch(r"([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", key):
-                raise invalid(f"label key {key!r} is not a valid Kubernetes label key",
-                              "use e.g. 'modelplane.ai/tier' or 'region'")
-        return labels
 
     @property
     def source(self) -> str:

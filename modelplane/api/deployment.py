@@ -2,11 +2,28 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid
+from .secrets import secret_kind
+from .syntax import (Decimal, DnsSubdomain, HttpPath, HttpUrl, Labels, NoCredentials, Quantity, SecretKey,
+                     image_problem)
+
+_SECRET_FIX = ("put a Hugging Face token in model.tokenSecret (a secret config key); pass other credentials "
+               "as env with valueFrom.secretKeyRef")
+
+
+def _plain_args(args: list[str]) -> list[str]:
+    for arg in args:
+        kind = secret_kind(arg)
+        if kind:
+            raise invalid(f"an argument holds a credential ({kind}) in plain text (not shown)", _SECRET_FIX)
+    return args
+
+
+Args = Annotated[list[str], AfterValidator(_plain_args)]
 
 
 class Topology(Model):
@@ -43,8 +60,8 @@ class Workers(Model):
 
 
 class KeyRef(Model):
-    name: str
-    key: str
+    name: DnsSubdomain
+    key: SecretKey
 
 
 class ValueFrom(Model):
@@ -64,6 +81,11 @@ class EnvVar(Model):
     def _no_plain_secrets(self):
         if self.value is not None and self.value_from is not None:
             raise invalid("env var has both value and valueFrom", "keep one of them")
+        kind = secret_kind(self.value or "")
+        if kind:
+            raise invalid(f"env var {self.name} holds a credential ({kind}) as a plain value (not shown)",
+                          f"store it in a Secret and use valueFrom.secretKeyRef {{name: <secret>, key: <key>}} for "
+                          f"{self.name}; a Hugging Face token goes in model.tokenSecret")
         if self.value and _SECRET_NAME.search(self.name):
             raise invalid(f"env var {self.name} looks like a secret but has a plain value",
                           f"use valueFrom.secretKeyRef {{name: <secret>, key: <key>}} for {self.name}")
@@ -74,16 +96,19 @@ class Engine(Model):
     # On the kserve backend leave it out to run the image of KServe's LLMInferenceServiceConfig
     # preset (it runs as non-root, as the preset's securityContext demands).
     image: str | None = None
-    args: list[str] = []
+    args: Args = []
     env: list[EnvVar] = []
     port: int = Field(default=8000, ge=1, le=65535)
-    health_path: str = "/health"
+    health_path: HttpPath = "/health"
 
     @field_validator("image")
     @classmethod
     def _pinned(cls, image: str | None) -> str | None:
         if image is None:
             return image
+        found = image_problem(image)
+        if found:
+            raise invalid(*found)
         tail = image.rsplit("/", 1)[-1]
         if "@" not in image and (":" not in tail or tail.endswith(":latest")):
             raise invalid(f"image {image!r} is not pinned to a version",
@@ -96,7 +121,7 @@ class NodeSelector(Model):
 
 
 class ClusterSelector(Model):
-    match_labels: dict[str, str] = {}
+    match_labels: Labels = {}
 
 
 class Prefill(Model):
@@ -112,13 +137,13 @@ class ExtraRole(Model):
 
     name: Name
     image: str
-    args: list[str] = []
+    args: Args = []
     env: list[EnvVar] = []
     replicas: int = Field(default=1, ge=0, le=100)
     port: int = Field(default=8080, ge=1, le=65535)
     depends_on: list[str] = []
-    cpu: str = "1"
-    memory: str = "2Gi"
+    cpu: Quantity = "1"
+    memory: Quantity = "2Gi"
 
     _pinned = field_validator("image")(Engine._pinned.__func__)
 
@@ -131,11 +156,11 @@ class Autoscaling(Model):
     Autoscaler there, which the substrate does not install)."""
 
     role: str
-    min_replicas: int = Field(default=1, ge=0)
-    max_replicas: int = Field(ge=1)
+    min_replicas: int = Field(default=1, ge=0, le=1000)
+    max_replicas: int = Field(ge=1, le=1000)
     query: str | None = None
-    threshold: str | None = None
-    server_address: str | None = Field(default=None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
+    threshold: Decimal | None = None
+    server_address: HttpUrl | None = None   # the Prometheus KEDA asks (required with query; none is installed)
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -154,7 +179,7 @@ class RatioBand(Model):
 class Coordination(Model):
     """Role-share bands (percent) that split a total worker budget across GPU roles."""
 
-    total_workers: int = Field(ge=1)
+    total_workers: int = Field(ge=1, le=10_000)
     bands: list[RatioBand] = Field(min_length=1)
 
 
@@ -190,14 +215,14 @@ class Adopt(Model):
     cluster: str
     kind: Literal["LLMInferenceService", "LeaderWorkerSet", "Deployment"]
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    replica: int = Field(default=0, ge=0)
+    replica: int = Field(default=0, ge=0, le=999)
     role: str = "decode"
 
 
 class ModelSource(Model):
-    uri: str = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://.+")
+    uri: Annotated[str, NoCredentials] = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://\S+$")
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
-    size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0)   # weights; default from catalog/models.yaml
+    size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0, le=1_000_000, allow_inf_nan=False)   # weights; default from catalog/models.yaml
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
     # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
     token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -218,7 +243,7 @@ class ModelDeployment(Model):
 
     name: Name                     # unique in its namespace
     namespace: Namespace           # the team namespace (created on every cluster a replica lands on)
-    labels: dict[str, str] = {}    # facts about the deployment for policies, e.g. modelplane.ai/residency: eu
+    labels: Labels = {}            # facts about the deployment for policies, e.g. modelplane.ai/residency: eu
     model: ModelSource             # where the weights come from and the name clients use
     replicas: int = Field(ge=0, le=1000)   # whole copies, each on one cluster (all its roles together)
     cluster_selector: ClusterSelector = ClusterSelector()   # which clusters may hold a replica
@@ -232,7 +257,7 @@ class ModelDeployment(Model):
     scaling: Scaling = Scaling()   # GroupReplication (whole replicas) or InPlace (roles grow by bindings)
     adopt: list[Adopt] = []        # objects already running that become replicas (imported)
     backend: Literal["kserve", "native"] = "kserve"   # kserve: LLMInferenceService; native: Deployment/LWS
-    queue: str | None = None       # KAI queue; defaults to the namespace
+    queue: Namespace | None = None   # KAI queue; defaults to the namespace
     # Who gets scarce capacity first: the federation scheduler serves higher tiers first, and the
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
     priority: Literal["low", "standard", "critical"] = "standard"

@@ -5,17 +5,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
+from .collisions import check_names
 from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
-from .errors import format_path, problems_from
+from .errors import format_path, problems_from, shown
 from .rules import check_cluster, check_deployment, check_services, duplicates
 from .substrate import check_substrate
+from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "modelplane"
@@ -31,12 +33,10 @@ class StackSpec(Model):
     dns: Dns | None = None         # weighted DNS records across the clusters' gateways
     fleet: list[str] = []          # infra stacks this apps stack draws clusters from
     production: bool = False       # true: production policy config (unplaced replicas fail the plan)
-    catalog_dir: str | None = None  # your own InferenceClasses: a directory of YAML files or one file
+    catalog_dir: str | None = Field(default=None, min_length=1)  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
 
 
-# libyaml when PyYAML has it (10x faster on a fleet's stack file); the same nodes and marks either way.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -53,7 +53,8 @@ class Source:
             return None
         for part in path:
             if isinstance(node, yaml.MappingNode):
-                match = next((v for k, v in node.value if k.value == part), None)
+                match = next((v for k, v in node.value if k.value == (str(part) if isinstance(part, int) else part)),
+                             None)
                 if match is None:
                     break
                 node = match
@@ -66,18 +67,7 @@ class Source:
 
 def read_yaml(path: Path, display: str | None = None) -> Source:
     display = display or display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError([Problem(display, "(file)", f"cannot read: {exc.strerror}", "check the path")])
-    try:
-        node = yaml.compose(text, Loader=YAML_LOADER)
-        data = yaml.load(text, Loader=YAML_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError([Problem(display, "(file)", f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                                  "fix the YAML syntax (indentation, quotes, colons)",
-                                  mark.line + 1 if mark else None)])
+    node, data = _read(path, display)
     return Source(display, data, node)
 
 
@@ -166,7 +156,8 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
 def catalog_of(config: dict, project: Path = ROOT) -> Catalog:
     """The catalog a stack's config asks for: the package's, plus `modelplane:catalogDir` (relative
     to the project directory). Read from the raw config because classes are checked while parsing."""
-    extra = (config or {}).get(f"{NAMESPACE}:catalogDir", (config or {}).get("catalogDir"))
+    config = config if isinstance(config, dict) else {}    # a wrong shape is reported by load_stack
+    extra = config.get(f"{NAMESPACE}:catalogDir", config.get("catalogDir"))
     if isinstance(extra, str) and extra.strip():
         return load_catalog(extra=project / extra)
     return load_catalog()
@@ -185,15 +176,28 @@ def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec
     """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out)."""
     problems, values = [], {}
     secret_keys = set()
+    known = {f.alias or n for n, f in StackSpec.model_fields.items()}
     for key, value in (config or {}).items():
+        where = (src.file, f"config.{key}")
+        if not isinstance(key, str):
+            problems.append(Problem(*where, f"config key {key!r} is not text", "write keys as namespace:name",
+                                    src.line(("config", key))))
+            continue
         ns, _, name = key.rpartition(":")
         if ns not in ("", NAMESPACE):
+            if ns.lower() != NAMESPACE and did_you_mean(ns, [NAMESPACE]) and name in known:
+                # a misspelt namespace would hand the setting to no one: every cluster would vanish
+                problems.append(Problem(*where, f"namespace '{ns}' is not a provider's; '{key}' would be ignored",
+                                        f"did you mean '{NAMESPACE}:{name}'?", src.line(("config", key))))
             continue   # provider config such as gcp:project belongs to the providers
         if isinstance(value, dict) and set(value) == {"secure"}:
+            if name in known:
+                problems.append(Problem(*where, f"'{key}' is a setting, but holds an encrypted secret (secure:)",
+                                        f"write its value as plain YAML; secrets are separate keys such as "
+                                        f"'{NAMESPACE}:hfToken'", src.line(("config", key))))
             secret_keys.add(name)
             continue
         values[name] = (key, value)
-    known = {f.alias or n for n, f in StackSpec.model_fields.items()}
     for name, (key, _) in sorted(values.items()):
         if name not in known:
             guess = did_you_mean(name, known)
@@ -226,6 +230,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
         full = ("config", key_of(top), *path)
         out.append(Problem(src.file, format_path(full[1:]), message, fix, src.line(full), rule))
 
+    for i, name in duplicates(spec.fleet):
+        add("fleet", (i,), f"stack {name!r} is listed twice", "list each infra stack once")
     for i, name in duplicates([c.name for c in spec.clusters]):
         add("clusters", (i, "name"), f"cluster name {name!r} is used twice", "give every cluster its own name")
     for i, name in duplicates([d.key for d in spec.deployments]):
@@ -242,6 +248,8 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
                 f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
                 f"\"$(cat kubeconfig)\" --stack <stack>")
+    for f in check_names(spec.clusters, spec.deployments):
+        add(f.path[0], f.path[1:], f.message, f.fix)
     local = {c.name for c in spec.clusters}
     for i, md in enumerate(spec.deployments):
         for f in check_deployment(md):
@@ -280,7 +288,7 @@ def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
                 for name, cls in sorted(catalog.classes.items()):
                     matcher.matches(expr, name, cls.capabilities.model_dump(by_alias=True, exclude_none=True))
             except CelError as exc:
-                add("deployments", (i, *path), f"{expr!r} {exc}",
+                add("deployments", (i, *path), f"{shown(expr)} {exc}",
                     "write a CEL expression over the class capabilities that yields true or false, e.g. "
                     "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`)", "node-selector")
 
@@ -312,12 +320,44 @@ def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
     src = read_yaml(path)
     data = src.data or {}
     if not isinstance(data, dict):
-        raise InputError([Problem(src.file, "(file)", "a stack file is a mapping with a 'config:' key",
+        raise InputError([Problem(src.file, "(file)", f"the file holds {_kind(data)}; a stack file is a mapping "
+                                  "with a 'config:' key",
                                   "start the file with 'config:'", 1)])
     extra = sorted(k for k in data if k not in ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"))
     if extra:
         raise InputError([Problem(src.file, k, f"unknown top-level key '{k}'",
                                   "did you mean 'config'?" if did_you_mean(k, ["config"]) else "put modelplane settings under 'config:'",
                                   src.line((k,))) for k in extra])
-    return parse_stack_config(data.get("config") or {}, src, catalog)
+    config = data.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise InputError([Problem(src.file, "config", f"'config' holds {_kind(config)}; it is a mapping of "
+                                  "namespace:key settings", "write 'modelplane:clusters:' and the other keys "
+                                  "indented under 'config:'", src.line(("config",)))])
+    if not any(isinstance(k, str) and k.rpartition(":")[0] in ("", NAMESPACE) for k in (config or {})):
+        raise InputError([Problem(src.file, "config", "the file has no modelplane settings, so there is nothing "
+                                  "to plan", f"add {NAMESPACE}:clusters, {NAMESPACE}:deployments or {NAMESPACE}:fleet "
+                                  "under 'config:'", src.line(("config",)) or 1)])
+    return parse_stack_config(config or {}, src, catalog)
 
+
+def _kind(value) -> str:
+    """A YAML value's kind in the user's words (never a Python type name)."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "a list", str: "text", int: "a number", float: "a number", dict: "a mapping"}.get(type(value), "a value")
+
+
+
+def check_stack(stack: str, config_file: Path | None = None) -> tuple[Path, Catalog, StackSpec]:
+    """The stack file `plan` reads (stacks/Pulumi.STACK.yaml or --config-file), its catalog and its
+    validated spec; InputError (naming the stacks that exist) before anything runs."""
+    path = Path(config_file) if config_file else stack_file(stack)
+    if config_file is None and not path.exists():
+        known = stack_names()
+        guess = did_you_mean(stack, known)
+        raise InputError([Problem(display_path(path), "STACK", f"no stack {stack!r} (no stacks/Pulumi.{stack}.yaml)",
+                                  f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}; or "
+                                  "plan any stack file with --config-file PATH")])
+    data = read_yaml(path).data
+    catalog = catalog_of(data.get("config") if isinstance(data, dict) else None)
+    return path, catalog, load_stack(path, catalog)

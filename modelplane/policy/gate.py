@@ -10,6 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..api.loader import Source
+from ..api.errors import shown
+from ..errors import InputError, Problem, did_you_mean
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
 
 PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
@@ -29,8 +32,11 @@ class PackError(RuntimeError):
     """The policy pack did not start or failed mid-analysis (its stderr says why)."""
 
 
-class PolicyConfigError(ValueError):
-    """A policy config file the CLI would refuse too."""
+class PolicyConfigError(InputError):
+    """A policy config file the CLI would refuse too (file, line, field and fix, like the loader's)."""
+
+    def __str__(self) -> str:
+        return "\n".join(f"{p.file}: {p.path + ': ' if p.path else ''}{p.message}" for p in self.problems)
 
 
 @dataclass(frozen=True)
@@ -49,43 +55,95 @@ def read_config(path: Path | None) -> dict:
     """The CLI's policy config format: {"all": level, "<policy>": level | {"enforcementLevel": .., ...}}."""
     if path is None:
         return {}
+    from ..api.yamlread import parse
+
+    def refuse(field, message, fix, line=None):
+        raise PolicyConfigError([Problem(str(path), field or "(file)", message, fix, line)])
+
+    fix = f"write a JSON object such as {{\"gpu-budget\": {{\"enforcementLevel\": \"mandatory\", \"maxGpus\": 64}}}}"
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise PolicyConfigError(f"{path}: cannot read policy config: {exc}") from None
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as exc:
+        refuse("", f"cannot read policy config: {exc.strerror or exc}", "check the path given to --policy-config")
+    except UnicodeDecodeError:
+        refuse("", "cannot read policy config: not UTF-8 text", "save it as UTF-8 JSON")
+    if not text.strip():
+        refuse("", "the policy config is empty", fix)
+
+    def constant(name):
+        raise ValueError(f"{name} is not a number JSON allows")
+    try:
+        doc = json.loads(text, parse_constant=constant)
+    except ValueError as exc:
+        refuse("", f"cannot read policy config: {getattr(exc, 'msg', exc)}", "fix the JSON (quotes, commas: no "
+               "trailing comma)", getattr(exc, "lineno", None))
+    except RecursionError:
+        refuse("", "cannot read policy config: nests too deeply", fix)
+    try:
+        node = parse(text, str(path))[0]       # JSON is YAML: its nodes give lines
+    except InputError:
+        node = None
+    line = Source(str(path), doc, node).line
     if not isinstance(doc, dict):
-        raise PolicyConfigError(f"{path}: a policy config is a JSON object of policy names")
+        refuse("", "a policy config is a JSON object of policy names", fix, 1)
     for key, value in doc.items():
         if key != "all" and key not in POLICIES:
-            raise PolicyConfigError(f"{path}: {key!r} is not a policy of this pack "
-                                    f"(policies: {', '.join(sorted(POLICIES))})")
-        level = value if isinstance(value, str) else (value or {}).get("enforcementLevel")
-        if level is not None and level not in LEVELS:
-            raise PolicyConfigError(f"{path}: {key}: enforcement level {level!r} is not one of "
-                                    f"{', '.join(LEVELS)}")
-        if isinstance(value, dict) and key != "all":
-            _check_properties(path, key, value)
+            guess = did_you_mean(key, POLICIES)
+            refuse(key, f"{key!r} is not a policy of this pack", f"did you mean {guess!r}?" if guess else
+                   f"policies: {', '.join(sorted(POLICIES))}", line((key,)))
+        if not isinstance(value, (str, dict)):
+            refuse(key, "expected an enforcement level or an object of settings",
+                   f"write \"mandatory\" or {{\"enforcementLevel\": \"mandatory\", ...}}", line((key,)))
+        level = value if isinstance(value, str) else value.get("enforcementLevel")
+        if level is not None and (not isinstance(level, str) or level not in LEVELS):
+            guess = did_you_mean(str(level), LEVELS)
+            refuse(key, f"enforcement level {shown(level)} is not one of {', '.join(LEVELS)}",
+                   f"did you mean {guess!r}?" if guess else f"use one of {', '.join(LEVELS)}", line((key,)))
+        if isinstance(value, dict) and key == "all":
+            refuse(key, "'all' takes an enforcement level, not settings", "write \"all\": \"advisory\"", line((key,)))
+        if isinstance(value, dict):
+            _check_properties(path, key, value, line)
     return doc
 
 
-def _check_properties(path, name: str, value: dict) -> None:
+def _schema_words(schema: dict) -> str:
+    kind = {"integer": "a whole number", "number": "a number", "boolean": "true or false", "string": "text",
+            "object": "an object", "array": "a list"}.get(schema.get("type"), "a value")
+    if "minimum" in schema:
+        kind += f" >= {schema['minimum']}"
+    if schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict):
+        kind += f" whose values are each {_schema_words(schema['additionalProperties'])}"
+    if "enum" in schema:
+        kind = f"one of {', '.join(map(str, schema['enum']))}"
+    return kind
+
+
+def _check_properties(path, name: str, value: dict, line) -> None:
     """A policy's settings against the JSON schema the pack declares for it (the CLI refuses what
     `pulumi preview --policy-pack-config` would)."""
     import jsonschema
 
     known = POLICIES[name].config
     props = {k: v for k, v in value.items() if k != "enforcementLevel"}
+    schema_text = "; ".join(f"{k}: {_schema_words(v)}" for k, v in sorted(known.items())) or \
+        "none besides enforcementLevel"
     unknown = sorted(set(props) - set(known))
     if unknown:
         settings = ", ".join(sorted(known)) or "none besides enforcementLevel"
-        raise PolicyConfigError(f"{path}: {name}: unknown setting {', '.join(map(repr, unknown))} "
-                                f"(settings: {settings})")
+        guess = did_you_mean(unknown[0], known)
+        raise PolicyConfigError([Problem(str(path), name, f"unknown setting {', '.join(map(repr, unknown))} "
+                                         f"(settings: {settings})", f"did you mean {guess!r}? ({schema_text})"
+                                         if guess else f"settings of {name}: {schema_text}",
+                                         line((name, unknown[0])))])
     for key, schema in known.items():
         if key in props:
             try:
                 jsonschema.validate(props[key], schema)
             except jsonschema.ValidationError as exc:
-                raise PolicyConfigError(f"{path}: {name}.{key}: {exc.message}") from None
+                where = "".join(f".{p}" for p in exc.absolute_path)
+                raise PolicyConfigError([Problem(str(path), f"{name}.{key}{where}", f"{shown(exc.instance)} is not "
+                                                 f"{_schema_words(exc.schema)}", f"{key} is {_schema_words(schema)}",
+                                                 line((name, key, *exc.absolute_path)))]) from None
 
 
 def resolve(config: dict) -> dict[str, tuple[str, dict]]:

@@ -26,9 +26,9 @@ def _findings(resources, rule: str) -> list[tuple[str, str]]:
     services, providers, targets, urns, out = [], {}, {}, [], []
     for r in components:
         try:
-            svc = ModelService.model_validate(r.props["spec"])
+            svc = ModelService.model_validate(r.props["spec"], strict=False)
             for name, doc in (r.props.get("providers") or {}).items():
-                providers[name] = Provider.model_validate(doc)
+                providers[name] = Provider.model_validate(doc, strict=False)
         except ValidationError as exc:
             if rule == "service-routing":
                 spec = r.props["spec"]

@@ -48,7 +48,7 @@ def _spec_findings(resources, check) -> list[tuple[str, str]]:
     out = []
     for r, spec, _, _ in deployments(resources):
         try:
-            md = ModelDeployment.model_validate(spec)
+            md = ModelDeployment.model_validate(spec, strict=False)
         except ValueError as exc:
             out.append((f"{_key(spec)}: spec does not validate: {str(exc).splitlines()[0]}", r.urn))
             continue
@@ -187,7 +187,7 @@ def capacity_envelope(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
         try:
-            row = envelope(ModelDeployment.model_validate(spec), placements)
+            row = envelope(ModelDeployment.model_validate(spec, strict=False), placements)
         except ValueError:
             continue    # the `roles` policy reports a spec that does not validate
         for s in (row or {}).get("short", []):
@@ -311,7 +311,7 @@ def cost_budget(resources, config=None):
         inventories.update(clusters)
         placements += mine
         try:
-            minimums[_key(spec)] = minimum_workers(ModelDeployment.model_validate(spec))
+            minimums[_key(spec)] = minimum_workers(ModelDeployment.model_validate(spec, strict=False))
         except ValueError:
             pass    # the `roles` policy reports a spec that does not validate
     cost = fleet_cost(placements, inventories, minimums, set(inventories))

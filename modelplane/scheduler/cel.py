@@ -13,12 +13,65 @@ class CelError(ValueError):
     """An expression that does not compile, or does not evaluate to a bool."""
 
 
+# Deeper nesting than any selector needs; cel-python's parser recurses per level.
+MAX_DEPTH = 32
+MAX_LENGTH = 4096
+_OPERATORS = {"relation_ge": ">=", "relation_gt": ">", "relation_le": "<=", "relation_lt": "<",
+              "relation_eq": "==", "relation_ne": "!=", "relation_in": "in", "addition_add": "+",
+              "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
+              "multiplication_mod": "%", "conditionalor": "||", "conditionaland": "&&", "unary_neg": "-",
+              "unary_not": "!"}
+
+
+def _depth(expr: str) -> int:
+    depth = deepest = 0
+    for ch in expr:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        deepest = max(deepest, depth)
+    return deepest
+
+
 @lru_cache(maxsize=None)
 def compile_expr(expr: str):
+    if len(expr) > MAX_LENGTH:
+        raise CelError(f"is longer than {MAX_LENGTH} characters")
+    if _depth(expr) > MAX_DEPTH:
+        raise CelError(f"nests brackets more than {MAX_DEPTH} levels deep")
     try:
         return _ENV.program(_ENV.compile(expr))
     except celpy.CELParseError as exc:
-        raise CelError(f"does not parse: {str(exc).splitlines()[0]}") from None
+        column = getattr(exc, "column", None)
+        raise CelError(f"does not parse{f' (at column {column})' if column else ''}") from None
+    except RecursionError:
+        raise CelError("nests too deeply") from None
+
+
+def _type_name(cls_name: str) -> str:
+    return cls_name.removesuffix("Type").lower().replace("map", "mapping").replace("double", "number")
+
+
+def explain(message: str) -> str:
+    """cel-python's evaluation error in plain words, without its internals."""
+    import re
+
+    if message.startswith("undeclared reference to "):
+        name = re.search(r"'([^']*)'", message)
+        return (f"unknown name {name[1]!r}" if name else "unknown name") + \
+            " (variables: gpu, interconnect, network, capabilities)"
+    member = re.match(r"no such member in mapping: '([^']*)'", message)
+    if member:
+        return f"no field {member[1]!r} (fields: `modelplane classes` lists the capabilities)"
+    overload = re.match(r"found no matching overload for Token\('RULE', '(\w+)'\) applied to '(.*)'", message)
+    if overload:
+        types = [_type_name(t) for t in re.findall(r"celtypes\.(\w+)'", overload[2])]
+        op = _OPERATORS.get(overload[1], overload[1].split("_")[-1])
+        return f"'{op}' cannot compare or combine {' and '.join(types) or 'these values'}"
+    if "divide by zero" in message:
+        return "divides by zero"
+    if message.startswith("no such overload"):
+        return "a function is called with arguments of the wrong type"
+    return "cannot be evaluated"
 
 
 def activation(capabilities: dict) -> dict:
@@ -46,10 +99,12 @@ class Matcher:
             try:
                 result = program.evaluate(act)
             except celpy.CELEvalError as exc:
-                raise CelError(f"cannot evaluate against class {class_name!r}: {exc.args[0]}") from None
+                raise CelError(f"on class {class_name!r}: {explain(str(exc.args[0]))}") from None
+            except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
+                raise CelError(f"on class {class_name!r}: cannot be evaluated") from None
             if isinstance(result, celpy.CELEvalError):
-                raise CelError(f"cannot evaluate against class {class_name!r}: {result.args[0]}")
+                raise CelError(f"on class {class_name!r}: {explain(str(result.args[0]))}")
             if not isinstance(result, celtypes.BoolType):
-                raise CelError(f"evaluates to {type(result).__name__}, not a bool")
+                raise CelError(f"yields {_type_name(type(result).__name__)}, not true or false")
             self._cache[key] = bool(result)
         return self._cache[key]
