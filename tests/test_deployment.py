@@ -89,7 +89,7 @@ def stack(deployment, substrate=None):
     ({"roles": [{"name": "tok", "image": "ghcr.io/x/tok:v1"}],
       "autoscaling": [{"role": "tok", "maxReplicas": 2, "serverAddress": "prometheus:9090", "query": "q",
                        "threshold": "1"}]},
-     "modelplane:deployments[0].autoscaling[0].serverAddress", "does not match"),
+     "modelplane:deployments[0].autoscaling[0].serverAddress", "is not an http(s) URL"),
     ({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},
       "autoscaling": [{"role": "decode", "maxReplicas": 2}]},
      "modelplane:deployments[0].autoscaling[0].query", "needs query"),

@@ -205,7 +205,7 @@ def test_the_plan_calls_the_scale_order_submission_order(tmp_path):
              "roles": {"decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 2},
                        "prefill": {"pool": "h200", "nodes": 3, "gpusPerNode": 8, "workers": 3}}}
     prev = tmp_path / "prev.json"
-    prev.write_text(json.dumps({"placements": [small]}))
+    prev.write_text(json.dumps({"stack": "example-inplace", "placements": [small]}))
     out = CliRunner().invoke(main, ["plan", "example-inplace", "--previous", str(prev)]).output
     assert ("scale ml/deepseek#0 on h200-inplace: decode 2 -> 3 workers; submits prefill -> decode in that order "
             "(submission only: it does not wait for each role's pods to be Ready)") in " ".join(out.split())
@@ -286,7 +286,7 @@ def test_a_topology_change_is_reported_as_a_replacement_with_its_serving_count(t
     assert all(r["servingDuringChange"] == 0 and r["replicas"] == 2 and not r["surgeRoom"] for r in rows)
     assert rows[0]["surgeShort"] == ["c/h"]
     prev = tmp_path / "prev.json"
-    prev.write_text(json.dumps(old))
+    prev.write_text(json.dumps({"stack": "t", "placements": old}))
     out = " ".join(CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev)]).output.split())
     assert ("reshape ml/m#0: decode 1x1x8 on c -> decode 1x2x8 on c; replaced, not surged: 0/2 replicas serve during "
             "the change; no room to surge (c/h full); below N-1") in out

@@ -118,7 +118,7 @@ def native_prefill_idle(resources, config=None):
     for r, spec, placements, _ in deployments(resources):
         if spec.get("backend") != "native" or spec.get("prefill") is None:
             continue
-        md = ModelDeployment.model_validate(spec)
+        md = ModelDeployment.model_validate(spec, strict=False)   # the engine sends numbers as doubles
         out += [(f"{row['deployment']} replica {row['replica']} on {row['cluster']}/{row['pool']}: {row['gpus']} "
                  f"prefill GPUs get no traffic: {row['reason']} (fix: {row['fix']})", r.urn)
                 for row in idle_prefill(md, placements)]
