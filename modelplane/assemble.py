@@ -144,7 +144,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         ModelService(svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), top, spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
-        ServiceDns(spec.dns, named, addresses, top)
+        ServiceDns(spec.dns, named, addresses, by_key, top)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,

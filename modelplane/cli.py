@@ -227,8 +227,10 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         tables.print_violations(out, violations, policy_file)
         if explain:
             _explain(run, explain)
-        for t in traces:
-            for line in trace_lines(t):
+        if traces:
+            from .trace import render as trace_lines
+
+            for line in (line for t in traces for line in trace_lines(t)):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
     if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces):
         sys.exit(1)
@@ -242,12 +244,6 @@ def _traces(run, hosts) -> list:
         return [trace(run, host) for host in hosts]
     except TraceError as exc:
         _fail(f"--trace: {exc}")
-
-
-def trace_lines(t) -> list[str]:
-    from .trace import render
-
-    return render(t)
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE, LOOPBACK_SERVICE, listeners
 from .api.cluster import POOL_LABEL as POOL_LABEL_KEY, tls_covers
+from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE, LOOPBACK_SERVICE, listeners
+from .render.kserve import inference_pool
+from .policy.resource import pod_templates
 from .render.routing import POOL_HEADER, rule_problems
 
-KSERVE_POOL_SUFFIX = "-inference-pool"
 
 
 @dataclass
@@ -91,21 +92,10 @@ def _pods(objs: dict, kind: str, ns: str, name: str) -> tuple[str, str]:
     obj = objs.get((kind, ns, name))
     if obj is None:
         return "", f"{kind} {ns}/{name} is not rendered on this cluster"
-    pools = sorted(set(_pool_values(obj.get("spec"))))
+    pools = sorted({pod.get("nodeSelector", {}).get(POOL_LABEL_KEY) for _, _, pod in pod_templates(obj)} - {None})
     if not pools:
         return "", f"{kind} {ns}/{name} pins no GPU pool ({POOL_LABEL_KEY})"
     return f"{kind} {ns}/{name} -> GPU pods on pool {', '.join(pools)}", ""
-
-
-def _pool_values(node) -> list[str]:
-    if isinstance(node, dict):
-        out = [v for k, v in node.items() if k == POOL_LABEL_KEY and isinstance(v, str)]
-        for v in node.values():
-            out += _pool_values(v)
-        return out
-    if isinstance(node, list):
-        return [x for v in node for x in _pool_values(v)]
-    return []
 
 
 def _follow(objs: dict, routes: list[dict], ref: dict, route_ns: str, hop: Hop, depth: int = 0) -> None:
@@ -121,7 +111,8 @@ def _follow(objs: dict, routes: list[dict], ref: dict, route_ns: str, hop: Hop, 
         hop.path.append(f"HTTPRoute {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}")
         _follow(objs, routes, rule["backendRefs"][0], route["metadata"]["namespace"], hop, depth + 1)
     elif kind == "InferencePool":
-        owner = name[:-len(KSERVE_POOL_SUFFIX)] if name.endswith(KSERVE_POOL_SUFFIX) else None
+        owner = next((n for (k, n_ns, n) in objs if k == "LLMInferenceService" and n_ns == ns
+                      and inference_pool(n) == name), None)
         svc = objs.get(("LLMInferenceService", ns, owner))
         hop.path.append(f"InferencePool {ns}/{name} (its endpoint picker picks the pod)")
         if svc is None or "scheduler" not in ((svc.get("spec") or {}).get("router") or {}):

@@ -5,7 +5,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_gcp as gcp
 
-from ..render.routing import health_path, service_objects
+from ..render.routing import health_path, health_targets, service_objects
 from .k8s import register
 
 GATEWAYS_SUBDOMAIN = "gateways"
@@ -63,18 +63,14 @@ def health_hosts(dns, routes) -> dict | None:
     return {c: [gateway_record(dns.zone.domain, c), f"{HEALTH_HOST}.{dns.zone.domain}"] for c in routes.dns}
 
 
-def health_clusters(routes) -> set[str]:
-    """The clusters where a service has replicas to probe (a provider-only share has none)."""
-    return {b.cluster for b in routes.backends if b.kind == "deployment"}
-
-
 class ServiceDns(pulumi.ComponentResource):
     """Weighted records for every service with a hostname: one per cluster that carries a share of it,
     weighted by that share. Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
     (an A record for an IP gateway, a CNAME for a load balancer hostname). Cloud DNS: one A record
     set with a weighted round robin routing policy (IP gateways only)."""
 
-    def __init__(self, dns, services: list, addresses: dict, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, dns, services: list, addresses: dict, deployments: dict,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("modelplane:index:ServiceDns", dns.kind, None, opts)
         zone = dns.zone
         if dns.kind == "route53":
@@ -86,7 +82,7 @@ class ServiceDns(pulumi.ComponentResource):
                                    type="A" if kind == "IPAddress" else "CNAME", ttl=dns.ttl, records=[address],
                                    opts=child)
             for svc, routes in services:
-                probed = health_clusters(routes)
+                probed = set(health_targets(svc, routes, deployments))   # where a health route answers
                 for cluster, weight in sorted(routes.dns.items()):
                     # A cluster whose replicas stop answering loses its share until they answer again.
                     check = aws.route53.HealthCheck(
@@ -102,7 +98,7 @@ class ServiceDns(pulumi.ComponentResource):
             provider = gcp.Provider("dns-clouddns", project=zone.project, opts=pulumi.ResourceOptions(parent=self))
             child = pulumi.ResourceOptions(parent=self, provider=provider)
             for svc, routes in services:
-                probed = health_clusters(routes)
+                probed = set(health_targets(svc, routes, deployments))   # where a health route answers
                 policy = {"wrrs": [{"weight": weight, "rrdatas": [addresses[cluster][0]]}
                                    for cluster, weight in sorted(routes.dns.items())]}
                 if probed == set(routes.dns):

@@ -33,6 +33,13 @@ def inference_pool(llmisvc: str) -> str:
     return name
 
 
+def workload_service(llmisvc: str) -> str | None:
+    """KServe's `ChildName(name, "-kserve-workload-svc")` (port 8000, what its catch-all rules use);
+    None where the name would not fit 63 characters and KServe hashes it (knative ChildName)."""
+    name = f"{llmisvc}-kserve-workload-svc"
+    return name if len(name) <= 63 else None
+
+
 def parallelism(t: Topology) -> dict:
     """Tensor is per node (KServe derives the LWS group size from data/dataLocal)."""
     out = {"tensor": t.tensor}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..api.service import CREDENTIAL_KEY
 from .addons import ENVOY_NAMESPACE, LOOPBACK_PORT, LOOPBACK_SERVICE
-from .kserve import inference_pool
+from .kserve import inference_pool, workload_service
 from .names import MANAGED_BY, SecretValue, meta
 
 SERVICE_LABEL = "modelplane.ai/service"
@@ -51,10 +51,15 @@ def deployment_ref(namespace: str, replica_name: str, backend: str, port: int, w
         ref = {"group": INFERENCE_POOL_GROUP, "kind": "InferencePool", "name": inference_pool(replica_name),
                "port": KSERVE_POOL_PORT}
     else:
-        ref = {"kind": "Service", "name": f"{replica_name}-decode", "port": port}
+        ref = {"kind": "Service", "name": decode_service(replica_name), "port": port}
     if namespace != route_ns:
         ref["namespace"] = namespace
     return {**ref, "weight": weight}
+
+
+def decode_service(replica_name: str) -> str:
+    """A native replica's entry: the Service in front of its decode (or unified) pods."""
+    return f"{replica_name}-decode"
 
 
 def provider_ref(service: str, provider: str, weight: int) -> dict:
@@ -106,6 +111,11 @@ def loopback_ref(ref: dict, route_ns: str) -> dict:
                 "set": [{"name": POOL_HEADER, "value": pool_key(ref, route_ns)}]}}]}
 
 
+def needs_hop(refs: list[dict]) -> bool:
+    """Whether a cluster's backendRefs split between a pool and other targets (the loopback hop)."""
+    return len(refs) > 1 and any(is_pool(r) for r in refs)
+
+
 def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: dict,
                    refs: list[dict]) -> list[dict]:
     """The HTTPRoutes of one service on one cluster. One rule when its targets can share one: a
@@ -113,7 +123,7 @@ def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: 
     the service route splits by weight (each pool's share through the loopback hop) and
     `<service>-pools` holds one rule per pool, matched on the hop's header."""
     pools = [r for r in refs if is_pool(r)]
-    hop = len(refs) > 1 and bool(pools)
+    hop = needs_hop(refs)
     split = [loopback_ref(r, namespace) if is_pool(r) and hop else r for r in refs]
     per_pool = [_rule([{**r, "weight": 1}], pool_key(r, namespace)) for r in pools] if hop else []
     if gateway.get("tls"):
@@ -213,41 +223,58 @@ def provider_objects(service: str, namespace: str, provider) -> list[dict]:
     return objects
 
 
+def _replica_name(md, b) -> str:
+    from .names import replica_name, workload_name   # local: names imports nothing of routing
+
+    return workload_name(md, b.replica, b.cluster) if md.backend == "kserve" else replica_name(md.name, b.replica)
+
+
+def health_targets(svc, routes, deployments: dict) -> dict[str, list[dict]]:
+    """cluster -> the backendRefs a DNS health check probes there: each replica's own Service
+    (KServe's workload Service, the native decode Service). A cluster with nothing to probe (a
+    provider's share only, or KServe names too long to predict) is absent: its record goes unchecked."""
+    out: dict[str, list[dict]] = {}
+    for b in routes.backends:
+        if b.kind != "deployment":
+            continue
+        md = deployments[b.name]
+        name = _replica_name(md, b)
+        target = workload_service(name) if md.backend == "kserve" else decode_service(name)
+        if target is not None:
+            out.setdefault(b.cluster, []).append(
+                {"kind": "Service", "name": target, "weight": 1,
+                 **({"namespace": md.namespace} if md.namespace != svc.namespace else {}),
+                 "port": KSERVE_WORKLOAD_PORT if md.backend == "kserve" else md.engine.port})
+    return out
+
+
 def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict,
                     health_hosts: dict | None = None) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
     `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without)."""
-    from .names import replica_name, workload_name   # local: names imports nothing of routing
-
+    health = health_targets(svc, routes, deployments) if health_hosts else {}
     out: dict[str, list[dict]] = {}
     for cluster in routes.clusters:
-        refs, used, health = [], [], []
+        refs, used = [], []
         for b in routes.backends:
             if b.cluster != cluster:
                 continue
             if b.kind == "deployment":
                 md = deployments[b.name]
-                name = workload_name(md, b.replica, b.cluster) if md.backend == "kserve" else \
-                    replica_name(md.name, b.replica)
-                refs.append(deployment_ref(md.namespace, name, md.backend,
+                refs.append(deployment_ref(md.namespace, _replica_name(md, b), md.backend,
                                            md.engine.port, b.units, svc.namespace))
-                target = f"{name}-kserve-workload-svc" if md.backend == "kserve" else f"{name}-decode"
-                if len(target) <= 63:   # longer, KServe hashes the name (knative ChildName): not probed
-                    health.append({"kind": "Service", "name": target, "weight": 1,
-                                   **({"namespace": md.namespace} if md.namespace != svc.namespace else {}),
-                                   "port": KSERVE_WORKLOAD_PORT if md.backend == "kserve" else md.engine.port})
             else:
                 refs.append(provider_ref(svc.name, b.name, b.units))
                 used.append(providers[b.name])
         objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateways[cluster], refs)
-        if any(r.get("name") == LOOPBACK_SERVICE for o in objects for rule in o["spec"]["rules"]
-               for r in rule.get("backendRefs") or []):
+        if needs_hop(refs):
             objects.append(loopback_grant(svc.name, svc.namespace))
         for provider in used:
             objects += provider_objects(svc.name, svc.namespace, provider)
-        if health and (health_hosts or {}).get(cluster):
-            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateways[cluster], health))
+        if cluster in health and health_hosts.get(cluster):
+            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateways[cluster],
+                                        health[cluster]))
         out[cluster] = objects
     return out
 
