@@ -63,3 +63,17 @@ def example():
 @pytest.fixture(scope="session")
 def lab():
     return _run("lab")
+
+
+@pytest.fixture(scope="session")
+def schema():
+    """The multi-language package schema the Pulumi SDK's analyzer infers from provider/__main__.py."""
+    import importlib.util
+    import json
+
+    from pulumi.provider.experimental.component import ComponentProvider
+
+    spec = importlib.util.spec_from_file_location("provider_main", ROOT / "provider" / "__main__.py")
+    host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host)           # not __main__: defines COMPONENTS without serving
+    return json.loads(ComponentProvider(host.COMPONENTS, "modelplane", None, "0.1.0").schema)

@@ -1,7 +1,6 @@
 """The multi-language package: real object and enum types for every entry, generated from the
 models; the YAML and TypeScript examples use only what the schema declares; Python type checkers
 see Fleet and its entries."""
-import importlib.util
 import inspect
 import json
 import subprocess
@@ -18,16 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tools" / "typecheck" / "node_modules" / ".bin"
 NO_TOOLS = "needs the pinned type checkers: run `make typecheck-tools` (npm, tools/typecheck/package.json)"
 TYPES = "#/types/modelplane:index:"
-
-
-@pytest.fixture(scope="module")
-def schema():
-    from pulumi.provider.experimental.component import ComponentProvider
-
-    spec = importlib.util.spec_from_file_location("provider_main", ROOT / "provider" / "__main__.py")
-    host = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(host)           # not __main__: defines COMPONENTS without serving
-    return json.loads(ComponentProvider(host.COMPONENTS, "modelplane", None, "0.1.0").schema)
 
 
 def _ref(prop: dict) -> str | None:

@@ -1,5 +1,4 @@
 """The public API: Fleet from your own program (Python, and any language through the package)."""
-import json
 import textwrap
 from pathlib import Path
 
@@ -106,17 +105,6 @@ def test_modelplane_catalog_dir_in_a_stack_file(tmp_path):
 
 
 # --- the multi-language package: the schema the SDK's analyzer infers, and the YAML example ---
-
-@pytest.fixture(scope="module")
-def schema():
-    from pulumi.provider.experimental.component import ComponentProvider
-
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("provider_main", ROOT / "provider" / "__main__.py")
-    host = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(host)           # not __main__: defines COMPONENTS without serving
-    return json.loads(ComponentProvider(host.COMPONENTS, "modelplane", None, "0.1.0").schema)
-
 
 def test_the_package_schema_types_and_documents_every_input_and_output(schema):
     assert (ROOT / "provider" / "PulumiPlugin.yaml").read_text().count("runtime: python") == 1
