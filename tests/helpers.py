@@ -30,3 +30,14 @@ def demand(key="ml/kimi", replicas=1, roles=None, labels=None, queue=None):
 def objects(run, kind):
     """An offline run's resources of one Kubernetes kind, by object name."""
     return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}
+
+
+def stack_policy_args(run) -> list:
+    """Each resource of an offline run as the pack hands it to a stack policy (resource_type, props,
+    urn), props deep-copied so a test can tamper with them."""
+    import copy
+    from types import SimpleNamespace
+
+    from modelplane.policy import resources_of
+
+    return [SimpleNamespace(resource_type=r.type, props=copy.deepcopy(r.props), urn=r.urn) for r in resources_of(run)]

@@ -1,6 +1,5 @@
 """Issue 16: every GPU pool follows its cloud's documented recipe (docs/cloud-recipes.md), point by point,
 asserted on the provider inputs the example infra stacks render."""
-import copy
 
 import pytest
 import yaml
@@ -10,8 +9,9 @@ from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import ROOT, Source
 from modelplane.errors import InputError
 from modelplane.policy import evaluate
-from modelplane.policy.gate import Resource
 from modelplane.policy.serving import fabric_wired
+
+from helpers import stack_policy_args
 
 
 def by_name(run, type_):
@@ -134,14 +134,7 @@ def test_3_gpudirect_below_its_gke_floor_counts_as_tcp_and_never_carries_a_multi
 
 
 def test_3_fabric_wired_fails_when_pods_do_not_claim_the_nics(prod):
-    from modelplane.policy import resources_of
-    resources = [Resource(r.type, r.urn, r.name, copy.deepcopy(r.props), r.parent, r.custom)
-                 for r in resources_of(prod)]
-
-    class Args:    # what the pack passes a stack policy: resource_type and props
-        def __init__(self, r):
-            self.resource_type, self.props, self.urn = r.type, r.props, r.urn
-    wrapped = [Args(r) for r in resources]
+    wrapped = stack_policy_args(prod)
     assert fabric_wired(wrapped) == []
     for r in wrapped:
         if r.props.get("kind") == "LLMInferenceService" and r.props["metadata"]["name"] == "deepseek-r1-0":

@@ -9,9 +9,10 @@ import yaml
 from modelplane import offline, report
 from modelplane.api import load_catalog
 from modelplane.api.fabric import fabric_wiring
-from modelplane.policy import evaluate, resources_of
-from modelplane.policy.gate import Resource
+from modelplane.policy import evaluate
 from modelplane.policy.serving import fabric_wired
+
+from helpers import stack_policy_args
 
 CLUSTERS = [
     {"name": "gke-a3high", "labels": {"site": "high"},
@@ -186,12 +187,7 @@ def test_the_cluster_gets_network_objects_installers_and_the_nri_injector(a3, sc
 
 def test_the_a3_plan_is_policy_clean_and_fabric_wired_catches_a_pod_without_the_daemon(a3):
     assert [v for v in evaluate(a3) if v["level"] != "advisory"] == []
-    resources = [Resource(r.type, r.urn, r.name, copy.deepcopy(r.props), r.parent, r.custom) for r in resources_of(a3)]
-
-    class Args:    # what the pack passes a stack policy: resource_type and props
-        def __init__(self, r):
-            self.resource_type, self.props, self.urn = r.type, r.props, r.urn
-    wrapped = [Args(r) for r in resources]
+    wrapped = stack_policy_args(a3)
     assert fabric_wired(wrapped) == []
     for r in wrapped:
         if r.props.get("kind") == "LeaderWorkerSet" and r.props["metadata"]["name"].startswith("r1-pp-mega"):
