@@ -60,7 +60,7 @@ def read_config(path: Path | None) -> dict:
     def refuse(field, message, fix, line=None):
         raise PolicyConfigError([Problem(str(path), field or "(file)", message, fix, line)])
 
-    fix = f"write a JSON object such as {{\"gpu-budget\": {{\"enforcementLevel\": \"mandatory\", \"maxGpus\": 64}}}}"
+    fix = 'write a JSON object such as {"gpu-budget": {"enforcementLevel": "mandatory", "maxGpus": 64}}'
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
@@ -93,7 +93,7 @@ def read_config(path: Path | None) -> dict:
                    f"policies: {', '.join(sorted(POLICIES))}", line((key,)))
         if not isinstance(value, (str, dict)):
             refuse(key, "expected an enforcement level or an object of settings",
-                   f"write \"mandatory\" or {{\"enforcementLevel\": \"mandatory\", ...}}", line((key,)))
+                   'write "mandatory" or {"enforcementLevel": "mandatory", ...}', line((key,)))
         level = value if isinstance(value, str) else value.get("enforcementLevel")
         if level is not None and (not isinstance(level, str) or level not in LEVELS):
             guess = did_you_mean(str(level), LEVELS)
