@@ -1,6 +1,7 @@
-"""One scheduling run turned into resources: clusters, the fleet's inventory, the schedule, the
-deployments, services and DNS. Shared by the config-driven program (program.py) and the `Fleet`
-component (sdk.py), so both build the same resources from the same spec.
+"""One scheduling run turned into a resource graph: clusters, the fleet's inventory, the schedule,
+the deployments, services and DNS (pure). Shared by the config-driven program (program.py), the
+`Fleet` component (sdk.py) and the direct engine (direct.py), so all build the same resources
+from the same spec; the Pulumi engines turn the graph into resources (components/materialize.py).
 
 Plain, known data decides which resources exist: the spec, the catalog, inventories of other
 stacks and the previous placements are passed in already awaited.
@@ -8,19 +9,18 @@ stacks and the previous placements are passed in already awaited.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
-
-import pulumi
-import pulumi_kubernetes as k8s
+from functools import partial
 
 from .api import Catalog, StackSpec
 from .api.loader import NAMESPACE
 from .api.rules import served_model
-from .components import InferenceCluster, ModelDeployment, ModelNamespace, ModelService, ServiceDns, Target
 from .errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError
+from .render.graph import Apply, Graph, Secret
 from .render.routing import grants
+from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
+                           service_dns)
 from .scheduler import DemandError, Placement, Plan, schedule
 from .services import certificate_problems, dns_problems, plan_routes, served_names
 
@@ -39,17 +39,19 @@ class Result:
 
 @dataclass
 class Remote:
-    """Clusters another stack built: its StackReference and its exported inventory (awaited)."""
+    """Clusters another stack built: the key of its StackReference node and its exported
+    inventory (awaited)."""
 
     stack: str
-    ref: pulumi.StackReference
+    ref: str
     inventory: list[dict]
 
 
 @dataclass
 class Built:
     result: Result
-    outputs: dict
+    graph: Graph
+    outputs: dict           # the stack's outputs (expressions over the graph)
 
 
 RUNS: list[Result] = []     # every run of this process, newest last (the offline engine reads it)
@@ -76,34 +78,40 @@ def _check_remote(remote: list[Remote], where: str, key: str, local=()) -> None:
                                       f"run `modelplane up {r.stack}` with this version to refresh its inventory")])
 
 
-def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote], previous: list[Placement],
-             secret: Callable[[str], pulumi.Output], exclude: tuple[str, ...] = (),
-             parent: pulumi.Resource | None = None, fleet_key: str = f"{NAMESPACE}:fleet") -> Built:
-    """`where`: the config's file (or component) for error messages; `secret`: a secret config key
-    by name (existing clusters' kubeconfigs); `parent`: the component the resources belong to
-    (None: the stack, as the config-driven program does); `fleet_key`: where the infra stacks are named."""
+def _named(names: tuple, *values) -> dict:
+    return dict(zip(names, values, strict=True))
+
+
+def _mapping(values: dict):
+    """An expression for a dict whose values are expressions (Output.all(**values))."""
+    return Apply(partial(_named, tuple(values)), tuple(values.values()))
+
+
+def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote], previous: list,
+             exclude: tuple[str, ...] = (), parent: str | None = None, fleet_key: str = f"{NAMESPACE}:fleet",
+             graph: Graph | None = None) -> Built:
+    """`where`: the config's file (or component) for error messages; `parent`: the key of the
+    component node the resources belong to (None: the stack, as the config-driven program does);
+    `fleet_key`: where the infra stacks are named; `graph`: add to this graph (its StackReference
+    nodes already in it)."""
     _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters])
-    top = pulumi.ResourceOptions(parent=parent) if parent is not None else None
+    graph = graph if graph is not None else Graph()
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
                         | {s.namespace for s in spec.services})
     targets, inventories, kubeconfigs, gateways, addresses = {}, {}, {}, {}, {}
     for c in sorted(spec.clusters, key=lambda c: c.name):
-        comp = InferenceCluster(c, catalog, namespaces, top,
-                                kubeconfig_secret=secret(c.existing.kubeconfig_secret) if c.existing else None)
-        targets[c.name] = Target(comp.inventory, comp.provider, comp.substrate)
-        inventories[c.name] = comp.inventory
-        kubeconfigs[c.name] = comp.kubeconfig
-        gateways[c.name] = comp.gateway_address
-        addresses[c.name] = (comp.gateway_address, (comp.inventory.get("gateway") or {}).get("addressType"))
+        made = inference_cluster(graph, c, catalog, namespaces, parent)
+        targets[c.name] = made
+        inventories[c.name] = made.inventory
+        kubeconfigs[c.name] = made.kubeconfig
+        gateways[c.name] = made.gateway_address
+        addresses[c.name] = (made.gateway_address, (made.inventory.get("gateway") or {}).get("addressType"))
     for r in remote:
         for inv in r.inventory:
-            kubeconfig = r.ref.require_output("kubeconfigs").apply(lambda k, n=inv["name"]: k[n])
-            provider = k8s.Provider(f"{inv['name']}-k8s", kubeconfig=kubeconfig, cluster_identifier=inv["name"],
-                                    opts=top)
-            targets[inv["name"]] = Target(inv, provider)
+            made = remote_cluster(graph, inv, r.ref, parent)
+            targets[inv["name"]] = made
             inventories[inv["name"]] = inv
-            address = r.ref.get_output("gateways").apply(lambda g, n=inv["name"]: (g or {}).get(n))
-            addresses[inv["name"]] = (address, (inv.get("gateway") or {}).get("addressType"))
+            addresses[inv["name"]] = (made.gateway_address, (inv.get("gateway") or {}).get("addressType"))
     try:
         plan = schedule([demand_from(d, catalog) for d in spec.deployments],
                         [cluster_from_inventory(inv) for name, inv in inventories.items() if name not in exclude],
@@ -126,43 +134,45 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:services", p,
                                   "add the hostname (or a wildcard for its domain) to that cluster's tls.hostnames")
                           for p in problems])
-    homes = model_namespaces(spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key), top)
+    homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key),
+                             parent)
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
-            ModelDeployment(md, mine, targets, top, weights_gib=catalog.weights_gib(md), served_names=names[key],
-                            namespaces={c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}},
-                            progress=progress[key],
-                            previous={p.replica: p for p in previous if p.deployment == key})
+            model_deployment(graph, md, mine, targets, parent, catalog.weights_gib(md), names[key],
+                             {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}}, progress[key],
+                             {p.replica: p for p in previous if p.deployment == key})
     except RenderError as exc:
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
     providers = {p.name: p for p in spec.providers}
     for svc in sorted(spec.services, key=lambda s: s.key):
-        ModelService(svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), top, spec.dns)
+        model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), parent,
+                      spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
-        ServiceDns(spec.dns, named, addresses, by_key, top)
+        service_dns(graph, spec.dns, named, addresses, by_key, parent)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,
-        "kubeconfigs": pulumi.Output.secret(pulumi.Output.all(**kubeconfigs)) if kubeconfigs else {},
-        "gateways": pulumi.Output.all(**gateways) if gateways else {},
+        "kubeconfigs": Secret(_mapping(kubeconfigs)) if kubeconfigs else {},
+        "gateways": _mapping(gateways) if gateways else {},
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
     result = Result(spec, inventories, plan, previous, routes, catalog)
     RUNS.append(result)
-    return Built(result, outputs)
+    return Built(result, graph, outputs)
 
 
-def model_namespaces(spec: StackSpec, plan: Plan, targets: dict, route_grants: dict, opts=None) -> dict:
+def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, route_grants: dict,
+                     parent: str | None = None) -> dict:
     """One ModelNamespace per (cluster, team namespace) that hosts a placed replica, with the
     ReferenceGrants services in other namespaces need to route to it."""
     tokens = {d.namespace: d.model.token_secret for d in spec.deployments if d.model.token_secret}
     spots = sorted({(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements})
-    return {(c, ns): ModelNamespace(c, ns, tokens.get(ns), targets[c],
-                                    [g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns], opts)
+    return {(c, ns): model_namespace(graph, c, ns, tokens.get(ns), targets[c],
+                                     [g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns], parent)
             for c, ns in spots}

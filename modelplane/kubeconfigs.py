@@ -19,13 +19,14 @@ def kubeconfig_of(cluster: pulumi.Resource) -> pulumi.Output[str]:
     import pulumi_aws as aws
     import pulumi_gcp as gcp
 
-    from .components import eks, gke
+    from .render.kubeconfig import eks_kubeconfig, gke_kubeconfig
 
     if isinstance(cluster, gcp.container.Cluster):
-        built = gke.kubeconfig(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate)
+        built = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+            lambda v: gke_kubeconfig(*v))
     elif isinstance(cluster, aws.eks.Cluster):
-        built = pulumi.Output.all(cluster.name, cluster.arn).apply(
-            lambda v: eks.kubeconfig(v[0], cluster.endpoint, cluster.certificate_authority.data, v[1].split(":")[3]))
+        built = pulumi.Output.all(cluster.name, cluster.arn, cluster.endpoint, cluster.certificate_authority.data).apply(
+            lambda v: eks_kubeconfig(v[1].split(":")[3], v[0], v[2], v[3]))
     else:
         raise TypeError(f"kubeconfig_of: {type(cluster).__name__} is not a pulumi_eks, GKE or EKS cluster; "
                         "pass its kubeconfig Output in `secrets` instead")

@@ -9,53 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pulumi
+from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockMonitor
 
 from . import program
-from .assemble import Result
-from .api import load_stack, stack_file
-from .api.loader import YAML_LOADER, catalog_of, check_stack, display_path, read_yaml, stack_names
-from .errors import InputError, Problem, did_you_mean
-from .fleet import inventory_of
+from .api import stack_file
+from .api.loader import YAML_LOADER, check_stack, display_path, read_yaml
+from .errors import InputError, Problem
+from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, OfflineRun, Record, _fleet_references,
+                      _infra_references, _merge)
 
-OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
-
-# Outputs a real provider computes; mocks echo inputs, so fill in what dependents read.
-_COMPUTED = {
-    "gcp:container/cluster:Cluster": {"endpoint": "203.0.113.10",
-                                      "masterAuth": {"clusterCaCertificate": "b2ZmbGluZQ=="}},
-    "aws:eks/cluster:Cluster": {"endpoint": "https://offline.eks.invalid",
-                                "certificateAuthority": {"data": "b2ZmbGluZQ=="},
-                                "vpcConfig": {"vpcId": "vpc-0ff1ine", "clusterSecurityGroupId": "sg-0ff1ine"}},
-    "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
-    "aws:iam/role:Role": {"arn": "arn:aws:iam::000000000000:role/offline"},
-}
-
-
-@dataclass
-class Record:
-    type: str
-    name: str
-    urn: str
-    parent: str
-    provider: str
-    custom: bool
-    dependencies: tuple[str, ...] = ()
-    ignore_changes: tuple[str, ...] = ()
-    import_id: str = ""             # the `import` resource option: an existing object to take over
-    inputs: dict = field(default_factory=dict)
-    outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
-
-
-def _merge(inputs: dict, computed: dict) -> dict:
-    out = dict(inputs)
-    for key, value in computed.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+__all__ = ["OFFLINE_KUBECONFIG", "OfflineRun", "Record", "run", "run_program"]
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -99,42 +66,6 @@ class _Monitor(MockMonitor):
         return response
 
 
-@dataclass
-class OfflineRun:
-    stack: str
-    result: Result
-    records: list[Record]
-    lost: tuple[str, ...] = ()      # clusters planned without (what-if)
-
-
-def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
-    """Plan each infra stack of `modelplane:fleet` from its own file; name the reference if one is missing."""
-    problems = []
-    known = stack_names()
-    for i, name in enumerate(spec.fleet):
-        if not stack_file(name).exists():
-            guess = did_you_mean(name, known)
-            problems.append(Problem(display_path(path), f"config.{program.PROJECT}:fleet[{i}]",
-                                    f"fleet names stack {name!r}, which has no stacks/Pulumi.{name}.yaml",
-                                    f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}"))
-    if problems:
-        raise InputError(problems)
-    return _infra_references(spec.fleet)
-
-
-def _infra_references(names) -> dict[str, dict]:
-    """What each infra stack would export, planned from its own file (kubeconfigs stand in)."""
-    refs = {}
-    for name in names:
-        catalog = catalog_of((read_yaml(stack_file(name)).data or {}).get("config"))
-        infra = load_stack(stack_file(name), catalog)
-        invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
-        # Gateway addresses exist once the infra stack is up; offline they are named, not known.
-        refs[name] = {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs},
-                      "gateways": {inv["name"]: f"(gateway address exported by stack {name})" for inv in invs}}
-    return refs
-
-
 def _config_for_engine(path: Path) -> tuple[dict[str, str], list[str]]:
     """Config as the Pulumi engine hands it to a program: strings, objects as JSON, secrets decrypted."""
     import yaml
@@ -158,7 +89,11 @@ def _execute(stack: str, project: str, references: dict, config_path: Path | Non
     asyncio.set_event_loop(asyncio.new_event_loop())
     mocks = _Mocks(references)
     monitor = _Monitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    # Each run is its own stack: a root Stack resource of an earlier run in this process would
+    # otherwise parent this run's resources (set_mocks only creates one when there is none).
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor,
+                             organization=ORGANIZATION)
     config, secrets = _config_for_engine(config_path) if config_path and config_path.exists() else ({}, [])
     pulumi.runtime.set_all_config(config, secrets)
     program.LAST.clear()

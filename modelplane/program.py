@@ -14,6 +14,8 @@ from pulumi.runtime import config as runtime_config
 from .api import Catalog, StackSpec, parse_stack_config, stack_file
 from .api.loader import Source, catalog_of, display_path, read_yaml
 from .assemble import RUNS, Remote, assemble
+from .components.materialize import materialize
+from .render.graph import STACK_REFERENCE, key_of
 from .errors import InputError
 from .scheduler import Placement
 
@@ -48,8 +50,12 @@ def load_spec(stack: str, catalog: Catalog, source=None) -> StackSpec:
     return parse_stack_config(config_values(), src, catalog)
 
 
+def reference_name(stack: str, organization: str | None = None) -> str:
+    return f"{organization or pulumi.get_organization()}/{PROJECT}/{stack}"
+
+
 async def _reference(name: str, output: str):
-    ref = pulumi.StackReference(f"{pulumi.get_organization()}/{PROJECT}/{name}")
+    ref = pulumi.StackReference(reference_name(name))
     details = await ref.get_output_details(output)
     return ref, (details.value if details.value is not None else details.secret_value)
 
@@ -60,17 +66,18 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     config = config_values()
     catalog = catalog_of(config)
     spec = load_spec(stack, catalog, source)
-    remote = []
+    remote, made = [], {}
     for infra in spec.fleet:
         ref, inventory = await _reference(infra, "inventory")
-        remote.append(Remote(infra, ref, inventory or []))
+        key = key_of(STACK_REFERENCE, ref._name)
+        made[key] = ref
+        remote.append(Remote(infra, key, inventory or []))
     _, prev_doc = await _reference(stack, "placements")
     # modelplane:repack trades stickiness for packing: the previous placements are not retained.
     previous = [] if spec.repack else [Placement.from_json(p) for p in (prev_doc or [])]
-    cfg = pulumi.Config(PROJECT)
     where = display_path(Path(source)) if source else f"stacks/Pulumi.{stack}.yaml"
-    built = assemble(spec, catalog, where, remote, previous, cfg.require_secret, exclude=exclude)
-    return built.outputs
+    built = assemble(spec, catalog, where, remote, previous, exclude=exclude)
+    return materialize(built.graph, made).value(built.outputs)
 
 
 def main() -> None:

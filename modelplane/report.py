@@ -211,7 +211,7 @@ def services(run: OfflineRun) -> list[dict]:
     """Per service: where its traffic goes. Shares are per mille of the service's requests; DNS
     weights are the clusters' shares in whole percent."""
     from .api.rules import served_model
-    from .components.routing import gateway_record
+    from .render.stack import gateway_record
 
     spec = run.result.spec
     providers = {p.name: p for p in spec.providers}

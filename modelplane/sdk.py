@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
 from .assemble import Built, Remote, assemble
-from .components.k8s import secrets_from
+from .components.materialize import materialize
+from .render.graph import STACK_REFERENCE, key_of
 from .fleet_types import DnsEntry, InferenceClusterEntry, ModelDeploymentEntry, ModelServiceEntry, ProviderEntry
 from . import scheduler
 
@@ -180,12 +181,12 @@ class Fleet(pulumi.ComponentResource):
 
         def build(values) -> dict:
             *inventories, before = values
-            remote = [Remote(s, ref, inv or []) for s, ref, inv in zip(stacks, refs, inventories)]
+            keys = [key_of(STACK_REFERENCE, ref._name) for ref in refs]
+            remote = [Remote(s, key, inv or []) for s, key, inv in zip(stacks, keys, inventories)]
             prior = [] if spec.repack else [scheduler.Placement.from_json(p) for p in (before or [])]
-            with secrets_from(secret):
-                self.built = assemble(spec, catalog, f"Fleet {name}", remote, prior, secret, parent=self,
-                                      fleet_key="stacks")
-            return _outputs(self.built)
+            self.built = assemble(spec, catalog, f"Fleet {name}", remote, prior, fleet_key="stacks")
+            made = materialize(self.built.graph, dict(zip(keys, refs)), parent=self, secret=secret)
+            return _outputs(self.built, made.value(self.built.outputs))
 
         # Stack references and the previous placements are known at preview (they are read from
         # state), so the resources below are registered during preview as well as update.
@@ -214,7 +215,7 @@ def _spec(name: str, args: dict, secrets: dict, catalog):
     return parse_stack_config(config, Source(f"Fleet {name}", None), catalog)
 
 
-def _outputs(built: Built) -> dict:
+def _outputs(built: Built, outputs: dict) -> dict:
     routes, spec = built.result.routes, built.result.spec
     endpoints = {s.key: {"hostname": s.hostname, "clusters": sorted(routes[s.key].clusters)} for s in spec.services}
-    return {**built.outputs, "endpoints": endpoints}
+    return {**outputs, "endpoints": endpoints}

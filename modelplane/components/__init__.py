@@ -1,6 +1,4 @@
-"""Pulumi components: thin wiring of rendered dicts to resources (parent, provider, dependencies)."""
-from .cluster import InferenceCluster
-from .deployment import ModelDeployment, ModelNamespace, Target
-from .routing import ModelService, ServiceDns
+"""The Pulumi side: a resource graph (render/graph.py) turned into resources, nothing more."""
+from .materialize import Materializer, materialize
 
-__all__ = ["InferenceCluster", "ModelDeployment", "ModelNamespace", "ModelService", "ServiceDns", "Target"]
+__all__ = ["Materializer", "materialize"]

@@ -1,12 +1,8 @@
-"""Register one rendered Kubernetes dict as the matching pulumi-kubernetes resource."""
+"""Register one Kubernetes object node as the matching pulumi-kubernetes resource."""
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from ..render.names import SecretValue
 
 
 class CustomObject(pulumi.CustomResource):
@@ -20,12 +16,6 @@ class CustomObject(pulumi.CustomResource):
                  "spec": obj.get("spec"), "status": None}
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s._utilities.get_version()))
         super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, props, opts)
-
-
-def logical_name(cluster: str, obj: dict) -> str:
-    m = obj["metadata"]
-    ns = m.get("namespace") or "_"
-    return f"{cluster}/{ns}/{obj['kind'].lower()}/{m['name']}"
 
 
 _TYPED = {
@@ -48,41 +38,14 @@ _TYPED = {
 }
 
 
-_RESOLVERS: list = []    # innermost last; empty: the stack's modelplane: secret config
-
-
 def secret_value(key: str) -> pulumi.Output:
-    """A secret the settings name by key: from the enclosing `secrets_from`, else stack config."""
-    return _RESOLVERS[-1](key) if _RESOLVERS else pulumi.Config("modelplane").require_secret(key)
+    """The stack's secret config key `key` (namespace modelplane)."""
+    return pulumi.Config("modelplane").require_secret(key)
 
 
-@contextmanager
-def secrets_from(resolver):
-    """Resolve secret keys with `resolver` while building (a Fleet's `secrets` argument)."""
-    _RESOLVERS.append(resolver)
-    try:
-        yield
-    finally:
-        _RESOLVERS.pop()
-
-
-def resolve_secrets(value):
-    """Replace SecretValue markers with the secret values they name (secret Outputs)."""
-    if isinstance(value, SecretValue):
-        secret = secret_value(value.config_key)
-        return pulumi.Output.concat(value.prefix, secret) if value.prefix else secret
-    if isinstance(value, dict):
-        return {k: resolve_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve_secrets(v) for v in value]
-    return value
-
-
-def register(cluster: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+def register(name: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """Typed resources for core kinds; CustomResource for CRDs (they carry only metadata and spec)."""
-    obj = resolve_secrets(obj) if obj["kind"] == "Secret" else obj
-    name, key = logical_name(cluster, obj), (obj["apiVersion"], obj["kind"])
-    typed = _TYPED.get(key)
+    typed = _TYPED.get((obj["apiVersion"], obj["kind"]))
     if typed is not None:
         return typed(name, obj, opts)
     return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],

@@ -1,0 +1,371 @@
+"""The stack's resources as a graph (pure): clusters with their cloud resources and substrate,
+model namespaces, deployments, services and DNS, each with its parent, provider and dependencies.
+
+Components are nodes too (`custom=False`): InferenceCluster, ModelNamespace, ModelDeployment,
+ModelService and ServiceDns, with the outputs the policy pack's stack rules read. A dependency on
+a component stands for every resource under it, as the Pulumi SDK expands it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..api import Catalog, InferenceCluster as ClusterSpec
+from ..api.deployment import GPU_ROLES
+from ..api.substrate import overrides, toggles
+from ..fleet import inventory_of
+from . import eks, gke
+from .addons import SYSTEM, ClusterFacts, addons
+from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
+from .names import ROLE, SecretValue
+from .order import rank, role_edges, scale_change
+from .replica import render_replica
+from .routing import health_path, health_targets, service_objects
+from .substrate import model_identity, namespace, priority_classes, queues
+
+PROJECT = "modelplane"
+INFERENCE_CLUSTER, MODEL_NAMESPACE = "modelplane:index:InferenceCluster", "modelplane:index:ModelNamespace"
+MODEL_DEPLOYMENT, MODEL_SERVICE = "modelplane:index:ModelDeployment", "modelplane:index:ModelService"
+SERVICE_DNS = "modelplane:index:ServiceDns"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+RELEASE, CONFIG_FILE = "kubernetes:helm.sh/v3:Release", "kubernetes:yaml/v2:ConfigFile"
+ENDPOINTS_PATCH = "kubernetes:core/v1:EndpointsPatch"
+
+GATEWAYS_SUBDOMAIN = "gateways"
+# Cloud DNS health checks of external endpoints probe from three Google Cloud regions.
+HEALTH_SOURCE_REGIONS = ("us-central1", "europe-west4", "asia-southeast1")
+HEALTH_HOST = "modelplane-health"   # the Host Cloud DNS health checks send (they probe addresses)
+
+
+# ---- Kubernetes objects ------------------------------------------------------------------
+
+def logical_name(cluster: str, obj: dict) -> str:
+    m = obj["metadata"]
+    ns = m.get("namespace") or "_"
+    return f"{cluster}/{ns}/{obj['kind'].lower()}/{m['name']}"
+
+
+# Fields the typed pulumi-kubernetes class of a core kind sends; any other kind is an
+# apiextensions CustomResource, which sends apiVersion, kind, metadata and spec only.
+_TYPED_FIELDS = {
+    ("v1", "Namespace"): ("metadata",), ("v1", "Service"): ("metadata", "spec"),
+    ("v1", "ServiceAccount"): ("metadata", "secrets"), ("v1", "Secret"): ("metadata", "type", "stringData"),
+    ("v1", "ResourceQuota"): ("metadata", "spec"), ("apps/v1", "Deployment"): ("metadata", "spec"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("metadata", "spec"),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("metadata", "value", "preemptionPolicy", "globalDefault",
+                                                "description"),
+}
+
+
+def k8s_type(obj: dict) -> str:
+    return f"kubernetes:{obj['apiVersion'] if '/' in obj['apiVersion'] else 'core/' + obj['apiVersion']}:{obj['kind']}"
+
+
+def _secrets(value):
+    """SecretValue markers as secret expressions (a prefix stays outside the secret's text)."""
+    if isinstance(value, SecretValue):
+        return Secret(Apply(_concat, (value.prefix, value))) if value.prefix else Secret(value)
+    if isinstance(value, dict):
+        return {k: _secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_secrets(v) for v in value]
+    return value
+
+
+def _concat(*parts) -> str:
+    return "".join(parts)
+
+
+def k8s_inputs(obj: dict) -> dict:
+    fields = _TYPED_FIELDS.get((obj["apiVersion"], obj["kind"]), ("metadata", "spec"))
+    inputs = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+              **{f: obj[f] for f in fields if obj.get(f) is not None}}
+    if obj["kind"] == "Secret" and "stringData" in inputs:
+        inputs["stringData"] = Secret(_secrets(inputs["stringData"]))   # the typed class marks it secret
+    return inputs
+
+
+def k8s_node(cluster: str, obj: dict, parent: str | None, provider: str | None, depends_on=(),
+             import_id: str = "") -> Node:
+    return Node(k8s_type(obj), logical_name(cluster, obj), k8s_inputs(obj), parent, provider, tuple(depends_on),
+                import_id=import_id, cluster=cluster)
+
+
+# ---- InferenceCluster ----------------------------------------------------------------------
+
+@dataclass
+class ClusterNodes:
+    """What other parts of the stack need of a cluster: its inventory, provider, the substrate's
+    sinks (`ready`) and per team namespace its Namespace and Queue, the Gateway node and the
+    kubeconfig and gateway address (expressions)."""
+
+    name: str
+    inventory: dict
+    provider: str
+    kubeconfig: object = None
+    gateway_address: object = None
+    ready: list = field(default_factory=list)
+    namespaced: dict = field(default_factory=dict)
+
+    def ready_in(self, ns: str) -> list:
+        return [*self.ready, *self.namespaced.get(ns, [])]
+
+
+def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
+    efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
+    root = c.existing.nvidia_driver_root if c.existing else "/"
+    latest = gpudirect = nics = None
+    if c.source == "gke":
+        gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
+        latest = any(g.gpu_driver == "LATEST" for g in gkes)
+        recipes = [w.recipe for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).recipe]
+        gpudirect = tuple(sorted({r.installer for r in recipes}))
+        nics = gke.gpu_nics(c, catalog)
+    tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
+    return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
+                        efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
+                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate))
+
+
+def chart_ref(spec: dict) -> tuple[str, dict | None]:
+    """(chart, repositoryOpts): an OCI chart is addressed by its full reference, others by repo."""
+    if spec["repository"].startswith("oci://"):
+        return f"{spec['repository']}/{spec['chart']}", None
+    return spec["chart"], {"repo": spec["repository"]}
+
+
+def _addon_nodes(c: ClusterSpec, addon, versions: dict, parent: str, provider: str, deps: list) -> list[Node]:
+    name = f"{c.name}-{addon.name}"
+    if addon.kind == "release":
+        spec = versions[addon.key]
+        chart, repo = chart_ref(spec)
+        inputs = {"name": addon.name, "chart": chart, "version": addon.version, "repositoryOpts": repo,
+                  "namespace": spec["namespace"], "createNamespace": True, "atomic": True, "cleanupOnFail": True,
+                  "skipCrds": addon.skip_crds or None, "timeout": 900, "values": addon.values}
+        return [Node(RELEASE, name, {k: v for k, v in inputs.items() if v is not None}, parent, provider, tuple(deps),
+                     cluster=c.name)]
+    if addon.kind == "manifests":
+        return [Node(CONFIG_FILE, name, {"file": versions[addon.key]["manifests"]}, parent, provider, tuple(deps),
+                     custom=False, remote=True, cluster=c.name)]
+    if addon.kind == "gate":
+        obj = addon.objects[0]
+        metadata = {**obj["metadata"], "annotations": {"pulumi.com/waitFor": addon.wait_for}}
+        return [Node(ENDPOINTS_PATCH, name, {"apiVersion": "v1", "kind": "Endpoints", "metadata": metadata}, parent,
+                     provider, tuple(deps), cluster=c.name)]
+    return [k8s_node(c.name, obj, parent, provider, deps) for obj in addon.objects]
+
+
+def _address(status) -> str | None:
+    addresses = (status or {}).get("addresses") or []
+    return addresses[0].get("value") if addresses else None
+
+
+def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_namespaces: list[str],
+                      parent: str | None) -> ClusterNodes:
+    """InferenceCluster: cloud cluster + GPU pools from catalog recipes + substrate + inventory."""
+    me = graph.add(Node(INFERENCE_CLUSTER, c.name, parent=parent, custom=False))
+    inventory = inventory_of(c, catalog)
+    system, extra = [], {}
+    if c.gke:
+        kubeconfig, system = gke.build(c, catalog, graph, me)
+    elif c.eks:
+        built = eks.build(c, catalog, graph, me)
+        kubeconfig, system, extra = built.kubeconfig, built.system, built.addon_deps
+    else:
+        # Bring your own: pools are declared, not created; the kubeconfig is a secret config key.
+        kubeconfig = Secret(SecretValue(c.existing.kubeconfig_secret))
+    provider = graph.add(Node(K8S_PROVIDER, f"{c.name}-k8s", {"kubeconfig": kubeconfig, "clusterIdentifier": c.name},
+                              me))
+    out = ClusterNodes(c.name, inventory, provider, kubeconfig)
+    versions = catalog.substrate
+    done: dict[str, list] = {SYSTEM: list(system)}
+    plan = addons(facts_of(c, catalog), versions)
+    gateway = None
+    for addon in plan:
+        deps = [r for dep in addon.after for r in done.get(dep, [])] + list(extra.get(addon.name, []))
+        created = [graph.add(n) for n in _addon_nodes(c, addon, versions, me, provider, deps)]
+        done[addon.name] = created
+        if addon.name == "gateway":
+            gateway = next(r for r, o in zip(created, addon.objects, strict=True) if o["kind"] == "Gateway")
+    awaited = {dep for addon in plan for dep in addon.after}
+    out.ready += [r for addon in plan if addon.name not in awaited for r in done[addon.name]]
+    after = [*done.get("kai-scheduler", []), *system]
+    for ns in sorted(set(team_namespaces)):
+        out.namespaced.setdefault(ns, []).append(graph.add(k8s_node(c.name, namespace(ns), me, provider, after)))
+    if c.substrate.kai:
+        out.ready += [graph.add(k8s_node(c.name, pc, me, provider, after)) for pc in priority_classes()]
+        for q in queues([q.model_dump(by_alias=True) for q in c.queues]):
+            key = graph.add(k8s_node(c.name, q, me, provider, after))
+            own = q["metadata"]["name"]
+            if own in out.namespaced:
+                out.namespaced[own].append(key)
+            else:      # the root queue
+                out.ready.append(key)
+    # The Gateway's live status holds its address once provisioned (unknown at preview).
+    out.gateway_address = Apply(_address, (Ref(gateway, "status"),)) if gateway is not None else None
+    graph.nodes[me].outputs = {"inventory": inventory, "kubeconfig": kubeconfig,
+                               "gatewayAddress": out.gateway_address}
+    return out
+
+
+def remote_cluster(graph: Graph, inventory: dict, ref: str, parent: str | None) -> ClusterNodes:
+    """A cluster another stack built: a provider from that stack's exported kubeconfig."""
+    name = inventory["name"]
+    kubeconfig = StackOutput(ref, "kubeconfigs", name, required=True)
+    provider = graph.add(Node(K8S_PROVIDER, f"{name}-k8s", {"kubeconfig": kubeconfig, "clusterIdentifier": name},
+                              parent))
+    return ClusterNodes(name, inventory, provider, kubeconfig, StackOutput(ref, "gateways", name))
+
+
+# ---- ModelNamespace and ModelDeployment ---------------------------------------------------
+
+def model_namespace(graph: Graph, cluster: str, ns: str, token_key: str | None, target: ClusterNodes,
+                    extra: list[dict], parent: str | None) -> str:
+    """Per cluster and team namespace: the model ServiceAccount and, if needed, the HF token
+    Secret, and the ReferenceGrants services of other namespaces need to route to it."""
+    me = graph.add(Node(MODEL_NAMESPACE, f"{cluster}-{ns}", parent=parent, custom=False, outputs={}))
+    for obj in [*model_identity(ns, token_key), *extra]:
+        graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(ns)))
+    return me
+
+
+def _role(obj: dict) -> str | None:
+    """The role an object belongs to; the LLMInferenceService runs decode (and prefill)."""
+    return obj["metadata"]["labels"].get(ROLE) or ("decode" if obj["kind"] == "LLMInferenceService" else None)
+
+
+def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, ClusterNodes], parent: str | None,
+                     weights_gib: float, served_names: list[str] | None, namespaces: dict[str, str],
+                     progress: dict, previous: dict) -> str:
+    """Each placed replica's rendered objects on its cluster. Extra roles start after the roles
+    they depend on: objects follow a topological order, each waiting for its dependencies'
+    objects; an InPlace size change follows the scale order."""
+    me = graph.add(Node(MODEL_DEPLOYMENT, f"{spec.namespace}-{spec.name}", parent=parent, custom=False))
+    deps = {r.name: r.depends_on for r in spec.roles}
+    for placement in placements:
+        edges = role_edges(spec.role_names(), deps, *scale_change(spec, placement, previous.get(placement.replica)))
+        ranks = rank(edges)
+        target = targets[placement.cluster]
+        ns = namespaces.get(placement.cluster)
+        base = [*target.ready_in(spec.namespace), *([ns] if ns else [])]
+        by_role: dict[str, list] = {}
+        objs = render_replica(spec, placement, target.inventory, weights_gib, served_names)
+        # Adopted objects are imported (ID namespace/name) by the first `up` instead of created.
+        adopted = {(a.kind, a.name) for a in spec.adopted(placement.replica, placement.cluster).values()}
+        for obj in sorted(objs, key=lambda o: ranks.get(_role(o), 0)):
+            role = _role(obj)
+            needs = [k for dep in sorted(edges.get(role, ())) for k in by_role.get(dep, [])]
+            m = obj["metadata"]
+            imported = f"{m['namespace']}/{m['name']}" if (obj["kind"], m["name"]) in adopted else ""
+            key = graph.add(k8s_node(placement.cluster, obj, me, target.provider, [*base, *needs], imported))
+            # One LLMInferenceService runs every GPU role of the replica.
+            for r in (GPU_ROLES if obj["kind"] == "LLMInferenceService" else (role,)):
+                by_role.setdefault(r, []).append(key)
+    # What the policy pack's stack rules read: the spec, where it landed and those clusters' facts.
+    graph.nodes[me].outputs = {
+        "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        "placements": [p.to_json() for p in placements],
+        "clusters": {c: targets[c].inventory for c in sorted({p.cluster for p in placements})},
+        "weightsGiB": weights_gib,
+        "progress": progress or {},
+    }
+    return me
+
+
+# ---- ModelService and ServiceDns -----------------------------------------------------------
+
+def routes_json(routes) -> dict:
+    return {"endpoints": routes.endpoints, "clusters": routes.clusters, "dns": routes.dns,
+            "missing": routes.missing,
+            "backends": [{"cluster": b.cluster, "kind": b.kind, "name": b.name, "replica": b.replica,
+                          "units": b.units} for b in routes.backends]}
+
+
+def gateway_record(domain: str, cluster: str) -> str:
+    """The per-cluster name a service's weighted records point at (Route 53)."""
+    return f"{cluster}.{GATEWAYS_SUBDOMAIN}.{domain}"
+
+
+def health_hosts(dns, routes) -> dict | None:
+    """cluster -> the hostnames its health route answers: the Route 53 per-cluster gateway name,
+    and one fixed name for Cloud DNS (one health check serves every address of a record set)."""
+    if dns is None:
+        return None
+    return {c: [gateway_record(dns.zone.domain, c), f"{HEALTH_HOST}.{dns.zone.domain}"] for c in routes.dns}
+
+
+def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict, targets: dict, model: str,
+                  parent: str | None, dns=None) -> str:
+    """A service's route (and provider backends) on every cluster that carries a share of it."""
+    me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", parent=parent, custom=False))
+    gateways = {c: targets[c].inventory["gateway"] for c in routes.clusters}
+    hosts = health_hosts(dns, routes) if svc.hostname else None
+    for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts).items():
+        target = targets[cluster]
+        for obj in objects:
+            graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
+    graph.nodes[me].outputs = {
+        "spec": svc.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        "model": model,
+        "routes": routes_json(routes),
+        "providers": {p: providers[p].model_dump(by_alias=True, exclude_none=True, mode="json", exclude={"api_key"})
+                      for p in sorted({e.provider for e in svc.endpoints if e.provider in providers})},
+        "targets": {e.key(svc.namespace): (deployments[e.key(svc.namespace)].labels if e.deployment else {})
+                    for e in svc.endpoints if e.deployment is None or e.key(svc.namespace) in deployments},
+        "gateways": gateways,
+    }
+    return me
+
+
+def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict, parent: str | None) -> str:
+    """Weighted records for every service with a hostname: one per cluster that carries a share of it,
+    weighted by that share. Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
+    (an A record for an IP gateway, a CNAME for a load balancer hostname). Cloud DNS: one A record
+    set with a weighted round robin routing policy (IP gateways only)."""
+    me = graph.add(Node(SERVICE_DNS, dns.kind, parent=parent, custom=False, outputs={}))
+    zone = dns.zone
+    if dns.kind == "route53":
+        provider = graph.add(Node("pulumi:providers:aws", "dns-route53", {
+            "region": "us-east-1"}, me))
+        for cluster in sorted({c for _, routes in services for c in routes.dns}):
+            address, kind = addresses[cluster]
+            graph.add(Node("aws:route53/record:Record", f"gateway-{cluster}", {
+                "zoneId": zone.zone_id, "name": gateway_record(zone.domain, cluster),
+                "type": "A" if kind == "IPAddress" else "CNAME", "ttl": dns.ttl, "records": [address]}, me, provider))
+        for svc, routes in services:
+            probed = set(health_targets(svc, routes, deployments))   # where a health route answers
+            for cluster, weight in sorted(routes.dns.items()):
+                name = f"{svc.namespace}-{svc.name}-{cluster}"
+                check = None
+                if cluster in probed:
+                    # A cluster whose replicas stop answering loses its share until they answer again.
+                    check = graph.add(Node("aws:route53/healthCheck:HealthCheck", name, {
+                        "type": "HTTP", "port": 80, "fqdn": gateway_record(zone.domain, cluster),
+                        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
+                        "failureThreshold": 3}, me, provider))
+                record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
+                          "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": weight}],
+                          "records": [gateway_record(zone.domain, cluster)]}
+                if check:
+                    record["healthCheckId"] = Ref(check, "id")
+                graph.add(Node("aws:route53/record:Record", name, record, me, provider))
+    else:
+        provider = graph.add(Node("pulumi:providers:gcp", "dns-clouddns", {"project": zone.project}, me))
+        for svc, routes in services:
+            probed = set(health_targets(svc, routes, deployments))
+            policy = {"wrrs": [{"weight": weight, "rrdatas": [addresses[cluster][0]]}
+                               for cluster, weight in sorted(routes.dns.items())]}
+            if probed == set(routes.dns):
+                # Health-checked WRR on external endpoints: items carry healthCheckedTargets instead of
+                # rrdatas, and one HTTP health check (with three source regions) probes each address.
+                check = graph.add(Node("gcp:compute/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}", {
+                    "project": zone.project, "sourceRegions": list(HEALTH_SOURCE_REGIONS), "checkIntervalSec": 30,
+                    "timeoutSec": 10, "unhealthyThreshold": 3, "httpHealthCheck": {
+                        "port": 80, "host": f"{HEALTH_HOST}.{zone.domain}",
+                        "requestPath": health_path(svc.name, svc.namespace)}}, me, provider))
+                policy = {"healthCheck": Ref(check, "id"), "wrrs": [
+                    {"weight": weight, "healthCheckedTargets": {"externalEndpoints": [addresses[cluster][0]]}}
+                    for cluster, weight in sorted(routes.dns.items())]}
+            graph.add(Node("gcp:dns/recordSet:RecordSet", f"{svc.namespace}-{svc.name}", {
+                "project": zone.project, "managedZone": zone.managed_zone, "name": f"{svc.hostname}.", "type": "A",
+                "ttl": dns.ttl, "routingPolicy": policy}, me, provider))
+    return me
