@@ -63,7 +63,7 @@ def k8s_type(obj: dict) -> str:
 def _secrets(value):
     """SecretValue markers as secret expressions (a prefix stays outside the secret's text)."""
     if isinstance(value, SecretValue):
-        return Secret(Apply(_concat, (value.prefix, value))) if value.prefix else Secret(value)
+        return Secret(Apply(_concat, (value.prefix, SecretValue(value.config_key)))) if value.prefix else Secret(value)
     if isinstance(value, dict):
         return {k: _secrets(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -1,0 +1,232 @@
+"""The direct engine: the plan without the Pulumi SDK in the loop.
+
+It builds the same resource graph the program builds (assemble.py) and resolves it the way a
+preview under the offline mocks (offline.py) would: URNs, parents, provider references,
+dependencies (a component stands for its resources, expressions depend on what they read),
+inputs as the engine receives them (numbers as doubles, secrets and unknowns marked), and the
+few inputs the SDK's typed classes add themselves. `tests/test_engines.py` holds both engines
+to the same records on every example stack and on generated fleets.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .api.loader import check_stack, display_path
+from .assemble import Remote, assemble
+from .records import (_COMPUTED, ORGANIZATION, PROJECT, OFFLINE_KUBECONFIG, OfflineRun, Record, _fleet_references,
+                      _merge)
+from .render.graph import STACK_REFERENCE, Apply, Graph, Node, Ref, Secret, StackOutput, key_of
+from .render.names import SecretValue
+from .scheduler import Placement
+
+# The engine's markers (pulumi.runtime.rpc): a secret value and an unknown one.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN_TEXT = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+# Inputs a typed SDK class sets on its own (pulumi-kubernetes Release, pulumi-aws Provider).
+_SDK_ADDS = {
+    "kubernetes:helm.sh/v3:Release": {"compat": "true"},
+    "pulumi:providers:aws": {"skipCredentialsValidation": False, "skipRegionValidation": True},
+}
+# Outputs of another stack the offline references mark secret (offline._Mocks does the same).
+_SECRET_OUTPUTS = ("kubeconfigs",)
+
+
+class Unknown:
+    """A value known only after an update (the engine's unknown)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Unknown"
+
+
+UNKNOWN = Unknown()
+
+
+class _Value:
+    """An evaluated expression: its plain value, whether it is known and secret, and the URNs of
+    the resources it read."""
+
+    __slots__ = ("value", "known", "secret", "deps")
+
+    def __init__(self, value, known=True, secret=False, deps=frozenset()):
+        self.value, self.known, self.secret, self.deps = value, known, secret, deps
+
+
+_EXPRESSIONS = (Ref, Apply, Secret, SecretValue, StackOutput)
+
+
+class Resolver:
+    """Records of one graph as the offline mocks would record them."""
+
+    def __init__(self, graph: Graph, stack: str, references: dict, project: str = PROJECT,
+                 secret_text: str = OFFLINE_KUBECONFIG):
+        self.graph, self.stack, self.project, self.references = graph, stack, project, references
+        self.secret_text = secret_text
+        self.root = f"urn:pulumi:{stack}::{project}::{STACK_TYPE}::{project}-{stack}"
+        self.urns: dict[str, str] = {}
+        self.state: dict[str, dict] = {}
+        self.children: dict[str, list[str]] = {}
+
+    # -- names -----------------------------------------------------------------------------
+    def urn(self, key: str) -> str:
+        found = self.urns.get(key)
+        if found is None:
+            node = self.graph.nodes[key]
+            parent = self.urn(node.parent) if node.parent else self.root
+            parent_type = parent.split("::")[2].split("$")[-1]
+            found = self.urns[key] = f"urn:pulumi:{self.stack}::{self.project}::{parent_type}${node.type}::{node.name}"
+        return found
+
+    def reference_urn(self, key: str) -> str:
+        name = key.split("::", 1)[1]
+        return f"urn:pulumi:{self.stack}::{self.project}::{STACK_TYPE}${STACK_REFERENCE}::{name}"
+
+    def expand(self, keys) -> set[str]:
+        """URNs a dependency on these nodes means: a local component stands for its resources."""
+        out, todo = set(), list(keys)
+        while todo:
+            key = todo.pop()
+            node = self.graph.nodes.get(key)
+            if node is None:
+                out.add(self.reference_urn(key))
+            elif node.custom or node.remote:
+                out.add(self.urn(key))
+            else:
+                todo.extend(self.children.get(key, ()))
+        return out
+
+    # -- values ----------------------------------------------------------------------------
+    def evaluate(self, v) -> _Value:
+        """An input as a plain value (markers inside it folded into known/secret/deps)."""
+        if isinstance(v, Ref):
+            node = self.graph.nodes[v.node]
+            deps = frozenset((self.urn(v.node),))
+            if v.path == "id":
+                return _Value(f"{node.name}-id", deps=deps)
+            value = self.state[v.node]
+            for part in v.path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            return _Value(value, known=value is not None, deps=deps)
+        if isinstance(v, Secret):
+            inner = self.evaluate(v.value)
+            return _Value(inner.value, inner.known, True, inner.deps)
+        if isinstance(v, SecretValue):
+            return _Value(self.secret_text, secret=True)     # the key's value; a prefix is an Apply around it
+        if isinstance(v, Apply):
+            args = [self.evaluate(a) for a in v.args]
+            known = all(a.known for a in args)
+            return _Value(v.fn(*[a.value for a in args]) if known else None, known,
+                          any(a.secret for a in args), frozenset().union(*[a.deps for a in args]))
+        if isinstance(v, StackOutput):
+            ref = self.reference_urn(v.node)
+            stack = v.node.rsplit("/", 1)[-1]
+            value = self.references.get(stack, {}).get(v.name)
+            if v.item is not None:
+                value = (value or {}).get(v.item)
+            return _Value(value, secret=v.name in _SECRET_OUTPUTS, deps=frozenset((ref,)))
+        if isinstance(v, dict):
+            parts = {k: self.evaluate(x) for k, x in v.items()}
+            return _Value({k: p.value for k, p in parts.items()}, all(p.known for p in parts.values()),
+                          any(p.secret for p in parts.values()), frozenset().union(*[p.deps for p in parts.values()]))
+        if isinstance(v, (list, tuple)):
+            parts = [self.evaluate(x) for x in v]
+            return _Value([p.value for p in parts], all(p.known for p in parts), any(p.secret for p in parts),
+                          frozenset().union(*[p.deps for p in parts]))
+        return _Value(v)
+
+    def wire(self, v, deps: set, unknown=UNKNOWN):
+        """An input as the engine receives it: doubles, secrets wrapped where they occur."""
+        if isinstance(v, _EXPRESSIONS):
+            e = self.evaluate(v)
+            deps |= e.deps
+            if not e.known:
+                return unknown
+            value = _doubles(e.value)
+            return {SECRET_SIG: SECRET_VALUE, "value": value} if e.secret else value
+        if isinstance(v, dict):
+            return {k: self.wire(x, deps, unknown) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [self.wire(x, deps, unknown) for x in v]
+        return _doubles(v)
+
+    def state_of(self, node: Node) -> dict:
+        """What the mocks answer for a resource: its inputs (known, non-null) and computed outputs."""
+        plain = {}
+        for k, v in node.inputs.items():
+            e = self.evaluate(v)
+            if e.known and e.value is not None:
+                plain[k] = e.value
+        return _merge(plain, _COMPUTED.get(node.type, {}))
+
+    # -- records ---------------------------------------------------------------------------
+    def records(self) -> list[Record]:
+        out = [Record(STACK_TYPE, f"{self.project}-{self.stack}", self.root, "", "", False)]
+        for node in self.graph:
+            if node.type == STACK_REFERENCE:
+                continue
+            if node.parent:
+                self.children.setdefault(node.parent, []).append(node.key)
+            deps = self.expand(node.depends_on)
+            urn = self.urn(node.key)
+            provider = ""
+            if node.provider and (node.custom or node.remote):
+                provider_node = self.graph.nodes[node.provider]
+                provider = f"{self.urn(node.provider)}::{provider_node.name}-id"
+            record = Record(node.type, node.name, urn, self.urn(node.parent) if node.parent else self.root, provider,
+                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id)
+            if node.custom or node.remote:
+                inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}
+                if node.type.startswith("pulumi:providers:"):      # provider config travels as strings
+                    inputs = {k: v if isinstance(v, (str, *_EXPRESSIONS)) else json.dumps(v) for k, v in inputs.items()}
+                found: set[str] = set()
+                record.inputs = {k: self.wire(v, found) for k, v in inputs.items() if v is not None}
+                deps |= found
+                self.state[node.key] = self.state_of(node)
+            record.dependencies = tuple(sorted(deps))
+            out.append(record)
+        # Components register their outputs once their resources exist (a Gateway's address).
+        by_key = {r.urn: r for r in out}
+        for node in self.graph:
+            if not node.custom and not node.remote and node.type != STACK_REFERENCE:
+                by_key[self.urn(node.key)].outputs = self.wire(node.outputs or {}, set(), UNKNOWN_TEXT)
+        return out
+
+
+def _doubles(value):
+    """Numbers as the engine's protobuf Struct carries them (doubles); tuples as lists."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _doubles(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_doubles(v) for v in value]
+    return value
+
+
+def reference_key(stack: str) -> str:
+    return key_of(STACK_REFERENCE, f"{ORGANIZATION}/{PROJECT}/{stack}")
+
+
+def run(stack: str, config_file: Path | None = None, previous: list[dict] | None = None,
+        exclude: tuple[str, ...] = (), checked=None) -> OfflineRun:
+    """Validate, build the graph and record it as a preview would. Raises InputError on bad input.
+    `checked`: what api.loader.check_stack already returned for this stack file."""
+    path, catalog, spec = checked or check_stack(stack, config_file)
+    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
+    graph = Graph()
+    remote = []
+    for infra in spec.fleet:
+        key = reference_key(infra)
+        graph.add(Node(STACK_REFERENCE, key.split("::", 1)[1], custom=True))
+        remote.append(Remote(infra, key, references[infra].get("inventory") or []))
+    prior = [] if spec.repack else [Placement.from_json(p) for p in (previous or [])]
+    built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude, graph=graph)
+    records = Resolver(graph, stack, references).records()
+    return OfflineRun(stack, built.result, records, tuple(exclude))
