@@ -100,10 +100,18 @@ def _check_inputs(stack, config_file, out_dir, report_file, previous, policy_con
     return prev, policy, checked
 
 
-def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_config, program_dir=None, checked=None):
-    """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input."""
-    from . import offline, report
+def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_config, program_dir=None, checked=None,
+                   engine="direct"):
+    """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input.
+    `engine`: "direct" (the graph recorded without the SDK, the pack's rules called in-process) or
+    "pulumi" (the program under Pulumi's mocks, the pack through the analyzer protocol)."""
+    from . import report
     from .policy import PackError, default_config, evaluate, read_config
+
+    if engine == "pulumi" or program_dir:
+        from . import offline
+    else:
+        from . import direct as offline
 
     services_before, before, cost_before = [], {}, None
     if program_dir and without:
@@ -122,7 +130,8 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
             cost_before = report.cost_of(run, base)
             run = offline.run(stack, config_file, base, tuple(without), checked=checked)
         policy_file = policy_config or default_config(run.result.spec.production)
-        violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
+        config = policy if policy is not None else read_config(policy_file)
+        violations = evaluate(run, config, gate) if gate is not None else evaluate(run, config, engine="direct")
     except InputError as exc:      # PolicyConfigError too
         err.print(exc.render(), markup=False)
         sys.exit(1)
@@ -150,18 +159,27 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
 @click.option("--trace", "hosts", multiple=True, metavar="HOST",
               help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider; "
                    "exit 1 if any share of it breaks on the way.")
+@click.option("--engine", type=click.Choice(["direct", "pulumi"]), default="direct", show_default=True,
+              help="direct: resources and policies computed in-process, no Pulumi SDK; pulumi: the program under "
+                   "Pulumi's mock runtime and the policy pack through the analyzer protocol (what `pulumi preview "
+                   "--policy-pack` runs). Both give the same plan; --program always uses pulumi.")
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config, hosts):
+         policy_config, hosts, engine):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
     prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
                                           program_dir)
     from . import outdir, report, tables
-    from .policy import Analyzer
 
-    # The pack starts now and imports while the program runs.
-    with Analyzer(stack=stack) as gate:
+    if engine == "pulumi" or program_dir:
+        from .policy import Analyzer
+
+        # The pack starts now and imports while the program runs.
+        with Analyzer(stack=stack) as gate:
+            run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
+                gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, "pulumi")
+    else:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked)
+            None, stack, config_file, prev, without, policy, policy_config, None, checked, "direct")
     try:
         explain = _explain_key(run, explain) if explain else None
     except InputError as exc:

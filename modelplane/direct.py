@@ -14,8 +14,8 @@ from pathlib import Path
 
 from .api.loader import check_stack, display_path
 from .assemble import Remote, assemble
-from .records import (_COMPUTED, ORGANIZATION, PROJECT, OFFLINE_KUBECONFIG, OfflineRun, Record, _fleet_references,
-                      _merge)
+from .records import (_COMPUTED, ORGANIZATION, PROJECT, OFFLINE_KUBECONFIG, UNKNOWN, OfflineRun, Record,
+                      _fleet_references, _merge)
 from .render.graph import STACK_REFERENCE, Apply, Graph, Node, Ref, Secret, StackOutput, key_of
 from .render.names import SecretValue
 from .scheduler import Placement
@@ -33,18 +33,6 @@ _SDK_ADDS = {
 }
 # Outputs of another stack the offline references mark secret (offline._Mocks does the same).
 _SECRET_OUTPUTS = ("kubeconfigs",)
-
-
-class Unknown:
-    """A value known only after an update (the engine's unknown)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "Unknown"
-
-
-UNKNOWN = Unknown()
 
 
 class _Value:

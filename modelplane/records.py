@@ -17,6 +17,23 @@ ORGANIZATION = "organization"      # what a self-managed backend calls the organ
 
 OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
 
+
+class Unknown:
+    """A value known only after an update (the direct engine's; pulumi.output.Unknown under mocks)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Unknown"
+
+
+UNKNOWN = Unknown()
+
+
+def is_unknown(value) -> bool:
+    """An unknown input of either engine (without importing Pulumi)."""
+    return type(value).__name__ == "Unknown" and type(value).__module__ in (__name__, "pulumi.output")
+
 # Outputs a real provider computes; mocks echo inputs, so fill in what dependents read.
 _COMPUTED = {
     "gcp:container/cluster:Cluster": {"endpoint": "203.0.113.10",

@@ -6,10 +6,9 @@ from datetime import date
 from pathlib import Path
 
 import yaml
-from pulumi.output import Unknown
 
 from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
-from .offline import OfflineRun
+from .records import OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
@@ -27,7 +26,7 @@ def _ints(value, secret: bool = False):
     """Mock inputs carry numbers as floats (written back as integers where whole), unknown values
     for outputs of resources not yet created (written as a marker, as `pulumi preview` does) and
     secrets (written as a marker: their values never reach a file)."""
-    if isinstance(value, Unknown):
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, float) and value.is_integer():
         return int(value)

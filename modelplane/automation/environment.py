@@ -61,7 +61,7 @@ def steps_for(names: list[str], root: Path | None = None) -> list[Step]:
 def expected_resources(steps: list[Step]) -> dict[str, int]:
     """Plan every stack offline first: invalid input stops the run before any stack is touched,
     and the number of recorded resources is the progress total."""
-    from .. import offline
+    from .. import direct as offline
 
     totals, problems = {}, []
     for s in steps:

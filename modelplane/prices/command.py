@@ -32,7 +32,7 @@ def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
 
     rows = []
     if stack:
-        from .. import offline
+        from .. import direct as offline
 
         run = offline.run(stack)
         for cluster, inv in sorted(run.result.inventories.items()):
