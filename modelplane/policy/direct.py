@@ -237,9 +237,59 @@ def _proxied(value, chain):
 
 def props_of(props: dict):
     """One resource's props as a policy in the pack sees them."""
-    wire = _wire(props)
     # deserialize_properties: the top level is never a secret itself, only its values are looked at.
+    fast = _convert(props, None, top=True)
+    if fast is not None:
+        return fast
+    wire = _wire(props)
     return DictProxy({k: _proxied(v, (None, k)) for k, v in wire.items()}, None)
+
+
+def _convert(value, chain, top=False):
+    """_wire then _proxied in one pass for plain JSON-like data (exact str keys, no signature
+    dicts): the common case. None where it does not apply; the callers take the two-pass way."""
+    cls = value.__class__
+    if cls is dict:
+        if not top and SIG_KEY in value:
+            return None
+        out = {}
+        for k, v in value.items():
+            if k.__class__ is not str:
+                return None
+            c = v.__class__
+            if c is str or c is bool or v is None:
+                out[k] = v
+            elif c is float:
+                if v - v != 0.0:        # NaN or an infinity
+                    _number(v)
+                out[k] = v
+            elif c is int:
+                out[k] = float(v)
+            else:
+                v = _convert(v, (chain, k))
+                if v is None:
+                    return None
+                out[k] = v
+        return DictProxy(out, chain)
+    if cls is list or cls is tuple:
+        out = []
+        for i, v in enumerate(value):
+            c = v.__class__
+            if c is str or c is bool or v is None:
+                out.append(v)
+            elif c is float:
+                if v - v != 0.0:
+                    _number(v)
+                out.append(v)
+            elif c is int:
+                out.append(float(v))
+            else:
+                v = _convert(v, (chain, str(i)))
+                if v is None:
+                    return None
+                out.append(v)
+        return ListProxy(out, chain)
+    return None
 
 
 class Options:
