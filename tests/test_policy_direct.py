@@ -14,7 +14,8 @@ import pytest
 
 from modelplane import offline
 from modelplane.api.loader import stack_names
-from modelplane.policy import CONFIG_DIR, Analyzer, Resource, default_config, direct, evaluate, read_config, resources_of
+from modelplane.policy import (CONFIG_DIR, Analyzer, Resource, default_config, direct, evaluate, read_config,
+                               resources_of)
 from modelplane.policy.gate import _plain
 
 HERE = Path(__file__).resolve().parent
@@ -102,7 +103,8 @@ def tampered(run) -> list[Resource]:
     for i, r in enumerate(workloads):
         container = _container(r.props)
         container["image"] = "vllm/vllm-openai:latest"
-        container["env"] = (*(container.get("env") or []), {"name": "HF_TOKEN", "value": {SIG: SECRET, "value": "hf_x"}})
+        secret = {"name": "HF_TOKEN", "value": {SIG: SECRET, "value": "hf_x"}}
+        container["env"] = (*(container.get("env") or []), secret)       # a tuple: gate sends a list
         if i == 0:
             r.props["metadata"]["labels"]["team"] = UNKNOWN
         if i == 1:

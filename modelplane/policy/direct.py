@@ -165,7 +165,8 @@ class Archive(Asset):
 def _number(value):
     f = float(value)
     if f != f or f in (math.inf, -math.inf):
-        raise PackError(f"the policy pack failed (UNKNOWN): ValueError: Fail to serialize {'NaN' if f != f else 'Infinity'}"
+        what = "NaN" if f != f else "Infinity"
+        raise PackError(f"the policy pack failed (UNKNOWN): ValueError: Fail to serialize {what}"
                         " for Value.number_value, which would parse as string_value")
     return f
 
@@ -292,6 +293,13 @@ def _convert(value, chain, top=False):
     return None
 
 
+class Timeouts:
+    """pulumi_policy.PolicyCustomTimeouts(0, 0, 0): what the servicer makes of no customTimeouts."""
+
+    __slots__ = ()
+    create = update = delete = 0
+
+
 class Options:
     """pulumi_policy.PolicyResourceOptions as the servicer builds it from gate's requests (no options sent)."""
 
@@ -300,7 +308,7 @@ class Options:
     ignore_changes: list = []
     delete_before_replace = None
     aliases: list = []
-    custom_timeouts = None
+    custom_timeouts = Timeouts()
     additional_secret_outputs: list = []
     parent = None
 
