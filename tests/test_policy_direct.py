@@ -208,3 +208,22 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("grpc", "g
                           env={"PYTHONPATH": str(HERE.parent), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_bad_config_corpus_gets_the_analyzers_verdicts(analyzer):
+    """Every policy fixture that plans (tests/fixtures/bad), under its own policy config."""
+    from modelplane.errors import InputError
+    from test_policy_corpus import FIXTURES, header
+
+    compared = 0
+    for path in FIXTURES:
+        try:
+            run = offline.run("fixture", path)
+        except InputError:
+            continue
+        config = json.loads(header(path).get("policy-config", "null")) or \
+            read_config(default_config(run.result.spec.production))
+        grpc, mine = both(analyzer, resources_of(run), config)
+        assert mine == grpc, path.stem
+        compared += bool(grpc)
+    assert compared >= 10
