@@ -65,7 +65,7 @@ def measure(clusters: int, replicas: int, profile: bool = False) -> dict:
     import stackgen
 
     from modelplane import offline, report
-    from modelplane.policy import Analyzer, default_config, evaluate, read_config
+    from modelplane.policy import Analyzer, default_config, direct, evaluate, read_config, resources_of
 
     work = Path(tempfile.mkdtemp(prefix="mp-bench-"))
     path = stackgen.write(work / f"Pulumi.fleet{clusters}x{replicas}.yaml", clusters, replicas)
@@ -78,8 +78,13 @@ def measure(clusters: int, replicas: int, profile: bool = False) -> dict:
     with Analyzer(stack="bench") as gate:      # as `modelplane plan`: the pack starts with the program
         run = offline.run(path.stem.split(".", 1)[1], path)
         t1 = time.perf_counter()
-        violations = evaluate(run, read_config(default_config(run.result.spec.production)), gate)
+        config = read_config(default_config(run.result.spec.production))
+        violations = evaluate(run, config, gate)
         t2 = time.perf_counter()
+    # The same verdicts in-process (issue 30), timed on their own.
+    d0 = time.perf_counter()
+    assert direct.evaluate(resources_of(run), config) == violations
+    gate_direct = time.perf_counter() - d0
     text = report.to_json(report.document(run, violations))
     t3 = time.perf_counter()
     if prof:
@@ -92,7 +97,8 @@ def measure(clusters: int, replicas: int, profile: bool = False) -> dict:
     unplaced = len(run.result.plan.unplaced)
     return {"clusters": clusters, "replicas": replicas, "placed": len(run.result.plan.placements),
             "unplaced": unplaced, "resources": len(run.records), "violations": len(violations),
-            "program": t1 - t0, "gate": t2 - t1, "json": t3 - t2, "plan": t3 - t0, "out": t4 - t3,
+            "program": t1 - t0, "gate": t2 - t1, "gateDirect": gate_direct, "json": t3 - t2, "plan": t3 - t0,
+            "out": t4 - t3,
             "outFiles": n_out, "floor": floor, "jsonBytes": len(text),
             "peakMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "profile": str(work / "plan.prof") if prof else None}
@@ -101,7 +107,8 @@ def measure(clusters: int, replicas: int, profile: bool = False) -> dict:
 def _row(m: dict) -> str:
     per = 1000 * m["plan"] / m["resources"]
     return (f"{m['clusters']:>4} x {m['replicas']:<5} {m['resources']:>6} {m['plan']:8.2f} {m['program']:8.2f} "
-            f"{m['gate']:7.2f} {m['json']:6.2f} {m['out']:6.2f} {m['floor']:7.2f} {m['plan'] / m['floor']:6.2f}x "
+            f"{m['gate']:7.2f} {m['gateDirect']:7.2f} {m['json']:6.2f} {m['out']:6.2f} {m['floor']:7.2f} "
+            f"{m['plan'] / m['floor']:6.2f}x "
             f"{per:7.2f} {m['peakMiB']:7.0f}")
 
 
@@ -113,9 +120,9 @@ def main(argv: list[str]) -> None:
         print(json.dumps(measure(*sizes[0], profile=profile)))
         return
     print("size (clusters x replicas), resources, seconds: plan = program + gate + json; out = --out on top; "
-          "floor = bare Pulumi program, same resources and mocks")
-    print(f"{'size':<12} {'res':>6} {'plan':>8} {'program':>8} {'gate':>7} {'json':>6} {'out':>6} {'floor':>7} "
-          f"{'/floor':>7} {'ms/res':>7} {'peakMiB':>7}")
+          "floor = bare Pulumi program, same resources and mocks; direct = the gate's verdicts in-process, not in plan")
+    print(f"{'size':<12} {'res':>6} {'plan':>8} {'program':>8} {'gate':>7} {'direct':>7} {'json':>6} {'out':>6} "
+          f"{'floor':>7} {'/floor':>7} {'ms/res':>7} {'peakMiB':>7}")
     for c, r in sizes:
         args = [sys.executable, __file__, "--one", f"{c}x{r}"] + (["--profile"] if profile else [])
         done = subprocess.run(args, capture_output=True, text=True)

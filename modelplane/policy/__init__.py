@@ -25,13 +25,20 @@ def resources_of(run) -> list[Resource]:
             for r in run.records]
 
 
-def evaluate(run, config: dict | None = None, analyzer: Analyzer | None = None) -> list[dict]:
-    """Violations of the pack over an offline run, through the analyzer's gRPC protocol."""
+def evaluate(run, config: dict | None = None, analyzer: Analyzer | None = None, engine: str = "direct") -> list[dict]:
+    """Violations of the pack over an offline run. engine="direct" (the default) runs the rules in
+    this process (direct.py: the same verdicts, no subprocess, no gRPC); engine="pulumi", or an
+    `analyzer` passed in, runs the pack as the Pulumi CLI does, through the analyzer's gRPC protocol."""
+    if engine not in ("direct", "pulumi"):
+        raise ValueError(f"engine {engine!r}: use 'direct' or 'pulumi'")
     if config is None:
         config = read_config(default_config(run.result.spec.production))
     if analyzer is not None:
         analyzer.configure(config)
         return analyzer.analyze(resources_of(run))
+    if engine == "direct":
+        from . import direct
+        return direct.evaluate(resources_of(run), config)
     with Analyzer(stack=run.stack) as a:
         a.configure(config)
         return a.analyze(resources_of(run))

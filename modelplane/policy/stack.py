@@ -93,8 +93,9 @@ def scaling_bindings(resources, config=None):
         counts = {name: int(rp["workers"]) for name, rp in p["roles"].items()}
         gpu = {role: per_ratio for role, per_ratio in bindings.items() if role in counts and per_ratio[0] in counts}
         if gpu and not holds(gpu, counts):
-            out.append((f"{_key(spec)} replica {int(p['replica'])}: placed workers {counts} break the bindings "
-                        f"{gpu}", r.urn))
+            # roles sorted: the pack's dict order is the Struct round trip's, not the program's
+            out.append((f"{_key(spec)} replica {int(p['replica'])}: placed workers {dict(sorted(counts.items()))} "
+                        f"break the bindings {dict(sorted(gpu.items()))}", r.urn))
     return out
 
 

@@ -1,0 +1,432 @@
+"""The pack's verdicts in-process: no subprocess, no gRPC, no Pulumi SDK.
+
+`evaluate(resources, config)` returns exactly what `gate.Analyzer.analyze` returns after
+`configure(config)`: the same sorted `{"policy", "level", "message", "resource"?}` dicts. It does
+to the data what the gRPC path does (pulumi-policy 1.21, protobuf 5.29 — read from their code):
+
+- gate.py `_plain` then `Struct.update`: dict keys become strings, tuples lists, anything that is
+  not JSON the unknown-string sentinel, every number (not bool) a float; NaN and infinities make
+  the pack's `json_format.MessageToDict` fail, so here they are a PackError too.
+- pulumi_policy/deserialize.py `deserialize_properties`: below the top level, a dict carrying the
+  signature key is a secret (its `value`, unwrapped), an asset or an archive (stand-ins here, as
+  `pulumi` is not imported), or an error; `proxy_secrets` is False, so no secret proxies.
+- pulumi_policy/proxy.py `unknown_checking_proxy`: props are read-only-ish Mapping/Sequence
+  proxies (not dict/list) that raise UnknownValueError when a sentinel is read; a policy that
+  raises it gets one advisory diagnostic "can't run policy ... during preview: ..." instead.
+- pulumi_policy/policy.py `_PolicyAnalyzerServicer`: disabled policies are skipped, remediate
+  reports as mandatory; resource policies run on custom resources only (gate.py sends only those),
+  stack policies get every resource (components and providers too) as a PolicyResource with its
+  parent linked by URN; `get_config()` is the policy's properties after the Struct round trip
+  (numbers floats, no schema defaults applied) or {} when it has none; a diagnostic's message is
+  the description + "\\n" + the message, which gate.py takes apart again.
+
+Props are converted once per resource and shared by every policy (the pack converts them per
+policy, or once per request with memo.py); policies only read them.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from .gate import LEVELS, NAMES, PackError, Resource, resolve
+from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
+
+PACK_NAME, PACK_VERSION = "modelplane", "0.0.1"   # pulumi_policy's PolicyPack reports version 0.0.1
+
+# pulumi_policy/proxy.py: the engine's unknown sentinels and how an error names them.
+_UNKNOWNS = {
+    "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7": "boolean",
+    "3eeb2bf0-c639-47a8-9e75-3b44932eb421": "number",
+    "04da6b54-80e4-46f7-96ec-b56ff0331ba9": "string",
+    "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2": "Array",
+    "030794c1-ac77-496b-92df-f27374a8bd58": "asset",
+    "e48ece36-62e2-4504-bad9-02848725956a": "archive",
+    "dd056dcd-154b-4c76-9bd3-c8f88648b5ff": "Object",
+}
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"     # what gate._plain sends for a non-JSON value
+
+# pulumi_policy/deserialize.py: signatures of secrets, assets and archives.
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
+ARCHIVE_SIG = "0def7320c3a5731c473e5ecbe6d01bc7"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+class UnknownValueError(Exception):
+    """pulumi_policy.proxy.UnknownValueError: a policy read a value not known during preview."""
+
+    def __init__(self, unknown_type_sentinel: str, props: list[str]):
+        super().__init__()
+        self.unknown_type_sentinel = unknown_type_sentinel
+        self.props = props
+        self.message = f"{_UNKNOWNS[unknown_type_sentinel]} value at .{'.'.join(props)} can't be known during preview"
+
+
+def _path(chain) -> list[str]:
+    out = []
+    while chain is not None:
+        chain, key = chain
+        out.append(key)
+    return out[::-1]
+
+
+def _unknown(chain, key, value):
+    return UnknownValueError(value, _path((chain, str(key))))
+
+
+class DictProxy(Mapping):
+    """pulumi_policy.proxy._DictProxy: a Mapping (not a dict) over the deserialized props; reading
+    an unknown value raises UnknownValueError. Same behaviour, fewer Python frames per read."""
+
+    __slots__ = ("_t", "_c")
+
+    def __init__(self, target: dict, chain):
+        self._t, self._c = target, chain
+
+    def __getitem__(self, key):
+        if key == "__target":
+            return self._t
+        v = self._t[key]
+        if v.__class__ is str and v in _UNKNOWNS:
+            raise _unknown(self._c, key, v)
+        return v
+
+    def get(self, key, default=None):
+        if key == "__target":
+            return self._t
+        try:
+            v = self._t[key]
+        except KeyError:
+            return default
+        if v.__class__ is str and v in _UNKNOWNS:
+            raise _unknown(self._c, key, v)
+        return v
+
+    def __contains__(self, key):
+        if key == "__target":
+            return True
+        try:
+            v = self._t[key]
+        except KeyError:
+            return False
+        if v.__class__ is str and v in _UNKNOWNS:
+            raise _unknown(self._c, key, v)
+        return True
+
+    def __setitem__(self, key, value):
+        self._t[key] = value
+
+    def __len__(self):
+        return len(self._t)
+
+    def __iter__(self):
+        return iter(self._t)
+
+
+class ListProxy(Sequence):
+    """pulumi_policy.proxy._ListProxy: a Sequence (not a list) that raises on reading an unknown."""
+
+    __slots__ = ("_t", "_c")
+
+    def __init__(self, target: list, chain):
+        self._t, self._c = target, chain
+
+    def __getitem__(self, key):
+        if key == "__target":
+            return self._t
+        v = self._t[key]
+        if v.__class__ is str and v in _UNKNOWNS:
+            raise _unknown(self._c, key, v)
+        return v
+
+    def __len__(self):
+        return len(self._t)
+
+    def __iter__(self):      # Sequence.__iter__ reads self[i] until IndexError: the same values, in order
+        chain = self._c
+        for i, v in enumerate(self._t):
+            if v.__class__ is str and v in _UNKNOWNS:
+                raise _unknown(chain, i, v)
+            yield v
+
+
+class Asset:
+    """Stand-in for the pulumi.FileAsset/StringAsset/RemoteAsset pulumi_policy deserializes."""
+
+    def __init__(self, kind: str, value):
+        self.kind, self.value = kind, value
+        setattr(self, {"FileAsset": "path", "StringAsset": "text", "RemoteAsset": "uri"}.get(kind, "assets"), value)
+
+
+class Archive(Asset):
+    """Stand-in for pulumi.AssetArchive/FileArchive/RemoteArchive."""
+
+
+def _number(value):
+    f = float(value)
+    if f != f or f in (math.inf, -math.inf):
+        what = "NaN" if f != f else "Infinity"
+        raise PackError(f"the policy pack failed (UNKNOWN): ValueError: Fail to serialize {what}"
+                        " for Value.number_value, which would parse as string_value")
+    return f
+
+
+def _wire(value):
+    """gate._plain + Struct.update + json_format.MessageToDict: what the pack's dict holds."""
+    cls = value.__class__
+    if cls is str or cls is bool or value is None:
+        return value
+    if cls is float or cls is int:
+        return _number(value)
+    if isinstance(value, dict):
+        return {str(k): _wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire(v) for v in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (int, float)):
+        return _number(value)
+    return UNKNOWN
+
+
+def _special(d: dict, chain):
+    """deserialize.py `_deserialize_property` on a dict with the signature key."""
+    sig = d[SIG_KEY]
+    if sig == SECRET_SIG:
+        if "value" not in d:
+            raise PackError("the policy pack failed (UNKNOWN): AssertionError: Invalid secret encountered when "
+                            "unmarshaling resource property")
+        return _proxied(d["value"], chain)
+    if sig == ASSET_SIG:
+        for key, kind in (("path", "FileAsset"), ("text", "StringAsset"), ("uri", "RemoteAsset")):
+            if key in d:
+                return Asset(kind, d[key])
+        raise PackError("the policy pack failed (UNKNOWN): AssertionError: Invalid asset encountered when "
+                        "unmarshaling resource property")
+    if sig == ARCHIVE_SIG:
+        if "assets" in d:
+            assets = {}
+            for k, a in d["assets"].items():
+                a = _proxied(a, None)
+                if not isinstance(a, Asset):
+                    raise PackError("the policy pack failed (UNKNOWN): AssertionError: Expected an AssetArchive's "
+                                    "assets to be unmarshaled Asset or Archive objects")
+                assets[k] = a
+            return Archive("AssetArchive", assets)
+        for key, kind in (("path", "FileArchive"), ("uri", "RemoteArchive")):
+            if key in d:
+                return Archive(kind, d[key])
+        raise PackError("the policy pack failed (UNKNOWN): AssertionError: Invalid archive encountered when "
+                        "unmarshaling resource property")
+    raise PackError(f"the policy pack failed (UNKNOWN): AssertionError: Unrecognized signature '{sig}' when "
+                    "unmarshaling resource property")
+
+
+def _proxied(value, chain):
+    """deserialize_properties + unknown_checking_proxy on one wire value (already round-tripped)."""
+    cls = value.__class__
+    if cls is dict:
+        if SIG_KEY in value:
+            return _special(value, chain)
+        return DictProxy({k: _proxied(v, (chain, k)) for k, v in value.items()}, chain)
+    if cls is list:
+        return ListProxy([_proxied(v, (chain, str(i))) for i, v in enumerate(value)], chain)
+    return value
+
+
+def props_of(props: dict):
+    """One resource's props as a policy in the pack sees them."""
+    # deserialize_properties: the top level is never a secret itself, only its values are looked at.
+    fast = _convert(props, None, top=True)
+    if fast is not None:
+        return fast
+    wire = _wire(props)
+    return DictProxy({k: _proxied(v, (None, k)) for k, v in wire.items()}, None)
+
+
+def _convert(value, chain, top=False):
+    """_wire then _proxied in one pass for plain JSON-like data (exact str keys, no signature
+    dicts): the common case. None where it does not apply; the callers take the two-pass way."""
+    cls = value.__class__
+    if cls is dict:
+        if not top and SIG_KEY in value:
+            return None
+        out = {}
+        for k, v in value.items():
+            if k.__class__ is not str:
+                return None
+            c = v.__class__
+            if c is str or c is bool or v is None:
+                out[k] = v
+            elif c is float:
+                if v - v != 0.0:        # NaN or an infinity
+                    _number(v)
+                out[k] = v
+            elif c is int:
+                out[k] = float(v)
+            else:
+                v = _convert(v, (chain, k))
+                if v is None:
+                    return None
+                out[k] = v
+        return DictProxy(out, chain)
+    if cls is list or cls is tuple:
+        out = []
+        for i, v in enumerate(value):
+            c = v.__class__
+            if c is str or c is bool or v is None:
+                out.append(v)
+            elif c is float:
+                if v - v != 0.0:
+                    _number(v)
+                out.append(v)
+            elif c is int:
+                out.append(float(v))
+            else:
+                v = _convert(v, (chain, str(i)))
+                if v is None:
+                    return None
+                out.append(v)
+        return ListProxy(out, chain)
+    return None
+
+
+class Timeouts:
+    """pulumi_policy.PolicyCustomTimeouts(0, 0, 0): what the servicer makes of no customTimeouts."""
+
+    __slots__ = ()
+    create = update = delete = 0
+
+
+class Options:
+    """pulumi_policy.PolicyResourceOptions as the servicer builds it from gate's requests (no options sent)."""
+
+    __slots__ = ()
+    protect = False
+    ignore_changes: list = []
+    delete_before_replace = None
+    aliases: list = []
+    custom_timeouts = Timeouts()
+    additional_secret_outputs: list = []
+    parent = None
+
+
+_OPTIONS = Options()
+
+
+class PolicyResource:
+    """pulumi_policy.PolicyResource as a stack policy gets it."""
+
+    __slots__ = ("resource_type", "props", "urn", "name", "opts", "provider", "parent", "dependencies",
+                 "property_dependencies")
+
+    def __init__(self, resource_type: str, props, urn: str, name: str, parent=None):
+        self.resource_type, self.props, self.urn, self.name = resource_type, props, urn, name
+        self.opts, self.provider, self.parent = _OPTIONS, None, parent
+        self.dependencies, self.property_dependencies = [], {}
+
+
+def _config_value(value):
+    """Struct.update then MessageToDict on a policy's properties (the Configure call)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (int, float)):
+        return _number(value)
+    if isinstance(value, dict):
+        return {k: _config_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_config_value(v) for v in value]
+    raise ValueError(f"Unexpected type: {type(value)}")
+
+
+def configure(config: dict) -> dict[str, tuple[str, dict | None]]:
+    """policy -> (level the servicer runs it at, its config dict or None), as after `Configure`."""
+    out = {}
+    for name, (level, props) in resolve(config).items():
+        LEVELS[level]                    # gate.configure refuses what it cannot send
+        out[name] = (level, _config_value(props) or None)
+    return out
+
+
+def _verdict(policy, level: str, message, resource) -> dict:
+    """report_violation in the pack, then gate.analyze taking the diagnostic apart."""
+    if message and not isinstance(message, str):
+        raise PackError(f"the policy pack failed (UNKNOWN): TypeError: Expected message to be a string ({policy.name})")
+    text = policy.description + (f"\n{message}" if message else "")
+    text = text.split("\n", 1)[1] if "\n" in text else text
+    return {"policy": policy.name, "level": NAMES.get(LEVELS[level], ADVISORY), "message": text.strip(),
+            **({"resource": resource} if resource else {})}
+
+
+def _cant_run(policy, exc: UnknownValueError, resource) -> dict:
+    text = (f"can't run policy '{policy.name}' from policy pack '{PACK_NAME}@v{PACK_VERSION}' during preview: "
+            f"{exc.message}")
+    return _verdict_raw(policy.name, ADVISORY, text, resource)
+
+
+def _verdict_raw(name: str, level: str, text: str, resource) -> dict:
+    text = text.split("\n", 1)[1] if "\n" in text else text
+    return {"policy": name, "level": level, "message": text.strip(), **({"resource": resource} if resource else {})}
+
+
+def _failed(policy, exc: Exception) -> PackError:
+    return PackError(f"the policy pack failed (UNKNOWN): policy {policy.name}: {type(exc).__name__}: {exc}")
+
+
+def evaluate(resources: list[Resource], config: dict | None = None) -> list[dict]:
+    """The pack's violations over `resources`, as `Analyzer.configure(config)` + `analyze(resources)` give them."""
+    settings = configure(config or {})
+    running = []
+    for name, policy in sorted(POLICIES.items()):
+        level, cfg = settings[name]
+        if level == DISABLED:
+            continue
+        running.append((policy, MANDATORY if level == "remediate" else level, cfg))
+    props = [props_of(r.props) for r in resources]
+    out: list[dict] = []
+
+    for policy, level, cfg in running:
+        if policy.kind != "resource":
+            continue
+        for r, p in zip(resources, props):
+            if not r.custom:
+                continue
+            found = []
+            try:
+                for message in policy.check(r.type, p, dict(cfg) if cfg else {}):
+                    found.append(_verdict(policy, level, message, r.name))
+            except UnknownValueError as exc:
+                found.append(_cant_run(policy, exc, r.name))
+            except PackError:
+                raise
+            except Exception as exc:
+                raise _failed(policy, exc) from exc
+            out += found
+
+    stack = [policy for policy in running if policy[0].kind == "stack"]
+    if stack:
+        objects = [PolicyResource(r.type, p, r.urn, r.name) for r, p in zip(resources, props)]
+        by_urn = {o.urn: o for o in objects}
+        for r, o in zip(resources, objects):
+            if r.parent in by_urn:
+                o.parent = by_urn[r.parent]
+        names = {r.urn: r.name for r in resources}
+        for policy, level, cfg in stack:
+            try:
+                for message, urn in policy.check(list(objects), dict(cfg) if cfg else {}):
+                    if urn is not None and not isinstance(urn, str):
+                        raise PackError(f"the policy pack failed (UNKNOWN): TypeError: Expected urn to be a string "
+                                        f"({policy.name})")
+                    urn = urn or ""
+                    out.append(_verdict(policy, level, message, names.get(urn, urn) or None))
+            except UnknownValueError as exc:
+                out.append(_cant_run(policy, exc, names.get("", "") or None))
+            except PackError:
+                raise
+            except Exception as exc:
+                raise _failed(policy, exc) from exc
+    return sorted(out, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))

@@ -1,0 +1,229 @@
+"""Issue 30: the pack's verdicts in-process (modelplane/policy/direct.py) are exactly the gRPC analyzer's.
+
+The analyzer (the pack as a subprocess, as the Pulumi CLI runs it) starts once for the module; every
+comparison configures it and then asks both paths about the same resources.
+"""
+import copy
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from modelplane import offline
+from modelplane.api.loader import stack_names
+from modelplane.policy import (CONFIG_DIR, Analyzer, Resource, default_config, direct, evaluate, read_config,
+                               resources_of)
+from modelplane.policy.gate import _plain
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
+
+import stackgen  # noqa: E402
+
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SIG, SECRET = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+PRODUCTION = read_config(CONFIG_DIR / "production.json")
+CONFIGS = {"pack-defaults": {}, "production": PRODUCTION, "all-mandatory": {"all": "mandatory"}}
+FLEETS = ((5, 50), (20, 200))
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    with Analyzer(stack="direct") as a:
+        yield a
+
+
+def both(analyzer, resources, config):
+    analyzer.configure(config)
+    return analyzer.analyze(resources), direct.evaluate(resources, config)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every example stack (infra stacks too) and two seeded generated fleets."""
+    out = {stack: offline.run(stack) for stack in stack_names()}
+    work = tmp_path_factory.mktemp("fleets")
+    for clusters, replicas in FLEETS:
+        name = f"fleet{clusters}x{replicas}"
+        out[name] = offline.run(name, stackgen.write(work / f"Pulumi.{name}.yaml", clusters, replicas))
+    return out
+
+
+def test_every_stack_and_fleet_gets_the_analyzers_verdicts(analyzer, runs):
+    assert {"dev", "prod", "infra-gke-us-central1", "fleet5x50", "fleet20x200"} <= set(runs)
+    seen = 0
+    for name, run in runs.items():
+        resources = resources_of(run)
+        stack_default = read_config(default_config(run.result.spec.production))
+        for label, config in {"stack-default": stack_default, **CONFIGS}.items():
+            grpc, mine = both(analyzer, resources, config)
+            assert mine == grpc, (name, label)
+            seen += len(grpc)
+    assert seen >= 20     # real violations were compared, not only empty lists
+
+
+def test_evaluate_defaults_to_the_direct_engine_and_keeps_the_pulumi_one(analyzer, runs):
+    run = runs["prod"]
+    config = {"all": "mandatory", "gpu-budget": {"maxGpus": 1}}
+    assert evaluate(run, config) == evaluate(run, config, analyzer) == evaluate(run, config, engine="pulumi")
+    assert evaluate(run) == evaluate(run, engine="pulumi") != []
+    with pytest.raises(ValueError, match="engine"):
+        evaluate(run, engine="grpc")
+
+
+def _resources(run) -> list[Resource]:
+    return [Resource(r.type, r.urn, r.name, copy.deepcopy(r.props), r.parent, r.custom) for r in resources_of(run)]
+
+
+def _workload(props) -> bool:
+    return props.get("kind") in ("LLMInferenceService", "Deployment", "LeaderWorkerSet")
+
+
+def _container(props) -> dict | None:
+    from modelplane.policy.resource import pod_templates
+    return next((pod["containers"][0] for _, _, pod in pod_templates(props) if pod.get("containers")), None)
+
+
+def tampered(run) -> list[Resource]:
+    """The run's resources with violations of resource and stack policies, unknown values, secrets,
+    integers, tuples and non-JSON values written into their props (as the tamper tests do)."""
+    resources = _resources(run)
+    pools = [r for r in resources if r.type == "gcp:container/nodePool:NodePool"]
+    for i, r in enumerate(pools):
+        node = r.props.setdefault("nodeConfig", {})
+        node["guestAccelerators"] = [{"type": "nvidia-h200-141gb", "count": 8}]
+        node["taints"], node["labels"] = [], {}
+        r.props["autoscaling"] = {"minNodeCount": 5, "maxNodeCount": 1}          # ints, as a program may send
+        if i == 1:
+            node["machineType"] = object()      # not JSON: gate sends the unknown sentinel
+    workloads = [r for r in resources if r.custom and _workload(r.props) and _container(r.props)]
+    for i, r in enumerate(workloads):
+        container = _container(r.props)
+        container["image"] = "vllm/vllm-openai:latest"
+        secret = {"name": "HF_TOKEN", "value": {SIG: SECRET, "value": "hf_x"}}
+        container["env"] = (*(container.get("env") or []), secret)       # a tuple: gate sends a list
+        if i == 0:
+            r.props["metadata"]["labels"]["team"] = UNKNOWN
+        if i == 1:
+            r.props["metadata"]["name"] = "X" * 70
+    for r in resources:
+        kind = r.props.get("kind")
+        if kind == "PodGroup":
+            r.props["spec"] = {SIG: SECRET, "value": {**r.props["spec"], "minMember": 1, "queue": "nope"}}
+        if kind == "ResourceClaimTemplate":
+            for req in r.props["spec"]["spec"]["devices"]["requests"]:
+                req["exactly"] = {**req["exactly"], "count": 2, "deviceClassName": "gpu.amd.com"}
+        if r.type == "modelplane:index:ModelDeployment" and r.props.get("spec"):
+            for p in r.props.get("placements") or []:
+                for role, rp in p["roles"].items():
+                    if role == "prefill":
+                        rp["workers"] = 1
+                    rp["nodes"] = int(rp["nodes"])
+            r.props["placements"] = tuple(r.props.get("placements") or [])
+        if r.type == "modelplane:index:ModelDeployment" and "llama" in r.name:
+            r.props["progress"] = UNKNOWN       # rollout-complete cannot run during preview
+    return resources
+
+
+TAMPER_CONFIG = {"all": "mandatory", "kai-wiring": "disabled", "node-pool-bounds": "remediate",
+                 "image-pinned": {"enforcementLevel": "advisory", "requireDigest": True},
+                 "gpu-budget": {"maxGpus": 8}, "cost-budget": {"maxHourlyCost": 10, "namespaces": {"ml": 1.5}}}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "example-inplace"])
+def test_violations_unknowns_and_secrets_get_the_analyzers_verdicts(analyzer, runs, stack):
+    resources = tampered(runs[stack])
+    for config in (TAMPER_CONFIG, {}, PRODUCTION):
+        grpc, mine = both(analyzer, resources, config)
+        assert mine == grpc, config
+    grpc, mine = both(analyzer, resources, TAMPER_CONFIG)
+    fired = {v["policy"] for v in mine}
+    kinds = {direct.POLICIES[p].kind for p in fired}
+    assert kinds == {"resource", "stack"}, fired
+    assert "kai-wiring" not in fired                        # disabled
+    assert {"gpu-budget", "image-pinned", "no-plain-secrets"} <= fired
+    assert any(v["policy"] == "gpu-budget" and v["message"].endswith("the budget is 8") for v in mine)
+    assert any("can't run policy" in v["message"] and v["level"] == "advisory" for v in mine)   # an unknown read
+    if stack == "dev":
+        assert {"node-pool-bounds", "gpu-pool-taint-and-label", "resource-names", "kai-gang", "dra-claims"} <= fired
+        assert {v["level"] for v in mine if v["policy"] == "node-pool-bounds"} == {"mandatory"}   # remediate
+        assert any(".nodeConfig.machineType can't be known" in v["message"] for v in mine)
+        assert any(".metadata.labels.team can't be known" in v["message"] for v in mine)
+        assert any(v["policy"] == "rollout-complete" and "can't run" in v["message"] for v in mine)
+    if stack == "example-inplace":
+        assert "scaling-bindings" in fired
+
+
+def _shuffled(value, rnd):
+    if isinstance(value, dict):
+        items = list(value.items())
+        rnd.shuffle(items)
+        return {k: _shuffled(v, rnd) for k, v in items}
+    if isinstance(value, (list, tuple)):
+        return [_shuffled(v, rnd) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "example-inplace", "fleet5x50"])
+def test_verdicts_do_not_depend_on_dict_key_order(runs, stack):
+    """The pack sees keys in the order of protobuf's Struct map (a hash order), the direct path in
+    the program's: the verdicts must not depend on it."""
+    rnd = random.Random(30)
+    for resources in (_resources(runs[stack]), tampered(runs[stack])):
+        reordered = [Resource(r.type, r.urn, r.name, _shuffled(r.props, rnd), r.parent, r.custom) for r in resources]
+        for config in (TAMPER_CONFIG, PRODUCTION):
+            assert direct.evaluate(reordered, config) == direct.evaluate(resources, config)
+
+
+def test_a_malformed_value_fails_like_the_pack():
+    """NaN is no JSON number: the pack's MessageToDict refuses it (and gate.py ends the pack)."""
+    from modelplane.policy import PackError
+
+    pool = Resource("gcp:container/nodePool:NodePool", "urn:pulumi:s::modelplane::gcp:container/nodePool:NodePool::p",
+                    "p", {"autoscaling": {"minNodeCount": float("nan")}})
+    with Analyzer(stack="nan") as own, pytest.raises(PackError):
+        own.configure({})
+        own.analyze([pool])
+    with pytest.raises(PackError):
+        direct.evaluate([pool], {})
+
+
+def test_the_direct_engine_imports_no_grpc_protobuf_or_pulumi(runs, tmp_path):
+    """In a fresh interpreter: load the dev stack's resources from JSON, evaluate, list the modules."""
+    dump = tmp_path / "resources.json"
+    dump.write_text(json.dumps([[r.type, r.urn, r.name, _plain(r.props), r.parent, r.custom]
+                                for r in tampered(runs["dev"])]))
+    code = f"""
+import json, sys
+from modelplane.policy import Resource, direct
+resources = [Resource(*row) for row in json.loads(open({str(dump)!r}).read())]
+verdicts = direct.evaluate(resources, {{"all": "mandatory", "gpu-budget": {{"maxGpus": 8}}}})
+assert verdicts, "the tampered dev stack has violations"
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("grpc", "google", "pulumi", "pulumi_policy"))))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE.parent,
+                          env={"PYTHONPATH": str(HERE.parent), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_bad_config_corpus_gets_the_analyzers_verdicts(analyzer):
+    """Every policy fixture that plans (tests/fixtures/bad), under its own policy config."""
+    from modelplane.errors import InputError
+    from test_policy_corpus import FIXTURES, header
+
+    compared = 0
+    for path in FIXTURES:
+        try:
+            run = offline.run("fixture", path)
+        except InputError:
+            continue
+        config = json.loads(header(path).get("policy-config", "null")) or \
+            read_config(default_config(run.result.spec.production))
+        grpc, mine = both(analyzer, resources_of(run), config)
+        assert mine == grpc, path.stem
+        compared += bool(grpc)
+    assert compared >= 10
