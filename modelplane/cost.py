@@ -154,7 +154,9 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
             continue
         where = {"cluster": cluster, "pool": name, "class": pool.get("class"), "capacityType": pool.get("capacityType")}
         if pool.get("price"):
-            price_rows.append({**where, **pool["price"], **(age(pool["price"], today) if today else {})})
+            # Fields in name order: an inventory read from another stack's state has lost its key order.
+            price_rows.append({**where, **dict(sorted(pool["price"].items())),
+                               **(age(pool["price"], today) if today else {})})
         else:
             unpriced.append(where)
     return {
