@@ -1,12 +1,19 @@
-"""nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class."""
+"""nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class.
+
+cel-python is imported, and its parser built, on the first expression: a stack without
+nodeSelectors never pays for them. Lark's analysis of the CEL grammar (~0.2 s) is kept in the
+user's cache directory, so later runs load the parser instead of building it again.
+"""
 from __future__ import annotations
 
+import os
+import sys
 from functools import lru_cache
+from pathlib import Path
 
-import celpy
-from celpy import celtypes
-
-_ENV = celpy.Environment()
+# celpy.Environment() sets this, and every run imported cel-python with modelplane.api until the
+# parser was made lazy: the nesting the YAML and JSON readers accept depends on it, so it stays.
+sys.setrecursionlimit(2500)
 
 
 class CelError(ValueError):
@@ -21,6 +28,45 @@ _OPERATORS = {"relation_ge": ">=", "relation_gt": ">", "relation_le": "<=", "rel
               "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
               "multiplication_mod": "%", "conditionalor": "||", "conditionaland": "&&", "unary_neg": "-",
               "unary_not": "!"}
+
+
+def _cache_file() -> Path | None:
+    """Where Lark keeps the CEL parser's tables (None: no usable cache directory)."""
+    import lark
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "modelplane"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder / f"cel-lark-{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache"
+
+
+@lru_cache(maxsize=1)
+def environment():
+    """The one cel-python Environment, its Lark parser loaded from the cache when it can be.
+
+    cel-python builds its (class-wide, shared) parser with its own grammar and options; only
+    Lark's `cache` is added, for that one construction. Lark checks the cache against the grammar,
+    the options and its own and Python's versions, rebuilds when they differ, and carries on
+    without it when the file cannot be read or written."""
+    import celpy
+    from celpy import celparser
+
+    real = getattr(celparser, "Lark", None)
+    cache = _cache_file() if real is not None and celparser.CELParser.CEL_PARSER is None else None
+    if cache is None:
+        return celpy.Environment()
+
+    def cached_lark(*args, **kwargs):
+        return real(*args, **kwargs, cache=str(cache))
+
+    celparser.Lark = cached_lark
+    try:
+        return celpy.Environment()
+    finally:
+        celparser.Lark = real
 
 
 def _depth(expr: str) -> int:
@@ -38,8 +84,11 @@ def compile_expr(expr: str):
         raise CelError(f"is longer than {MAX_LENGTH} characters")
     if _depth(expr) > MAX_DEPTH:
         raise CelError(f"nests brackets more than {MAX_DEPTH} levels deep")
+    import celpy
+
+    env = environment()
     try:
-        return _ENV.program(_ENV.compile(expr))
+        return env.program(env.compile(expr))
     except celpy.CELParseError as exc:
         column = getattr(exc, "column", None)
         raise CelError(f"does not parse{f' (at column {column})' if column else ''}") from None
@@ -76,6 +125,8 @@ def explain(message: str) -> str:
 
 def activation(capabilities: dict) -> dict:
     """Variables bound for an expression: each capability group, and `capabilities` itself."""
+    import celpy
+
     doc = celpy.json_to_cel(capabilities)
     return {"capabilities": doc, **{k: v for k, v in doc.items()}}
 
@@ -92,6 +143,9 @@ class Matcher:
             return True
         key = (expr, class_name)
         if key not in self._cache:
+            import celpy
+            from celpy import celtypes
+
             program = compile_expr(expr)
             act = self._acts.get(class_name)
             if act is None:
