@@ -1,12 +1,11 @@
 """nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class.
 
 cel-python is imported, and its parser built, on the first expression: a stack without
-nodeSelectors never pays for them. Lark's analysis of the CEL grammar (~0.2 s) is kept in the
-user's cache directory, so later runs load the parser instead of building it again.
+nodeSelectors never pays for them. The parser Lark builds from the CEL grammar (~0.2 s) is kept
+in the user's cache directory, so later runs load it instead of building it again.
 """
 from __future__ import annotations
 
-import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -31,42 +30,89 @@ _OPERATORS = {"relation_ge": ">=", "relation_gt": ">", "relation_le": "<=", "rel
 
 
 def _cache_file() -> Path | None:
-    """Where Lark keeps the CEL parser's tables (None: no usable cache directory)."""
+    """Where the CEL parser is kept, named for what it is built from: cel-python's grammar and
+    parser code, Lark's and Python's versions (None: no usable cache directory)."""
+    import hashlib
+
+    import lark
+    from celpy import celparser
+
+    from ..usercache import cache_dir
+
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        source = Path(celparser.__file__)
+        key = hashlib.sha256(source.read_bytes() + (source.parent / "cel.lark").read_bytes()
+                             + f"{lark.__version__} {sys.version_info[:2]}".encode()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return None
+    return folder / f"cel-parser-{key}.pickle"
+
+
+def _load_parser(path: Path):
+    """The parser kept at `path`, or None (absent, unreadable, or not a parser)."""
     import lark
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "modelplane"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+        with path.open("rb") as f:
+            parser = lark.Lark.load(f)
+    except Exception:  # noqa: BLE001  (any failure: build it again)
         return None
-    return folder / f"cel-lark-{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache"
+    return parser if isinstance(parser, lark.Lark) else None
+
+
+def _save_parser(parser, path: Path) -> None:
+    """Keep `parser` at `path` as Lark.save would, except that rule names keep their type.
+
+    Lark saves a rule's name as text while the parser it builds names trees with the grammar's
+    Token('RULE', name), and cel-python's error messages show that name: the Tokens are put back
+    so a parser loaded from here builds the same trees and the same messages."""
+    import os
+    import pickle
+    from contextlib import suppress
+
+    from lark.grammar import Rule
+    from lark.lexer import TerminalDef
+
+    names = {str(r.origin.name): r.origin.name for r in parser.rules if type(r.origin.name) is not str}
+
+    def restore(value):
+        if isinstance(value, dict):
+            if value.get("__type__") == "NonTerminal" and value.get("name") in names:
+                return {**value, "name": names[value["name"]]}
+            return {k: restore(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [restore(v) for v in value]
+        return value
+
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        data, memo = parser.memo_serialize([TerminalDef, Rule])
+        tmp.write_bytes(pickle.dumps({"data": restore(data), "memo": restore(memo)}, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)       # whole or not at all, for a run reading it meanwhile
+    except Exception:  # noqa: BLE001  (no cache: the next run builds the parser again)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 @lru_cache(maxsize=1)
 def environment():
-    """The one cel-python Environment, its Lark parser loaded from the cache when it can be.
-
-    cel-python builds its (class-wide, shared) parser with its own grammar and options; only
-    Lark's `cache` is added, for that one construction. Lark checks the cache against the grammar,
-    the options and its own and Python's versions, rebuilds when they differ, and carries on
-    without it when the file cannot be read or written."""
+    """The one cel-python Environment. Its parser (class-wide in cel-python) is loaded from the
+    user's cache when it is there, else cel-python builds it with its own grammar and options
+    (~0.2 s of Lark's grammar analysis) and it is kept for the next run."""
     import celpy
-    from celpy import celparser
+    from celpy.celparser import CELParser
 
-    real = getattr(celparser, "Lark", None)
-    cache = _cache_file() if real is not None and celparser.CELParser.CEL_PARSER is None else None
-    if cache is None:
-        return celpy.Environment()
-
-    def cached_lark(*args, **kwargs):
-        return real(*args, **kwargs, cache=str(cache))
-
-    celparser.Lark = cached_lark
-    try:
-        return celpy.Environment()
-    finally:
-        celparser.Lark = real
+    path = _cache_file() if CELParser.CEL_PARSER is None else None
+    loaded = None
+    if path is not None:
+        loaded = CELParser.CEL_PARSER = _load_parser(path)
+    env = celpy.Environment()
+    if path is not None and loaded is None:     # built just now: keep it (over a broken file too)
+        _save_parser(CELParser.CEL_PARSER, path)
+    return env
 
 
 def _depth(expr: str) -> int:
