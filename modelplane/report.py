@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from pulumi.output import Unknown
 
 from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
-from .offline import OfflineRun
+
+if TYPE_CHECKING:   # the report reads a run; it does not need the engine (and Pulumi) to import
+    from .offline import OfflineRun
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
@@ -23,20 +26,27 @@ SECRET_SIG = "4dabf18193072939515e22adb298388d"   # Pulumi's marker of a secret 
 REDACTED = "(secret)"
 
 
-def _ints(value, secret: bool = False):
+def _unknown_types() -> tuple[type, ...]:
+    """Pulumi's Unknown (an output of a resource not yet created) when Pulumi is loaded; without
+    Pulumi no value can be one, so the report does not import it to ask."""
+    output = sys.modules.get("pulumi.output")
+    return (output.Unknown,) if output is not None else ()
+
+
+def _ints(value, secret: bool = False, unknown: tuple[type, ...] = ()):
     """Mock inputs carry numbers as floats (written back as integers where whole), unknown values
     for outputs of resources not yet created (written as a marker, as `pulumi preview` does) and
-    secrets (written as a marker: their values never reach a file)."""
-    if isinstance(value, Unknown):
+    secrets (written as a marker: their values never reach a file). `unknown`: _unknown_types()."""
+    if isinstance(value, unknown):
         return UNKNOWN
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
         if SECRET_SIG in value:
-            return _ints(value.get("value"), True)
-        return {k: _ints(v, secret) for k, v in value.items()}
+            return _ints(value.get("value"), True, unknown)
+        return {k: _ints(v, secret, unknown) for k, v in value.items()}
     if isinstance(value, list):
-        return [_ints(v, secret) for v in value]
+        return [_ints(v, secret, unknown) for v in value]
     if secret and isinstance(value, str):
         return REDACTED
     return value
@@ -237,7 +247,7 @@ def services(run: OfflineRun) -> list[dict]:
 
 def manifest(r) -> dict:
     """A recorded resource's inputs as written to a file: whole numbers, secrets redacted."""
-    return _ints(r.inputs)
+    return _ints(r.inputs, unknown=_unknown_types())
 
 
 def to_json(doc: dict) -> str:
