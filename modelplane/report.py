@@ -217,11 +217,18 @@ def clusters_of(run: OfflineRun) -> list[dict]:
     return out
 
 
+def _gateway_record(domain: str, cluster: str) -> str:
+    """The Route 53 name a service's weighted records point at, as ServiceDns names it. Imported
+    here, not with the report: components.routing loads Pulumi and both cloud providers (~1 s)."""
+    from .components.routing import gateway_record
+
+    return gateway_record(domain, cluster)
+
+
 def services(run: OfflineRun) -> list[dict]:
     """Per service: where its traffic goes. Shares are per mille of the service's requests; DNS
     weights are the clusters' shares in whole percent."""
     from .api.rules import served_model
-    from .components.routing import gateway_record
 
     spec = run.result.spec
     providers = {p.name: p for p in spec.providers}
@@ -238,7 +245,7 @@ def services(run: OfflineRun) -> list[dict]:
             record = {"cluster": cluster, "weight": weight,
                       "gateway": f"{gateway.get('namespace')}/{gateway.get('name')}"}
             if spec.dns is not None and svc.hostname:
-                record["target"] = gateway_record(spec.dns.zone.domain, cluster) if spec.dns.kind == "route53" \
+                record["target"] = _gateway_record(spec.dns.zone.domain, cluster) if spec.dns.kind == "route53" \
                     else "gateway address (A)"
             entry["dns"].append(record)
         out.append(entry)
