@@ -3,7 +3,8 @@ plan in <= 1.5 s wall, imports included).
 
 - import: `import modelplane.X` alone, per top-level module (what a command pays before it runs);
 - pure plan: what `modelplane plan STACK --json` does without Pulumi — imports, load + check the
-  stack file, schedule, render every placed replica — as phases, and the whole process's wall time.
+  stack file, schedule, render every placed replica — as phases, and the whole process's wall time
+  (clusters a stack reads from infra stacks, `modelplane:fleet`, are not planned here).
 
 Prints figures (best and median of --runs fresh processes), asserts nothing.
 
@@ -19,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,10 +77,12 @@ def _env() -> dict:
     return env
 
 
-def _python(code: str, *flags: str) -> tuple[str, str, float]:
-    """(stdout, stderr, wall seconds) of a fresh interpreter running `code` from the repository root."""
+def _python(code: str, *flags: str, cache: str | None = None) -> tuple[str, str, float]:
+    """(stdout, stderr, wall seconds) of a fresh interpreter running `code` from the repository root;
+    `cache`: its XDG_CACHE_HOME (default: the user's, where the CEL parser and secret patterns are kept)."""
+    env = _env() if cache is None else {**_env(), "XDG_CACHE_HOME": cache}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, *flags, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *flags, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(f"failed:\n{code}\n{done.stderr}")
@@ -107,6 +111,11 @@ def phases(stack: str, runs: int) -> None:
         print(f"  {phase:30} {_fig([d[phase] for d in docs])}")
     print(f"  {'whole process (wall)':30} {_fig(walls)}")
     print(f"  {docs[0]['objects']} objects rendered; heavy modules loaded: {', '.join(docs[0]['heavy']) or 'none'}")
+    with tempfile.TemporaryDirectory() as empty:
+        cold = json.loads(_python(PHASES.format(stack=stack), cache=empty)[0])
+        _, _, cold_wall = _python(PHASES.format(stack=stack), cache=tempfile.mkdtemp(dir=empty))
+    print(f"  with an empty cache (the first run builds the CEL parser and the secret patterns): "
+          f"load+check {cold['load+check'] * 1000:.0f} ms, whole process {cold_wall * 1000:.0f} ms")
     _, _, bare = _python("pass")
     print(f"  (a bare interpreter starts in {bare * 1000:.0f} ms)")
 
