@@ -85,6 +85,7 @@ def _screen() -> tuple | None:
     user's cache directory, stamped with its files; None when they cannot be had without it."""
     import json
     import os
+    import threading
     from contextlib import suppress
 
     from ..usercache import cache_dir
@@ -99,7 +100,7 @@ def _screen() -> tuple | None:
         patterns = _denylists()
         if patterns is None:
             return None
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             tmp.write_text(json.dumps(patterns))
             os.replace(tmp, path)       # whole or not at all, for a run reading it meanwhile

@@ -7,6 +7,7 @@ in the user's cache directory, so later runs load it instead of building it agai
 from __future__ import annotations
 
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def _save_parser(parser, path: Path) -> None:
             return [restore(v) for v in value]
         return value
 
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         data, memo = parser.memo_serialize([TerminalDef, Rule])
         tmp.write_bytes(pickle.dumps({"data": restore(data), "memo": restore(memo)}, protocol=pickle.HIGHEST_PROTOCOL))
@@ -95,6 +96,9 @@ def _save_parser(parser, path: Path) -> None:
     except Exception:  # noqa: BLE001  (no cache: the next run builds the parser again)
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+_LOCK = threading.Lock()     # one thread builds or loads the parser; another waits and uses it
 
 
 @lru_cache(maxsize=1)
@@ -105,13 +109,16 @@ def environment():
     import celpy
     from celpy.celparser import CELParser
 
-    path = _cache_file() if CELParser.CEL_PARSER is None else None
-    loaded = None
-    if path is not None:
-        loaded = CELParser.CEL_PARSER = _load_parser(path)
-    env = celpy.Environment()
-    if path is not None and loaded is None:     # built just now: keep it (over a broken file too)
-        _save_parser(CELParser.CEL_PARSER, path)
+    with _LOCK:
+        path = _cache_file() if CELParser.CEL_PARSER is None else None
+        loaded = None
+        if path is not None:
+            loaded = CELParser.CEL_PARSER = _load_parser(path)
+        limit = sys.getrecursionlimit()
+        env = celpy.Environment()
+        sys.setrecursionlimit(limit)    # as the import set it (above), or as it has been set since
+        if path is not None and loaded is None:     # built just now: keep it (over a broken file too)
+            _save_parser(CELParser.CEL_PARSER, path)
     return env
 
 
