@@ -11,8 +11,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Loaded only on the paths that need them: the exact phase, HTML reports, secret-shaped text,
-# chart values overrides, nodeSelector expressions, `validate`, and (all of them) Pulumi.
+# Loaded only on the paths that need them: ortools by the exact phase, jinja2 by --report,
+# detect-secrets (with requests) by secret-shaped text, jsonschema by chart values overrides and
+# policy settings, cel-python (lark, pendulum) by nodeSelector expressions, Pulumi and gRPC by the
+# engine under mocks and the pack; hypothesis by tests only.
 NEVER_AT_IMPORT = ("ortools", "jinja2", "detect_secrets", "requests", "jsonschema", "celpy", "lark", "pendulum",
                    "pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_aws", "grpc", "google.protobuf", "hypothesis")
 # What the pure plan of the dev stack (load + check, schedule, render) needs of those: its
