@@ -8,7 +8,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from jsonschema import Draft7Validator, validators
 from pydantic import BeforeValidator
 
 from .base import Model, invalid
@@ -94,6 +93,8 @@ def _version(text: str) -> tuple:
 
 @lru_cache(maxsize=None)
 def values_validator(path: str):
+    from jsonschema import Draft7Validator, validators   # here: only a values override needs it (~0.1 s)
+
     schema = json.loads((SCHEMAS / path).read_text())
     # KServe's schema names draft-07 by its https URL, which jsonschema does not recognise.
     draft = str(schema.get("$schema", ""))

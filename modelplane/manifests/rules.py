@@ -11,7 +11,9 @@ from functools import lru_cache
 import celpy
 from celpy import celtypes
 
-_ENV = celpy.Environment()
+from ..scheduler.cel import environment
+
+_ENV = environment()     # cel-python's one Environment: its parser from the user's cache when it is there
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
 

@@ -1,12 +1,19 @@
-"""nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class."""
+"""nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class.
+
+cel-python is imported, and its parser built, on the first expression: a stack without
+nodeSelectors never pays for them. The parser Lark builds from the CEL grammar (~0.2 s) is kept
+in the user's cache directory, so later runs load it instead of building it again.
+"""
 from __future__ import annotations
 
+import sys
+import threading
 from functools import lru_cache
+from pathlib import Path
 
-import celpy
-from celpy import celtypes
-
-_ENV = celpy.Environment()
+# celpy.Environment() sets this, and every run imported cel-python with modelplane.api until the
+# parser was made lazy: the nesting the YAML and JSON readers accept depends on it, so it stays.
+sys.setrecursionlimit(2500)
 
 
 class CelError(ValueError):
@@ -21,6 +28,98 @@ _OPERATORS = {"relation_ge": ">=", "relation_gt": ">", "relation_le": "<=", "rel
               "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
               "multiplication_mod": "%", "conditionalor": "||", "conditionaland": "&&", "unary_neg": "-",
               "unary_not": "!"}
+
+
+def _cache_file() -> Path | None:
+    """Where the CEL parser is kept, named for what it is built from: cel-python's grammar and
+    parser code, Lark's and Python's versions (None: no usable cache directory)."""
+    import hashlib
+
+    import lark
+    from celpy import celparser
+
+    from ..usercache import cache_dir
+
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        source = Path(celparser.__file__)
+        key = hashlib.sha256(source.read_bytes() + (source.parent / "cel.lark").read_bytes()
+                             + f"{lark.__version__} {sys.version_info[:2]}".encode()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return None
+    return folder / f"cel-parser-{key}.pickle"
+
+
+def _load_parser(path: Path):
+    """The parser kept at `path`, or None (absent, unreadable, or not a parser)."""
+    import lark
+
+    try:
+        with path.open("rb") as f:
+            parser = lark.Lark.load(f)
+    except Exception:  # noqa: BLE001  (any failure: build it again)
+        return None
+    return parser if isinstance(parser, lark.Lark) else None
+
+
+def _save_parser(parser, path: Path) -> None:
+    """Keep `parser` at `path` as Lark.save would, except that rule names keep their type.
+
+    Lark saves a rule's name as text while the parser it builds names trees with the grammar's
+    Token('RULE', name), and cel-python's error messages show that name: the Tokens are put back
+    so a parser loaded from here builds the same trees and the same messages."""
+    import os
+    import pickle
+    from contextlib import suppress
+
+    from lark.grammar import Rule
+    from lark.lexer import TerminalDef
+
+    names = {str(r.origin.name): r.origin.name for r in parser.rules if type(r.origin.name) is not str}
+
+    def restore(value):
+        if isinstance(value, dict):
+            if value.get("__type__") == "NonTerminal" and value.get("name") in names:
+                return {**value, "name": names[value["name"]]}
+            return {k: restore(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [restore(v) for v in value]
+        return value
+
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        data, memo = parser.memo_serialize([TerminalDef, Rule])
+        tmp.write_bytes(pickle.dumps({"data": restore(data), "memo": restore(memo)}, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)       # whole or not at all, for a run reading it meanwhile
+    except Exception:  # noqa: BLE001  (no cache: the next run builds the parser again)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+_LOCK = threading.Lock()     # one thread builds or loads the parser; another waits and uses it
+
+
+@lru_cache(maxsize=1)
+def environment():
+    """The one cel-python Environment. Its parser (class-wide in cel-python) is loaded from the
+    user's cache when it is there, else cel-python builds it with its own grammar and options
+    (~0.2 s of Lark's grammar analysis) and it is kept for the next run."""
+    import celpy
+    from celpy.celparser import CELParser
+
+    with _LOCK:
+        path = _cache_file() if CELParser.CEL_PARSER is None else None
+        loaded = None
+        if path is not None:
+            loaded = CELParser.CEL_PARSER = _load_parser(path)
+        limit = sys.getrecursionlimit()
+        env = celpy.Environment()
+        sys.setrecursionlimit(limit)    # as the import set it (above), or as it has been set since
+        if path is not None and loaded is None:     # built just now: keep it (over a broken file too)
+            _save_parser(CELParser.CEL_PARSER, path)
+    return env
 
 
 def _depth(expr: str) -> int:
@@ -38,8 +137,11 @@ def compile_expr(expr: str):
         raise CelError(f"is longer than {MAX_LENGTH} characters")
     if _depth(expr) > MAX_DEPTH:
         raise CelError(f"nests brackets more than {MAX_DEPTH} levels deep")
+    import celpy
+
+    env = environment()
     try:
-        return _ENV.program(_ENV.compile(expr))
+        return env.program(env.compile(expr))
     except celpy.CELParseError as exc:
         column = getattr(exc, "column", None)
         raise CelError(f"does not parse{f' (at column {column})' if column else ''}") from None
@@ -76,6 +178,8 @@ def explain(message: str) -> str:
 
 def activation(capabilities: dict) -> dict:
     """Variables bound for an expression: each capability group, and `capabilities` itself."""
+    import celpy
+
     doc = celpy.json_to_cel(capabilities)
     return {"capabilities": doc, **{k: v for k, v in doc.items()}}
 
@@ -92,6 +196,9 @@ class Matcher:
             return True
         key = (expr, class_name)
         if key not in self._cache:
+            import celpy
+            from celpy import celtypes
+
             program = compile_expr(expr)
             act = self._acts.get(class_name)
             if act is None:

@@ -1,0 +1,167 @@
+"""Start-up cost (issue #30): what each entry point imports, not how long it takes, so a heavy
+import that creeps back onto the plan path fails here; and the caches that stand in for
+cel-python's parser build and detect-secrets' import give the answers they stand in for."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Loaded only on the paths that need them: ortools by the exact phase, jinja2 by --report,
+# detect-secrets (with requests) by secret-shaped text, jsonschema by chart values overrides and
+# policy settings, cel-python (lark, pendulum) by nodeSelector expressions, Pulumi and gRPC by the
+# engine under mocks and the pack; hypothesis by tests only.
+NEVER_AT_IMPORT = ("ortools", "jinja2", "detect_secrets", "requests", "jsonschema", "celpy", "lark", "pendulum",
+                   "pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_aws", "grpc", "google.protobuf", "hypothesis")
+# What the pure plan of the dev stack (load + check, schedule, render) needs of those: its
+# nodeSelectors are CEL, and nothing in it is shaped like a credential.
+DEV_PLAN_NEEDS = {"celpy", "lark", "pendulum"}
+
+
+def _loaded(code: str, tmp_path: Path) -> set[str]:
+    """Which of NEVER_AT_IMPORT a fresh interpreter has loaded after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {NEVER_AT_IMPORT!r} if m in sys.modules]))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", ["modelplane.cli", "modelplane.api", "modelplane.scheduler", "modelplane.render",
+                                    "modelplane.fleet", "modelplane.services", "modelplane.policy.resource",
+                                    "modelplane.policy.routing", "modelplane.policy.serving", "modelplane.policy.stack",
+                                    "modelplane.report", "modelplane.trace", "modelplane.changes", "modelplane.cost",
+                                    "modelplane.tables"])
+def test_import_loads_nothing_heavy(module, tmp_path):
+    assert _loaded(f"import {module}", tmp_path) == set()
+
+
+PURE_PLAN = """
+from modelplane.api.loader import check_stack
+from modelplane.fleet import cluster_from_inventory, demand_from, inventory_of
+from modelplane.render import render_replica
+from modelplane.scheduler import schedule
+from modelplane.services import served_names
+path, catalog, spec = check_stack("dev")
+invs = {c.name: inventory_of(c, catalog) for c in spec.clusters}
+plan = schedule([demand_from(d, catalog) for d in spec.deployments], [cluster_from_inventory(i) for i in invs.values()], [])
+names, by_key = served_names(spec), {d.key: d for d in spec.deployments}
+for p in plan.placements:
+    md = by_key[p.deployment]
+    render_replica(md, p, invs[p.cluster], catalog.weights_gib(md), names[p.deployment])
+"""
+
+
+def test_the_dev_plan_loads_only_what_it_needs(tmp_path):
+    first = _loaded(PURE_PLAN, tmp_path)      # builds the caches
+    assert first - {"detect_secrets", "requests"} == DEV_PLAN_NEEDS
+    assert _loaded(PURE_PLAN, tmp_path) == DEV_PLAN_NEEDS     # reads them
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "modelplane").iterdir()) == ["cel", "secret"]
+
+
+CEL = """
+import json
+from modelplane.scheduler.cel import Matcher, environment
+caps = {"gpu": {"memoryGiB": 80, "product": "H100", "features": ["fp8"], "count": 8},
+        "interconnect": {"type": "nvswitch"}, "network": {"fabric": "roce", "bandwidthGbps": 400}}
+out = []
+for expr in ['gpu.memoryGiB >= 80 && "fp8" in gpu.features', 'gpu.product == "H100" || network.fabric == "efa"',
+             'capabilities.gpu.count * 2 > 10', '!(gpu.count in [1, 2])', 'true && false', 'gpu.memoryGiB >=',
+             '"a" +', 'gpu.count / 0 == 1', 'gpu.product', 'gpu.product > 1', 'gpu.vram >= 1', 'size(gpu.features)']:
+    try:
+        tree = repr(environment().compile(expr))
+    except Exception as exc:
+        tree = repr(exc)
+    try:
+        out.append([tree, Matcher().matches(expr, "c", caps)])
+    except Exception as exc:
+        out.append([tree, type(exc).__name__, str(exc)])
+print(json.dumps(out))
+"""
+
+
+def test_cel_parser_from_the_cache_parses_as_built(tmp_path):
+    """The parser loaded from the cache gives the same trees (rule names are Tokens, as cel-python's
+    messages show them), values and errors as the one cel-python builds itself."""
+    def run(cache):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache)}
+        done = subprocess.run([sys.executable, "-c", CEL], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    built = run("/dev/null/none")              # no cache directory: cel-python builds it
+    assert run(tmp_path) == built               # built, then kept
+    assert len(list((tmp_path / "modelplane").glob("cel-parser-*.pickle"))) == 1
+    assert run(tmp_path) == built               # loaded from the cache
+    assert "cannot compare or combine string and int" in built    # the message that reads a rule's Token
+
+
+def test_a_broken_cel_cache_is_built_again(tmp_path, monkeypatch):
+    from celpy.celparser import CELParser
+
+    from modelplane.scheduler import cel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    cel.environment.cache_clear()
+    try:
+        path = cel._cache_file()
+        path.write_bytes(b"not a pickle")
+        assert cel._load_parser(path) is None
+        assert cel.environment().compile("gpu.count > 1")
+        assert CELParser.CEL_PARSER is not None
+        assert cel._load_parser(path) is not None       # kept over the broken file
+    finally:
+        cel.environment.cache_clear()
+
+
+SAMPLES = ["AKIAIOSFODNN7EXAMPLE", "hf_" + "a1B2" * 9, "-----BEGIN RSA PRIVATE KEY-----\nMIIEow",
+           "ghp_" + "x" * 36, "xoxb-123456789012-1234567890123-abcdefghijABCDEFGHIJabcd",
+           "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "https://user:pass@example.com/x",
+           '"type": "service_account"', "client-key-data: abc", "sk_live_" + "a" * 24,
+           "--max-model-len=32768", "--kv-transfer-config={\"kv_connector\":\"NixlConnector\"}", "plain text here",
+           "eyJnotajwt.eyJ.x", "AKIA-too-short"]
+
+
+def test_secret_screen_holds_every_detector_pattern(tmp_path, monkeypatch):
+    """Text no screen pattern finds is reported by no detector: the screen holds each detector's
+    denylist, and a fresh screen and one read back from the cache agree on every sample."""
+    from modelplane.api import secrets
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for fn in (secrets._screen, secrets.secret_kind):
+        fn.cache_clear()
+    try:
+        fresh = secrets._screen()
+        assert fresh is not None
+        expected = {(p.pattern, p.flags) for d in secrets._detectors() for p in d.denylist}
+        assert {(p.pattern, p.flags) for p in fresh} == expected
+        secrets._screen.cache_clear()
+        assert [(p.pattern, p.flags) for p in secrets._screen()] == [(p.pattern, p.flags) for p in fresh]
+        for text in SAMPLES:
+            full = next((d.secret_type for d in secrets._detectors() if any(True for _ in d.analyze_string(text))), None)
+            assert secrets.secret_kind(text) == full, text
+        assert secrets.secret_kind("AKIAIOSFODNN7EXAMPLE") == "AWS Access Key"
+        assert secrets.secret_kind("--max-model-len=32768") is None
+    finally:
+        for fn in (secrets._screen, secrets.secret_kind):
+            fn.cache_clear()
+
+
+def test_secret_screen_without_a_cache_directory(monkeypatch):
+    from modelplane.api import secrets
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "/dev/null/none")
+    for fn in (secrets._screen, secrets.secret_kind):
+        fn.cache_clear()
+    try:
+        assert secrets._screen() is None
+        assert secrets.secret_kind("hf_" + "a1B2" * 9) == "Hugging Face Token"
+        assert secrets.secret_kind("--max-model-len=32768") is None
+    finally:
+        for fn in (secrets._screen, secrets.secret_kind):
+            fn.cache_clear()
