@@ -1,17 +1,22 @@
-"""End-to-end `modelplane plan` on seeded fleets, against the Pulumi SDK's own floor.
+"""End-to-end `modelplane plan` on seeded fleets: both engines beside the Pulumi SDK's own floor.
 
-Per size, in a fresh process each (so peak memory is that size's own):
-- plan: what `modelplane plan STACK --json` does — load + program under mocks, policy gate,
-  the JSON document — split into its phases, plus `--out` on top;
+Per size, each measurement in a fresh process (so peak memory is its own):
+- direct: `modelplane plan STACK --json` as the CLI runs it by default — the graph recorded
+  without the SDK, the pack's rules in-process, the JSON document — split into its phases;
+  `wall` is the whole command (`python -m modelplane plan --config-file F --json`), imports included;
+- pulumi: `plan --engine pulumi` — the program under Pulumi's mocks, the pack over the analyzer
+  protocol, the JSON document;
 - floor: a bare Pulumi program that registers the same resources (type, name, parent, inputs)
-  under the same mocks and monitor, measured in the same run.
+  under the same mocks and monitor: what any plan through the SDK pays.
+The two engines' documents are compared byte for byte ("agree").
 
     python benchmarks/plan.py                 # 5x50, 20x500, 100x2000
     python benchmarks/plan.py 20x500          # one size
-    python benchmarks/plan.py --profile 20x500
+    python benchmarks/plan.py --profile 20x500   # cProfile of the direct engine's plan
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import resource
 import subprocess
@@ -26,7 +31,60 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 SIZES = ((5, 50), (20, 500), (100, 2000))
 
 
-def _floor(records, references) -> float:
+def _stack(work: Path, clusters: int, replicas: int) -> Path:
+    import stackgen
+
+    return stackgen.write(work / f"Pulumi.fleet{clusters}x{replicas}.yaml", clusters, replicas)
+
+
+def _peak() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def direct_engine(path: Path, profile: bool = False) -> dict:
+    """The default plan path in this process: phases, document digest, peak memory."""
+    from modelplane import direct, report
+    from modelplane.policy import default_config, evaluate, read_config
+
+    prof = None
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+    t0 = time.perf_counter()
+    run = direct.run(path.stem.split(".", 1)[1], path)
+    t1 = time.perf_counter()
+    violations = evaluate(run, read_config(default_config(run.result.spec.production)), engine="direct")
+    t2 = time.perf_counter()
+    text = report.to_json(report.document(run, violations))
+    t3 = time.perf_counter()
+    if prof:
+        prof.disable()
+        prof.dump_stats(str(path.parent / "plan.prof"))
+    return {"resources": len(run.records), "unplaced": len(run.result.plan.unplaced), "program": t1 - t0,
+            "gate": t2 - t1, "json": t3 - t2, "plan": t3 - t0, "digest": hashlib.sha256(text.encode()).hexdigest(),
+            "peakMiB": _peak(), "profile": str(path.parent / "plan.prof") if prof else None}
+
+
+def pulumi_engine(path: Path) -> dict:
+    """`plan --engine pulumi` in this process, then the floor (same records, bare SDK)."""
+    from modelplane import offline, report
+    from modelplane.policy import Analyzer, default_config, evaluate, read_config
+
+    t0 = time.perf_counter()
+    with Analyzer(stack="bench") as gate:      # as `modelplane plan`: the pack starts with the program
+        run = offline.run(path.stem.split(".", 1)[1], path)
+        t1 = time.perf_counter()
+        violations = evaluate(run, read_config(default_config(run.result.spec.production)), gate)
+        t2 = time.perf_counter()
+    text = report.to_json(report.document(run, violations))
+    t3 = time.perf_counter()
+    peak = _peak()
+    return {"program": t1 - t0, "gate": t2 - t1, "json": t3 - t2, "plan": t3 - t0, "peakMiB": peak,
+            "digest": hashlib.sha256(text.encode()).hexdigest(), "floor": _floor(run.records)}
+
+
+def _floor(records) -> float:
     """Register `records` again from a bare program under the same mocks; seconds."""
     import asyncio
 
@@ -35,15 +93,17 @@ def _floor(records, references) -> float:
     from modelplane import offline
 
     asyncio.set_event_loop(asyncio.new_event_loop())
-    mocks = offline._Mocks(references)
+    mocks = offline._Mocks({})
     monitor = offline._Monitor(mocks)
+    offline.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project="modelplane", stack="floor", preview=True, monitor=monitor)
 
     def program():
         made = {}
         for r in records:
-            parent = made.get(r.parent)
-            opts = pulumi.ResourceOptions(parent=parent)
+            if r.type == "pulumi:pulumi:Stack":
+                continue
+            opts = pulumi.ResourceOptions(parent=made.get(r.parent))
             if not r.custom:
                 res = pulumi.ComponentResource(r.type, r.name, None, opts)
                 res.register_outputs(r.outputs)
@@ -55,84 +115,53 @@ def _floor(records, references) -> float:
 
     start = time.perf_counter()
     pulumi.runtime.test(program)()
-    elapsed = time.perf_counter() - start
-    assert len(monitor.records) == len(records), (len(monitor.records), len(records))
-    return elapsed
+    return time.perf_counter() - start
 
 
-def measure(clusters: int, replicas: int, profile: bool = False) -> dict:
-    """One size in this process: phases of `plan --json`, `--out`, and the floor."""
-    import stackgen
-
-    from modelplane import offline, report
-    from modelplane.policy import Analyzer, default_config, direct, evaluate, read_config, resources_of
-
-    work = Path(tempfile.mkdtemp(prefix="mp-bench-"))
-    path = stackgen.write(work / f"Pulumi.fleet{clusters}x{replicas}.yaml", clusters, replicas)
-    prof = None
-    if profile:
-        import cProfile
-        prof = cProfile.Profile()
-        prof.enable()
-    t0 = time.perf_counter()
-    with Analyzer(stack="bench") as gate:      # as `modelplane plan`: the pack starts with the program
-        run = offline.run(path.stem.split(".", 1)[1], path)
-        t1 = time.perf_counter()
-        config = read_config(default_config(run.result.spec.production))
-        violations = evaluate(run, config, gate)
-        t2 = time.perf_counter()
-    # The same verdicts in-process (issue 30), timed on their own.
-    d0 = time.perf_counter()
-    assert direct.evaluate(resources_of(run), config) == violations
-    gate_direct = time.perf_counter() - d0
-    text = report.to_json(report.document(run, violations))
-    t3 = time.perf_counter()
-    if prof:
-        prof.disable()
-        prof.dump_stats(str(work / "plan.prof"))
-    n_out = report.write_out(run, work / "out")
-    t4 = time.perf_counter()
-    references = {run.stack: {"placements": []}}
-    floor = _floor(run.records, references)
-    unplaced = len(run.result.plan.unplaced)
-    return {"clusters": clusters, "replicas": replicas, "placed": len(run.result.plan.placements),
-            "unplaced": unplaced, "resources": len(run.records), "violations": len(violations),
-            "program": t1 - t0, "gate": t2 - t1, "gateDirect": gate_direct, "json": t3 - t2, "plan": t3 - t0,
-            "out": t4 - t3,
-            "outFiles": n_out, "floor": floor, "jsonBytes": len(text),
-            "peakMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "profile": str(work / "plan.prof") if prof else None}
+def wall(path: Path) -> float:
+    """The whole `modelplane plan --config-file F --json` command, imports included; seconds."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "modelplane", "plan", path.stem.split(".", 1)[1], "--config-file",
+                           str(path), "--json"], capture_output=True, cwd=HERE.parent)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"plan failed: {done.stderr.decode()[-2000:]}")
+    return took
 
 
-def _row(m: dict) -> str:
-    per = 1000 * m["plan"] / m["resources"]
-    return (f"{m['clusters']:>4} x {m['replicas']:<5} {m['resources']:>6} {m['plan']:8.2f} {m['program']:8.2f} "
-            f"{m['gate']:7.2f} {m['gateDirect']:7.2f} {m['json']:6.2f} {m['out']:6.2f} {m['floor']:7.2f} "
-            f"{m['plan'] / m['floor']:6.2f}x "
-            f"{per:7.2f} {m['peakMiB']:7.0f}")
+def _one(kind: str, path: Path, profile: bool) -> dict:
+    args = [sys.executable, __file__, f"--{kind}", str(path)] + (["--profile"] if profile else [])
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} {path.name}: failed\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str]) -> None:
     profile = "--profile" in argv
+    for kind, fn in (("direct", lambda p: direct_engine(p, profile)), ("pulumi", pulumi_engine)):
+        if argv[:1] == [f"--{kind}"]:
+            print(json.dumps(fn(Path(argv[1]))))
+            return
     picked = [a for a in argv if "x" in a and not a.startswith("-")]
     sizes = [tuple(int(v) for v in a.split("x")) for a in picked] or SIZES
-    if argv[:1] == ["--one"]:
-        print(json.dumps(measure(*sizes[0], profile=profile)))
-        return
-    print("size (clusters x replicas), resources, seconds: plan = program + gate + json; out = --out on top; "
-          "floor = bare Pulumi program, same resources and mocks; direct = the gate's verdicts in-process, not in plan")
-    print(f"{'size':<12} {'res':>6} {'plan':>8} {'program':>8} {'gate':>7} {'direct':>7} {'json':>6} {'out':>6} "
-          f"{'floor':>7} {'/floor':>7} {'ms/res':>7} {'peakMiB':>7}")
+    print("seconds per size (clusters x replicas): direct = `plan --json` (program + gate + json), wall = the "
+          "whole command with imports; pulumi = `plan --engine pulumi --json`; floor = bare Pulumi program, same "
+          "resources and mocks")
+    print(f"{'size':<12} {'res':>6} | {'direct':>7} {'program':>7} {'gate':>6} {'json':>6} {'wall':>6} {'MiB':>5} | "
+          f"{'pulumi':>7} {'MiB':>5} | {'floor':>7} | {'agree':>5} {'direct/floor':>12}")
     for c, r in sizes:
-        args = [sys.executable, __file__, "--one", f"{c}x{r}"] + (["--profile"] if profile else [])
-        done = subprocess.run(args, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"{c}x{r}: failed\n{done.stderr[-3000:]}")
-            continue
-        m = json.loads(done.stdout.strip().splitlines()[-1])
-        print(_row(m) + (f"  unplaced {m['unplaced']}" if m["unplaced"] else ""), flush=True)
-        if m["profile"]:
-            print(f"  profile: {m['profile']} (python -m pstats)")
+        path = _stack(Path(tempfile.mkdtemp(prefix="mp-bench-")), c, r)
+        d = _one("direct", path, profile)
+        w = wall(path)
+        p = _one("pulumi", path, False)
+        agree = "yes" if d["digest"] == p["digest"] else "NO"
+        print(f"{c:>4} x {r:<5} {d['resources']:>6} | {d['plan']:7.2f} {d['program']:7.2f} {d['gate']:6.2f} "
+              f"{d['json']:6.2f} {w:6.2f} {d['peakMiB']:5.0f} | {p['plan']:7.2f} {p['peakMiB']:5.0f} | "
+              f"{p['floor']:7.2f} | {agree:>5} {d['plan'] / p['floor']:11.2f}x"
+              + (f"  unplaced {d['unplaced']}" if d["unplaced"] else ""), flush=True)
+        if d["profile"]:
+            print(f"  profile: {d['profile']} (python -m pstats)")
 
 
 if __name__ == "__main__":

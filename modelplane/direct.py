@@ -46,6 +46,7 @@ class _Value:
 
 
 _EXPRESSIONS = (Ref, Apply, Secret, SecretValue, StackOutput)
+_EXPRESSION_TYPES = frozenset(_EXPRESSIONS)
 
 
 class Resolver:
@@ -96,7 +97,7 @@ class Resolver:
             deps = frozenset((self.urn(v.node),))
             if v.path == "id":
                 return _Value(f"{node.name}-id", deps=deps)
-            value = self.state[v.node]
+            value = self.state_of(v.node)
             for part in v.path.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             return _Value(value, known=value is not None, deps=deps)
@@ -129,27 +130,37 @@ class Resolver:
 
     def wire(self, v, deps: set, unknown=UNKNOWN):
         """An input as the engine receives it: doubles, secrets wrapped where they occur."""
-        if isinstance(v, _EXPRESSIONS):
+        t = type(v)
+        if t is str or t is bool or t is float or v is None:
+            return v
+        if t is int:
+            return float(v)
+        if t is dict:
+            return {k: self.wire(x, deps, unknown) for k, x in v.items()}
+        if t is list or t is tuple:
+            return [self.wire(x, deps, unknown) for x in v]
+        if t in _EXPRESSION_TYPES:
             e = self.evaluate(v)
             deps |= e.deps
             if not e.known:
                 return unknown
             value = _doubles(e.value)
             return {SECRET_SIG: SECRET_VALUE, "value": value} if e.secret else value
-        if isinstance(v, dict):
-            return {k: self.wire(x, deps, unknown) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [self.wire(x, deps, unknown) for x in v]
         return _doubles(v)
 
-    def state_of(self, node: Node) -> dict:
-        """What the mocks answer for a resource: its inputs (known, non-null) and computed outputs."""
-        plain = {}
-        for k, v in node.inputs.items():
-            e = self.evaluate(v)
-            if e.known and e.value is not None:
-                plain[k] = e.value
-        return _merge(plain, _COMPUTED.get(node.type, {}))
+    def state_of(self, key: str) -> dict:
+        """What the mocks answer for a resource: its inputs (known, non-null) and computed outputs
+        (worked out when an expression first reads the resource)."""
+        found = self.state.get(key)
+        if found is None:
+            node = self.graph.nodes[key]
+            plain = {}
+            for k, v in node.inputs.items():
+                e = self.evaluate(v)
+                if e.known and e.value is not None:
+                    plain[k] = e.value
+            found = self.state[key] = _merge(plain, _COMPUTED.get(node.type, {}))
+        return found
 
     # -- records ---------------------------------------------------------------------------
     def records(self) -> list[Record]:
@@ -174,7 +185,6 @@ class Resolver:
                 found: set[str] = set()
                 record.inputs = {k: self.wire(v, found) for k, v in inputs.items() if v is not None}
                 deps |= found
-                self.state[node.key] = self.state_of(node)
             record.dependencies = tuple(sorted(deps))
             out.append(record)
         # Components register their outputs once their resources exist (a Gateway's address).
@@ -187,14 +197,15 @@ class Resolver:
 
 def _doubles(value):
     """Numbers as the engine's protobuf Struct carries them (doubles); tuples as lists."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
+    t = type(value)
+    if t is int:
         return float(value)
-    if isinstance(value, dict):
+    if t is dict:
         return {k: _doubles(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if t is list or t is tuple:
         return [_doubles(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):     # an IntEnum, say
+        return float(value)
     return value
 
 
