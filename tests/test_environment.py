@@ -108,17 +108,17 @@ def test_real_cli_previews_dev_on_a_file_backend(tmp_path):
 
 
 def test_invalid_input_anywhere_stops_the_run_before_any_stack_is_touched(tmp_path, monkeypatch):
-    from modelplane import offline
+    from modelplane import direct
     from modelplane.errors import InputError, Problem
 
-    real = offline.run
+    real = direct.run
 
     def run(stack, *a, **kw):
         if stack == "prod":
             raise InputError([Problem("stacks/Pulumi.prod.yaml", "config.modelplane:deployments[0].replicas",
                                       "must be at least 0", "use a count")])
         return real(stack, *a, **kw)
-    monkeypatch.setattr(offline, "run", run)
+    monkeypatch.setattr(direct, "run", run)
     fake = FakePulumi()
     code, text = go("up", fake, tmp_path)
     assert code == 1 and fake.calls == [] and "deployments[0].replicas" in text

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .rules import Finding
 
-# Resources every cluster gets, named `<cluster>-<suffix>` (components/gke.py, components/eks.py).
+# Resources every cluster gets, named `<cluster>-<suffix>` (render/gke.py, render/eks.py).
 CLUSTER_SUFFIXES = ("system", "cluster", "node", "autoscaler", "efa", "cluster-policy", "pod-identity-agent")
 # The system node pool's own cloud name on GKE and EKS.
 SYSTEM_POOL = "system"
