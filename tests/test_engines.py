@@ -52,6 +52,25 @@ def test_engines_agree_on_every_example_stack(stack):
     assert_same(direct.run(stack), offline.run(stack))
 
 
+@pytest.fixture(scope="module")
+def pack():
+    from modelplane.policy import Analyzer
+
+    with Analyzer(stack="engines") as analyzer:
+        yield analyzer
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_engines_give_the_same_verdicts_on_every_example_stack(stack, pack):
+    """Each engine end to end: direct records with the rules in-process, Pulumi records with the
+    pack over the analyzer protocol; under the stack's own config and with every policy mandatory."""
+    from modelplane.policy import default_config, evaluate, read_config
+
+    fast, real = direct.run(stack), offline.run(stack)
+    for config in (read_config(default_config(fast.result.spec.production)), {"all": "mandatory"}):
+        assert evaluate(fast, config, engine="direct") == evaluate(real, config, pack)
+
+
 @pytest.mark.parametrize("stack", stack_names())
 def test_direct_records_match_the_golden(stack):
     got = json.dumps(sorted(canonical(direct.run(stack)).values(), key=lambda r: r["urn"]), sort_keys=True, indent=1)
