@@ -12,8 +12,10 @@ one pool per role). Three stages, each deterministic:
    then every tier topped up greedily; the same top-up from the fast path's counts. The better of
    the two (tier by tier, then GPUs) is the starting solution.
 3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
-   pool of every cluster), lexicographic: replicas per tier, GPUs, then on small models spread
-   and quality. Every level starts from the best solution so far, so none ends below the start.
+   pool of every cluster), lexicographic: replicas per tier and GPUs in one solve (one weighted
+   objective), then on small models spread and quality in a second. Lexicographic levels share
+   a solve because each solve pays a presolve, a hint search and a root LP whatever its budget.
+   Every solve starts from the best solution so far, so none ends below the start.
 """
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ from dataclasses import dataclass
 from .core import _fabric_tier as fabric_tier
 
 EPS = 1e-6
-SHARES = (0.5, 0.25, 0.125, 0.125)   # of the budget per CP-SAT level: replicas per tier, GPUs, spread, quality
+PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: replicas per tier and GPUs; spread and quality
+LINEAR = 1                           # CP-SAT's linearization level where replicas are placed (its LP bound)
+WIDE = 2 ** 50                       # a weighted objective stays below this (exact in a double), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
 
@@ -179,6 +183,56 @@ def _sum(terms):
     return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
+def _merge(parts: list[tuple[list[int], int]]) -> list[int] | None:
+    """Coefficients per variable of one objective that orders lexicographically by `parts`
+    (coefficients per variable, most important first, each with the largest value its sum can
+    take); None when the weighted sum could exceed WIDE."""
+    scale, top, out = 1, 0, [0] * len(parts[0][0])
+    for coefs, most in reversed(parts):
+        out = [o + scale * c for o, c in zip(out, coefs)]
+        top += scale * most
+        scale = top + 1
+    return out if top < WIDE else None
+
+
+def _levels(kinds_, spots_, use, x, fast) -> list[tuple]:
+    """Replicas per tier (highest first), then GPUs: one CP-SAT solve with one weighted objective
+    (a solve costs a presolve and a root LP whatever its budget), two if the weights get too wide.
+    (name, terms, maximise, share of the budget, linearization level) per solve."""
+    tiers = sorted({k.priority for k in kinds_}, reverse=True)
+    per_tier = [[int(kinds_[spots_[i].kind].priority == t) for i in use] for t in tiers]
+    gpus = [kinds_[spots_[i].kind].gpus for i in use]
+    parts = [(c, sum(k.want for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
+    parts.append((gpus, sum(k.want * k.gpus for k in kinds_)))
+    both = _merge(parts)
+    if both is not None:
+        return [("replicas per tier and GPUs", list(zip(both, (x[i] for i in use))), True, PLACE, LINEAR)]
+    by_tier = _merge(parts[:-1])
+    return [("replicas per tier", list(zip(by_tier, (x[i] for i in use))), True, PLACE / 2, LINEAR),
+            ("GPUs", list(zip(gpus, (x[i] for i in use))), True, PLACE / 2, LINEAR)]
+
+
+def _polish(kinds_, spots_, use, x, fast, top_of) -> list[tuple]:
+    """Spread (the most replicas of a kind on one cluster, summed over kinds), then quality
+    (fabric and stranded GPUs, then replicas off the fast path's spots): one solve, two if too
+    wide. Without CP-SAT's LP (linearization level 0): a min-max objective gives its root LP
+    much work and little to prune, and the budget is then counted faithfully."""
+    off = sum(k.want for k in kinds_) + 1
+    quality = [spots_[i].cost * off + (0 if fast[i] else 1) for i in use]
+    worst = defaultdict(int)
+    for i, q in zip(use, quality):
+        worst[spots_[i].kind] = max(worst[spots_[i].kind], q)
+    tops = list(top_of.values())
+    n = len(tops)
+    spread = ([1] * n + [0] * len(use), sum(kinds_[k].want for k in top_of))
+    both = _merge([spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))])
+    variables = tops + [x[i] for i in use]
+    if both is not None:
+        return [("spread and quality", [(c, v) for c, v in zip(both, variables) if c], False, POLISH, 0)]
+    return [("spread", [(c, v) for c, v in zip(spread[0], variables) if c], False, POLISH / 2, 0),
+            ("quality", [(c, v) for c, v in zip([0] * n + quality, variables) if c], False, POLISH / 2, 0)]
+
+
 @dataclass
 class Solved:
     counts: list[int]             # replicas per spot
@@ -188,7 +242,8 @@ class Solved:
 
 
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
-    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality. `fast`: the fast
+    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality (two solves, see
+    `_levels` and `_polish`). `fast`: the fast
     path's counts per spot (a floor per tier and the last tie-break: an equal plan moves nothing)."""
     from ortools.sat.python import cp_model
 
@@ -216,9 +271,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     for t, n in floors.items():
         if n:
             model.Add(sum(per_tier[t]) >= n)
-    weight = _weights(kinds_)
-    levels = [("replicas per tier", [(weight[kinds_[spots_[i].kind].priority], x[i]) for i in use], True),
-              ("GPUs", [(kinds_[spots_[i].kind].gpus, x[i]) for i in use], True)]
+    levels = _levels(kinds_, spots_, use, x, fast)
     whole = len(use) <= SMALL
     top_of = {}
     if whole:
@@ -229,10 +282,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
             model.Add(sum(x[i] for i in idx) <= top_of[k])
-        levels.append(("spread", [(1, v) for v in top_of.values()], False))
-        # quality: fabric and stranded GPUs, then replicas off the fast path's spots
-        off = sum(k.want for k in kinds_) + 1
-        levels.append(("quality", [(spots_[i].cost * off + (0 if fast[i] else 1), x[i]) for i in use], False))
+        levels += _polish(kinds_, spots_, use, x, fast, top_of)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
@@ -244,8 +294,9 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
                            default=0))
     unproven, stopped = [], None
-    for (name, terms, maximize), share in zip(levels, SHARES):
+    for name, terms, maximize, share, linearization in levels:
         solver.parameters.max_deterministic_time = budget * share
+        solver.parameters.linearization_level = linearization
         expr = _sum(terms)
         (model.Maximize if maximize else model.Minimize)(expr)
         model.ClearHints()
