@@ -20,6 +20,7 @@ one pool per role). Three stages, each deterministic:
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -96,32 +97,41 @@ def _weights(kinds_: list[Kind]) -> dict[int, int]:
 
 
 def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
-    """The LP relaxation (GLOP, primal simplex; deterministic for the same model): replicas per
-    tier, lexicographic through weights, never fewer of a tier than `floors`. Values per spot."""
+    """The LP relaxation (GLOP; deterministic for the same model): replicas per tier,
+    lexicographic through weights, never fewer of a tier than `floors`. Values per spot. Built as
+    one model proto (whole columns and rows at once, no Python object per variable)."""
+    from ortools.linear_solver import linear_solver_pb2 as mp
     from ortools.linear_solver import pywraplp
 
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    xs = [lp.NumVar(0.0, float(s.cap), "") for s in spots_]
-    rows: dict = {}
-    for s, x in zip(spots_, xs):
-        for pool, n in s.need.items():
-            key = (s.cluster, pool)
-            if key not in rows:
-                rows[key] = lp.Constraint(-lp.infinity(), float(free[key]))
-            rows[key].SetCoefficient(x, float(n))
-    per_kind = [lp.Constraint(-lp.infinity(), float(k.want)) for k in kinds_]
-    per_tier = {t: lp.Constraint(float(floors.get(t, 0)), lp.infinity()) for t in sorted({k.priority for k in kinds_})}
     weight = _weights(kinds_)
-    obj = lp.Objective()
-    for s, x in zip(spots_, xs):
-        tier = kinds_[s.kind].priority
-        per_kind[s.kind].SetCoefficient(x, 1.0)
-        per_tier[tier].SetCoefficient(x, 1.0)
-        obj.SetCoefficient(x, float(weight[tier]))
-    obj.SetMaximization()
-    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+    request = mp.MPModelRequest(solver_type=mp.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
+    model = request.model
+    model.maximize = True
+    rows: dict = {}           # (cluster, pool) -> (spot indices, nodes)
+    for i, s in enumerate(spots_):
+        v = model.variable.add()
+        v.lower_bound, v.upper_bound, v.objective_coefficient = 0.0, float(s.cap), float(weight[kinds_[s.kind].priority])
+        for pool, n in s.need.items():
+            idx, coef = rows.setdefault((s.cluster, pool), ([], []))
+            idx.append(i)
+            coef.append(float(n))
+    for key, (idx, coef) in rows.items():
+        model.constraint.add(var_index=idx, coefficient=coef, lower_bound=-math.inf, upper_bound=float(free[key]))
+    per_kind = [[] for _ in kinds_]
+    per_tier: dict[int, list] = {t: [] for t in sorted({k.priority for k in kinds_})}
+    for i, s in enumerate(spots_):
+        per_kind[s.kind].append(i)
+        per_tier[kinds_[s.kind].priority].append(i)
+    for k, idx in zip(kinds_, per_kind):
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=-math.inf, upper_bound=float(k.want))
+    for t, idx in per_tier.items():
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=float(floors.get(t, 0)),
+                             upper_bound=math.inf)
+    response = mp.MPSolutionResponse()
+    pywraplp.Solver.SolveWithProto(request, response)
+    if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
-    return [x.solution_value() for x in xs]
+    return list(response.variable_value)
 
 
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
@@ -130,20 +140,21 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     on the spots the LP used most fractionally, then on the lowest quality cost."""
     counts = [0] * len(spots_)
     left = dict(free)
-    placed, per_tier = Counter(), Counter()
+    room = [k.want for k in kinds_]                   # replicas each kind may still place
+    per_tier = Counter()
 
     def put(i, most):
         s = spots_[i]
-        n = min(most, kinds_[s.kind].want - placed[s.kind])
-        for p, k in s.need.items():
+        n = min(most, room[s.kind])
+        for p, m in s.need.items():
             if n <= 0:
                 return
-            n = min(n, left[(s.cluster, p)] // k)
+            n = min(n, left[(s.cluster, p)] // m)
         if n > 0:
-            for p, k in s.need.items():
-                left[(s.cluster, p)] -= n * k
+            for p, m in s.need.items():
+                left[(s.cluster, p)] -= n * m
             counts[i] += n
-            placed[s.kind] += n
+            room[s.kind] -= n
             per_tier[kinds_[s.kind].priority] += n
 
     by_tier = defaultdict(list)
@@ -151,22 +162,28 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
         by_tier[kinds_[s.kind].priority].append(i)
         if values[i] >= 1 - EPS:
             put(i, int(values[i] + EPS))
-    order = {t: sorted(mine, key=lambda i: (-sum(spots_[i].need.values()), -(values[i] - int(values[i] + EPS)),
-                                            spots_[i].cost, i)) for t, mine in by_tier.items()}
-    for goal in (floors, None):
-        for tier in sorted(by_tier, reverse=True):
-            for i in order[tier]:
-                target = goal.get(tier, 0) if goal is not None else None
-                if target is not None and per_tier[tier] >= target:
-                    break
-                put(i, target - per_tier[tier] if target is not None else kinds_[spots_[i].kind].want)
+    size = [sum(s.need.values()) for s in spots_]
+    order = {t: sorted(mine, key=lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+             for t, mine in by_tier.items()}
+    for tier in sorted(by_tier, reverse=True):                  # up to the floors
+        target = floors.get(tier, 0)
+        for i in order[tier]:
+            if per_tier[tier] >= target:
+                break
+            if room[spots_[i].kind]:
+                put(i, target - per_tier[tier])
+    for tier in sorted(by_tier, reverse=True):                  # then as far as room goes
+        for i in order[tier]:
+            if room[spots_[i].kind]:
+                put(i, room[spots_[i].kind])
     return counts
 
 
 def _tiers(kinds_, spots_, counts) -> Counter:
     out = Counter()
     for s, n in zip(spots_, counts):
-        out[kinds_[s.kind].priority] += n
+        if n:
+            out[kinds_[s.kind].priority] += n
     return out
 
 
