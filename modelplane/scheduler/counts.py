@@ -9,8 +9,9 @@ one pool per role). Three stages, each deterministic:
    through weights, and never fewer of a tier than the fast path placed. It bounds what any plan
    can place and says where capacity should go.
 2. Start: the LP's counts rounded down, the tiers short of the fast path's count topped up to it,
-   then every tier topped up greedily; the same top-up from the fast path's counts. The better of
-   the two (tier by tier, then GPUs) is the starting solution.
+   then every tier topped up greedily; the same rounding one tier at a time (a higher tier topped
+   up to its LP total before a lower one takes room); the same top-up from the fast path's
+   counts. The best of these that meets every floor (tier by tier, then GPUs) is the start.
 3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
    pool of every cluster), lexicographic: replicas per tier and GPUs in one solve (one weighted
    objective), then on small models spread and quality in a second. Lexicographic levels share
@@ -179,6 +180,53 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     return counts
 
 
+def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
+    """An integer solution built one tier at a time, highest first: the tier's LP counts rounded
+    down, then topped up to the tier's LP total (or its floor, if higher) on the spots the LP used
+    most fractionally, before any lower tier takes room; then every tier topped up, largest
+    replicas first. Where rounding costs a higher tier replicas, this start keeps them (`start`
+    rounds every tier down first); it may leave a lower tier short of its floor, and is then not
+    used."""
+    counts = [0] * len(spots_)
+    left = dict(free)
+    room = [k.want for k in kinds_]
+
+    def put(i, most) -> int:
+        s = spots_[i]
+        n = min(most, room[s.kind])
+        for p, m in s.need.items():
+            if n <= 0:
+                return 0
+            n = min(n, left[(s.cluster, p)] // m)
+        if n <= 0:
+            return 0
+        for p, m in s.need.items():
+            left[(s.cluster, p)] -= n * m
+        counts[i] += n
+        room[s.kind] -= n
+        return n
+
+    by_tier = defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_tier[kinds_[s.kind].priority].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    frac = [v - int(v + EPS) for v in values]
+    for tier in sorted(by_tier, reverse=True):
+        mine = by_tier[tier]
+        have = sum(put(i, int(values[i] + EPS)) for i in mine if values[i] >= 1 - EPS)
+        goal = max(int(sum(values[i] for i in mine) + EPS), floors.get(tier, 0))
+        for i in sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)):
+            if have >= goal:
+                break
+            if room[spots_[i].kind]:
+                have += put(i, goal - have)
+    for tier in sorted(by_tier, reverse=True):
+        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+            if room[spots_[i].kind]:
+                put(i, room[spots_[i].kind])
+    return counts
+
+
 def _tiers(kinds_, spots_, counts) -> Counter:
     out = Counter()
     for s, n in zip(spots_, counts):
@@ -266,7 +314,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
 
     floors = _tiers(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free, floors)
-    tries = [start(kinds_, spots_, free, values, floors), start(kinds_, spots_, free, [float(n) for n in fast], floors)]
+    tries = [start(kinds_, spots_, free, values, floors), start_by_tier(kinds_, spots_, free, values, floors),
+             start(kinds_, spots_, free, [float(n) for n in fast], floors)]
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
