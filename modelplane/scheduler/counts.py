@@ -248,16 +248,16 @@ def _sum(terms):
     return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
-def _merge(parts: list[tuple[list[int], int]]) -> list[int] | None:
+def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list[int] | None:
     """Coefficients per variable of one objective that orders lexicographically by `parts`
     (coefficients per variable, most important first, each with the largest value its sum can
-    take); None when the weighted sum could exceed WIDE."""
+    take); None when the weighted sum could exceed `limit`."""
     scale, top, out = 1, 0, [0] * len(parts[0][0])
     for coefs, most in reversed(parts):
         out = [o + scale * c for o, c in zip(out, coefs)]
         top += scale * most
         scale = top + 1
-    return out if top < WIDE else None
+    return out if limit is None or top < limit else None
 
 
 def _levels(kinds_, spots_, use, x, fast) -> list[tuple]:
@@ -269,10 +269,10 @@ def _levels(kinds_, spots_, use, x, fast) -> list[tuple]:
     gpus = [kinds_[spots_[i].kind].gpus for i in use]
     parts = [(c, sum(k.want for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
     parts.append((gpus, sum(k.want * k.gpus for k in kinds_)))
-    both = _merge(parts)
+    both = _merge(parts, WIDE)
     if both is not None:
         return [("replicas per tier and GPUs", list(zip(both, (x[i] for i in use))), True, PLACE, LINEAR)]
-    by_tier = _merge(parts[:-1])
+    by_tier = _merge(parts[:-1], limit=None)      # tiers alone: as wide as they need (int64)
     return [("replicas per tier", list(zip(by_tier, (x[i] for i in use))), True, PLACE / 2, LINEAR),
             ("GPUs", list(zip(gpus, (x[i] for i in use))), True, PLACE / 2, LINEAR)]
 
@@ -290,7 +290,7 @@ def _polish(kinds_, spots_, use, x, fast, top_of) -> list[tuple]:
     tops = list(top_of.values())
     n = len(tops)
     spread = ([1] * n + [0] * len(use), sum(kinds_[k].want for k in top_of))
-    both = _merge([spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))])
+    both = _merge([spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))], WIDE)
     variables = tops + [x[i] for i in use]
     if both is not None:
         return [("spread and quality", [(c, v) for c, v in zip(both, variables) if c], False, POLISH, 0)]
