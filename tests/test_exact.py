@@ -288,3 +288,5 @@ def test_rounding_one_tier_at_a_time_keeps_the_replicas_plain_rounding_costs_a_h
     lp = [2.5, 0.5, 0.0, 2.0]
     assert start(found, where, free, lp, {}) == [2, 0, 0, 2]             # a/x: 2 of 3
     assert start_by_tier(found, where, free, lp, {}) == [2, 1, 1, 1]     # a/x: 3 of 3, b/y still 2
+    # floors first: b/y's floor of 2 is met before a/x tops up to its LP total (here it then cannot)
+    assert start_by_tier(found, where, free, lp, {0: 2}, floors_first=True) == [2, 0, 0, 2]

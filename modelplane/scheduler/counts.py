@@ -10,8 +10,10 @@ one pool per role). Three stages, each deterministic:
    can place and says where capacity should go.
 2. Start: the LP's counts rounded down, the tiers short of the fast path's count topped up to it,
    then every tier topped up greedily; the same rounding one tier at a time (a higher tier topped
-   up to its LP total before a lower one takes room); the same top-up from the fast path's
-   counts. The best of these that meets every floor (tier by tier, then GPUs) is the start.
+   up to its LP total before a lower one takes room), and so again with every tier first topped
+   up only to its floor; the same top-up from the fast path's counts. The best of these that
+   meets every floor (tier by tier, then GPUs) is the start: the closer it is, the less CP-SAT
+   has to find within its budget.
 3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
    pool of every cluster), lexicographic: replicas per tier and GPUs in one solve (one weighted
    objective), then on small models spread and quality in a second. Lexicographic levels share
@@ -180,13 +182,13 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     return counts
 
 
-def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
+def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False) -> list[int]:
     """An integer solution built one tier at a time, highest first: the tier's LP counts rounded
     down, then topped up to the tier's LP total (or its floor, if higher) on the spots the LP used
     most fractionally, before any lower tier takes room; then every tier topped up, largest
     replicas first. Where rounding costs a higher tier replicas, this start keeps them (`start`
-    rounds every tier down first); it may leave a lower tier short of its floor, and is then not
-    used."""
+    rounds every tier down first). It may leave a lower tier short of its floor (and is then not
+    used); `floors_first` tops every tier up to its floor first, then to its LP total."""
     counts = [0] * len(spots_)
     left = dict(free)
     room = [k.want for k in kinds_]
@@ -211,15 +213,23 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int]) -> list[
         by_tier[kinds_[s.kind].priority].append(i)
     size = [sum(s.need.values()) for s in spots_]
     frac = [v - int(v + EPS) for v in values]
-    for tier in sorted(by_tier, reverse=True):
-        mine = by_tier[tier]
-        have = sum(put(i, int(values[i] + EPS)) for i in mine if values[i] >= 1 - EPS)
-        goal = max(int(sum(values[i] for i in mine) + EPS), floors.get(tier, 0))
-        for i in sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)):
-            if have >= goal:
+    order = {t: sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)) for t, mine in by_tier.items()}
+    lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
+    have = {}
+
+    def top_up(tier, goal):
+        for i in order[tier]:
+            if have[tier] >= goal:
                 break
             if room[spots_[i].kind]:
-                have += put(i, goal - have)
+                have[tier] += put(i, goal - have[tier])
+
+    for tier in sorted(by_tier, reverse=True):
+        have[tier] = sum(put(i, int(values[i] + EPS)) for i in by_tier[tier] if values[i] >= 1 - EPS)
+        top_up(tier, floors.get(tier, 0) if floors_first else max(lp[tier], floors.get(tier, 0)))
+    if floors_first:
+        for tier in sorted(by_tier, reverse=True):
+            top_up(tier, lp[tier])
     for tier in sorted(by_tier, reverse=True):
         for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
             if room[spots_[i].kind]:
@@ -315,6 +325,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     floors = _tiers(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free, floors)
     tries = [start(kinds_, spots_, free, values, floors), start_by_tier(kinds_, spots_, free, values, floors),
+             start_by_tier(kinds_, spots_, free, values, floors, floors_first=True),
              start(kinds_, spots_, free, [float(n) for n in fast], floors)]
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
