@@ -259,7 +259,7 @@ def test_an_objective_too_wide_for_one_solve_is_solved_level_by_level(monkeypatc
     where = counts.spots(found, eligible, {("c1", "p"): 4, ("c2", "q"): 4})
     model = cp_model.CpModel()
     x = {i: model.NewIntVar(0, s.cap, "") for i, s in enumerate(where)}
-    levels = lambda: [name for name, *_ in counts._levels(found, where, list(x), x, [0] * len(where))]   # noqa: E731
+    levels = lambda: [name for name, *_ in counts._levels(found, where, list(x), x)]   # noqa: E731
     assert levels() == ["replicas per tier and GPUs"]
     monkeypatch.setattr(counts, "WIDE", 100)
     assert levels() == ["replicas per tier", "GPUs"]

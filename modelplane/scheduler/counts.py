@@ -270,9 +270,10 @@ def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list
     return out if limit is None or top < limit else None
 
 
-def _levels(kinds_, spots_, use, x, fast) -> list[tuple]:
+def _levels(kinds_, spots_, use, x) -> list[tuple]:
     """Replicas per tier (highest first), then GPUs: one CP-SAT solve with one weighted objective
-    (a solve costs a presolve and a root LP whatever its budget), two if the weights get too wide.
+    (a solve costs a presolve, a hint search and a root LP whatever its budget), two if the
+    weights get too wide.
     (name, terms, maximise, share of the budget, linearization level) per solve."""
     tiers = sorted({k.priority for k in kinds_}, reverse=True)
     per_tier = [[int(kinds_[spots_[i].kind].priority == t) for i in use] for t in tiers]
@@ -318,8 +319,8 @@ class Solved:
 
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
     """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality (two solves, see
-    `_levels` and `_polish`). `fast`: the fast
-    path's counts per spot (a floor per tier and the last tie-break: an equal plan moves nothing)."""
+    `_levels` and `_polish`). `fast`: the fast path's counts per spot (a floor per tier and the
+    last tie-break: an equal plan moves nothing)."""
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
@@ -348,7 +349,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     for t, n in floors.items():
         if n:
             model.Add(sum(per_tier[t]) >= n)
-    levels = _levels(kinds_, spots_, use, x, fast)
+    levels = _levels(kinds_, spots_, use, x)
     whole = len(use) <= SMALL
     top_of = {}
     if whole:
