@@ -228,3 +228,65 @@ def test_the_count_model_does_not_depend_on_the_hash_seed():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "4242")}
     assert len(outs) == 1 and json.loads(outs.pop())[0].startswith("exact")
+
+
+# --- how the count model is solved ------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=4).flatmap(
+    lambda most: st.tuples(st.just(most), *[st.tuples(*[st.integers(0, m) for m in most]) for _ in range(2)])))
+def test_one_weighted_objective_orders_like_its_levels(case):
+    """Levels merged into one objective (replicas per tier, then GPUs; spread, then quality) compare
+    two solutions exactly as the levels would, one after the other."""
+    from modelplane.scheduler.counts import _merge
+
+    most, a, b = case
+    n = len(most)
+    weights = _merge([([int(i == j) for i in range(n)], m) for j, m in enumerate(most)])
+    value = lambda x: sum(w * v for w, v in zip(weights, x))   # noqa: E731
+    assert (value(a) > value(b)) == (a > b) and (value(a) == value(b)) == (a == b)
+
+
+def test_an_objective_too_wide_for_one_solve_is_solved_level_by_level(monkeypatch):
+    from ortools.sat.python import cp_model
+
+    import modelplane.scheduler.counts as counts
+
+    clusters = [Cluster("c1", (pool("p", 4),)), Cluster("c2", (pool("q", 4),))]
+    demands = [demand("a/x", 3), demand("c/z", 2, priority=2)]
+    eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
+    found = counts.kinds(demands, eligible, {d.key: d.replicas for d in demands})
+    where = counts.spots(found, eligible, {("c1", "p"): 4, ("c2", "q"): 4})
+    model = cp_model.CpModel()
+    x = {i: model.NewIntVar(0, s.cap, "") for i, s in enumerate(where)}
+    levels = lambda: [name for name, *_ in counts._levels(found, where, list(x), x)]   # noqa: E731
+    assert levels() == ["replicas per tier and GPUs"]
+    monkeypatch.setattr(counts, "WIDE", 100)
+    assert levels() == ["replicas per tier", "GPUs"]
+    # and a fleet solved that way is still whole and never worse per tier than the fast path
+    demands, clusters = scarce(7, 20)
+    fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters)
+    tier = {d.key: d.priority for d in demands}
+    fast_n = Counter(tier[p.deployment] for p in fast.placements)
+    final_n = Counter(tier[p.deployment] for p in final.placements)
+    assert final.phase.startswith("exact") and all(final_n[t] >= k for t, k in fast_n.items())
+    assert len(final.placements) > len(fast.placements)
+
+
+def test_rounding_one_tier_at_a_time_keeps_the_replicas_plain_rounding_costs_a_higher_tier():
+    """LP: 2.5 replicas of a/x (tier 2, 2 nodes) on c1, 0.5 on c2, 2 of b/y (tier 0, 1 node) on c2.
+    Rounding every tier down first lets b/y take the c2 room a/x's third replica needed."""
+    from modelplane.scheduler.counts import kinds, spots, start, start_by_tier
+
+    clusters = [Cluster("c1", (pool("p", 5),)), Cluster("c2", (pool("q", 3),))]
+    demands = [demand("a/x", 3, nodes=2, priority=2), demand("b/y", 2, priority=0)]
+    eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
+    found = kinds(demands, eligible, {"a/x": 3, "b/y": 2})
+    free = {("c1", "p"): 5, ("c2", "q"): 3}
+    where = spots(found, eligible, free)
+    assert [(s.kind, s.cluster) for s in where] == [(0, "c1"), (0, "c2"), (1, "c1"), (1, "c2")]
+    lp = [2.5, 0.5, 0.0, 2.0]
+    assert start(found, where, free, lp, {}) == [2, 0, 0, 2]             # a/x: 2 of 3
+    assert start_by_tier(found, where, free, lp, {}) == [2, 1, 1, 1]     # a/x: 3 of 3, b/y still 2
+    # floors first: b/y's floor of 2 is met before a/x tops up to its LP total (here it then cannot)
+    assert start_by_tier(found, where, free, lp, {0: 2}, floors_first=True) == [2, 0, 0, 2]

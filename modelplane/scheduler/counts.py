@@ -9,22 +9,30 @@ one pool per role). Three stages, each deterministic:
    through weights, and never fewer of a tier than the fast path placed. It bounds what any plan
    can place and says where capacity should go.
 2. Start: the LP's counts rounded down, the tiers short of the fast path's count topped up to it,
-   then every tier topped up greedily; the same top-up from the fast path's counts. The better of
-   the two (tier by tier, then GPUs) is the starting solution.
+   then every tier topped up greedily; the same rounding one tier at a time (a higher tier topped
+   up to its LP total before a lower one takes room), and so again with every tier first topped
+   up only to its floor; the same top-up from the fast path's counts. The best of these that
+   meets every floor (tier by tier, then GPUs) is the start: the closer it is, the less CP-SAT
+   has to find within its budget.
 3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
-   pool of every cluster), lexicographic: replicas per tier, GPUs, then on small models spread
-   and quality. Every level starts from the best solution so far, so none ends below the start.
+   pool of every cluster), lexicographic: replicas per tier and GPUs in one solve (one weighted
+   objective), then on small models spread and quality in a second. Lexicographic levels share
+   a solve because each solve pays a presolve, a hint search and a root LP whatever its budget.
+   Every solve starts from the best solution so far, so none ends below the start.
 """
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .core import _fabric_tier as fabric_tier
 
 EPS = 1e-6
-SHARES = (0.5, 0.25, 0.125, 0.125)   # of the budget per CP-SAT level: replicas per tier, GPUs, spread, quality
+PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: replicas per tier and GPUs; spread and quality
+LINEAR = 1                           # CP-SAT's linearization level where replicas are placed (its LP bound)
+WIDE = 2 ** 50                       # a weighted objective stays below this (exact in a double), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
 
@@ -92,32 +100,41 @@ def _weights(kinds_: list[Kind]) -> dict[int, int]:
 
 
 def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
-    """The LP relaxation (GLOP, primal simplex; deterministic for the same model): replicas per
-    tier, lexicographic through weights, never fewer of a tier than `floors`. Values per spot."""
+    """The LP relaxation (GLOP; deterministic for the same model): replicas per tier,
+    lexicographic through weights, never fewer of a tier than `floors`. Values per spot. Built as
+    one model proto (whole columns and rows at once, no Python object per variable)."""
+    from ortools.linear_solver import linear_solver_pb2 as mp
     from ortools.linear_solver import pywraplp
 
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    xs = [lp.NumVar(0.0, float(s.cap), "") for s in spots_]
-    rows: dict = {}
-    for s, x in zip(spots_, xs):
-        for pool, n in s.need.items():
-            key = (s.cluster, pool)
-            if key not in rows:
-                rows[key] = lp.Constraint(-lp.infinity(), float(free[key]))
-            rows[key].SetCoefficient(x, float(n))
-    per_kind = [lp.Constraint(-lp.infinity(), float(k.want)) for k in kinds_]
-    per_tier = {t: lp.Constraint(float(floors.get(t, 0)), lp.infinity()) for t in sorted({k.priority for k in kinds_})}
     weight = _weights(kinds_)
-    obj = lp.Objective()
-    for s, x in zip(spots_, xs):
-        tier = kinds_[s.kind].priority
-        per_kind[s.kind].SetCoefficient(x, 1.0)
-        per_tier[tier].SetCoefficient(x, 1.0)
-        obj.SetCoefficient(x, float(weight[tier]))
-    obj.SetMaximization()
-    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+    request = mp.MPModelRequest(solver_type=mp.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
+    model = request.model
+    model.maximize = True
+    rows: dict = {}           # (cluster, pool) -> (spot indices, nodes)
+    for i, s in enumerate(spots_):
+        v = model.variable.add()
+        v.lower_bound, v.upper_bound, v.objective_coefficient = 0.0, float(s.cap), float(weight[kinds_[s.kind].priority])
+        for pool, n in s.need.items():
+            idx, coef = rows.setdefault((s.cluster, pool), ([], []))
+            idx.append(i)
+            coef.append(float(n))
+    for key, (idx, coef) in rows.items():
+        model.constraint.add(var_index=idx, coefficient=coef, lower_bound=-math.inf, upper_bound=float(free[key]))
+    per_kind = [[] for _ in kinds_]
+    per_tier: dict[int, list] = {t: [] for t in sorted({k.priority for k in kinds_})}
+    for i, s in enumerate(spots_):
+        per_kind[s.kind].append(i)
+        per_tier[kinds_[s.kind].priority].append(i)
+    for k, idx in zip(kinds_, per_kind):
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=-math.inf, upper_bound=float(k.want))
+    for t, idx in per_tier.items():
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=float(floors.get(t, 0)),
+                             upper_bound=math.inf)
+    response = mp.MPSolutionResponse()
+    pywraplp.Solver.SolveWithProto(request, response)
+    if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
-    return [x.solution_value() for x in xs]
+    return list(response.variable_value)
 
 
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
@@ -126,20 +143,21 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     on the spots the LP used most fractionally, then on the lowest quality cost."""
     counts = [0] * len(spots_)
     left = dict(free)
-    placed, per_tier = Counter(), Counter()
+    room = [k.want for k in kinds_]                   # replicas each kind may still place
+    per_tier = Counter()
 
     def put(i, most):
         s = spots_[i]
-        n = min(most, kinds_[s.kind].want - placed[s.kind])
-        for p, k in s.need.items():
+        n = min(most, room[s.kind])
+        for p, m in s.need.items():
             if n <= 0:
                 return
-            n = min(n, left[(s.cluster, p)] // k)
+            n = min(n, left[(s.cluster, p)] // m)
         if n > 0:
-            for p, k in s.need.items():
-                left[(s.cluster, p)] -= n * k
+            for p, m in s.need.items():
+                left[(s.cluster, p)] -= n * m
             counts[i] += n
-            placed[s.kind] += n
+            room[s.kind] -= n
             per_tier[kinds_[s.kind].priority] += n
 
     by_tier = defaultdict(list)
@@ -147,22 +165,83 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
         by_tier[kinds_[s.kind].priority].append(i)
         if values[i] >= 1 - EPS:
             put(i, int(values[i] + EPS))
-    order = {t: sorted(mine, key=lambda i: (-sum(spots_[i].need.values()), -(values[i] - int(values[i] + EPS)),
-                                            spots_[i].cost, i)) for t, mine in by_tier.items()}
-    for goal in (floors, None):
+    size = [sum(s.need.values()) for s in spots_]
+    order = {t: sorted(mine, key=lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+             for t, mine in by_tier.items()}
+    for tier in sorted(by_tier, reverse=True):                  # up to the floors
+        target = floors.get(tier, 0)
+        for i in order[tier]:
+            if per_tier[tier] >= target:
+                break
+            if room[spots_[i].kind]:
+                put(i, target - per_tier[tier])
+    for tier in sorted(by_tier, reverse=True):                  # then as far as room goes
+        for i in order[tier]:
+            if room[spots_[i].kind]:
+                put(i, room[spots_[i].kind])
+    return counts
+
+
+def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False) -> list[int]:
+    """An integer solution built one tier at a time, highest first: the tier's LP counts rounded
+    down, then topped up to the tier's LP total (or its floor, if higher) on the spots the LP used
+    most fractionally, before any lower tier takes room; then every tier topped up, largest
+    replicas first. Where rounding costs a higher tier replicas, this start keeps them (`start`
+    rounds every tier down first). It may leave a lower tier short of its floor (and is then not
+    used); `floors_first` tops every tier up to its floor first, then to its LP total."""
+    counts = [0] * len(spots_)
+    left = dict(free)
+    room = [k.want for k in kinds_]
+
+    def put(i, most) -> int:
+        s = spots_[i]
+        n = min(most, room[s.kind])
+        for p, m in s.need.items():
+            if n <= 0:
+                return 0
+            n = min(n, left[(s.cluster, p)] // m)
+        if n <= 0:
+            return 0
+        for p, m in s.need.items():
+            left[(s.cluster, p)] -= n * m
+        counts[i] += n
+        room[s.kind] -= n
+        return n
+
+    by_tier = defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_tier[kinds_[s.kind].priority].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    frac = [v - int(v + EPS) for v in values]
+    order = {t: sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)) for t, mine in by_tier.items()}
+    lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
+    have = {}
+
+    def top_up(tier, goal):
+        for i in order[tier]:
+            if have[tier] >= goal:
+                break
+            if room[spots_[i].kind]:
+                have[tier] += put(i, goal - have[tier])
+
+    for tier in sorted(by_tier, reverse=True):
+        have[tier] = sum(put(i, int(values[i] + EPS)) for i in by_tier[tier] if values[i] >= 1 - EPS)
+        top_up(tier, floors.get(tier, 0) if floors_first else max(lp[tier], floors.get(tier, 0)))
+    if floors_first:
         for tier in sorted(by_tier, reverse=True):
-            for i in order[tier]:
-                target = goal.get(tier, 0) if goal is not None else None
-                if target is not None and per_tier[tier] >= target:
-                    break
-                put(i, target - per_tier[tier] if target is not None else kinds_[spots_[i].kind].want)
+            top_up(tier, lp[tier])
+    for tier in sorted(by_tier, reverse=True):
+        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+            if room[spots_[i].kind]:
+                put(i, room[spots_[i].kind])
     return counts
 
 
 def _tiers(kinds_, spots_, counts) -> Counter:
     out = Counter()
     for s, n in zip(spots_, counts):
-        out[kinds_[s.kind].priority] += n
+        if n:
+            out[kinds_[s.kind].priority] += n
     return out
 
 
@@ -179,6 +258,57 @@ def _sum(terms):
     return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
+def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list[int] | None:
+    """Coefficients per variable of one objective that orders lexicographically by `parts`
+    (coefficients per variable, most important first, each with the largest value its sum can
+    take); None when the weighted sum could exceed `limit`."""
+    scale, top, out = 1, 0, [0] * len(parts[0][0])
+    for coefs, most in reversed(parts):
+        out = [o + scale * c for o, c in zip(out, coefs)]
+        top += scale * most
+        scale = top + 1
+    return out if limit is None or top < limit else None
+
+
+def _levels(kinds_, spots_, use, x) -> list[tuple]:
+    """Replicas per tier (highest first), then GPUs: one CP-SAT solve with one weighted objective
+    (a solve costs a presolve, a hint search and a root LP whatever its budget), two if the
+    weights get too wide.
+    (name, terms, maximise, share of the budget, linearization level) per solve."""
+    tiers = sorted({k.priority for k in kinds_}, reverse=True)
+    per_tier = [[int(kinds_[spots_[i].kind].priority == t) for i in use] for t in tiers]
+    gpus = [kinds_[spots_[i].kind].gpus for i in use]
+    parts = [(c, sum(k.want for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
+    parts.append((gpus, sum(k.want * k.gpus for k in kinds_)))
+    both = _merge(parts, WIDE)
+    if both is not None:
+        return [("replicas per tier and GPUs", list(zip(both, (x[i] for i in use))), True, PLACE, LINEAR)]
+    by_tier = _merge(parts[:-1], limit=None)      # tiers alone: as wide as they need (int64)
+    return [("replicas per tier", list(zip(by_tier, (x[i] for i in use))), True, PLACE / 2, LINEAR),
+            ("GPUs", list(zip(gpus, (x[i] for i in use))), True, PLACE / 2, LINEAR)]
+
+
+def _polish(kinds_, spots_, use, x, fast, top_of) -> list[tuple]:
+    """Spread (the most replicas of a kind on one cluster, summed over kinds), then quality
+    (fabric and stranded GPUs, then replicas off the fast path's spots): one solve, two if too
+    wide. Without CP-SAT's LP (linearization level 0): a min-max objective gives its root LP
+    much work and little to prune, and the budget is then counted faithfully."""
+    off = sum(k.want for k in kinds_) + 1
+    quality = [spots_[i].cost * off + (0 if fast[i] else 1) for i in use]
+    worst = defaultdict(int)
+    for i, q in zip(use, quality):
+        worst[spots_[i].kind] = max(worst[spots_[i].kind], q)
+    tops = list(top_of.values())
+    n = len(tops)
+    spread = ([1] * n + [0] * len(use), sum(kinds_[k].want for k in top_of))
+    both = _merge([spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))], WIDE)
+    variables = tops + [x[i] for i in use]
+    if both is not None:
+        return [("spread and quality", [(c, v) for c, v in zip(both, variables) if c], False, POLISH, 0)]
+    return [("spread", [(c, v) for c, v in zip(spread[0], variables) if c], False, POLISH / 2, 0),
+            ("quality", [(c, v) for c, v in zip([0] * n + quality, variables) if c], False, POLISH / 2, 0)]
+
+
 @dataclass
 class Solved:
     counts: list[int]             # replicas per spot
@@ -188,13 +318,16 @@ class Solved:
 
 
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
-    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality. `fast`: the fast
-    path's counts per spot (a floor per tier and the last tie-break: an equal plan moves nothing)."""
+    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality (two solves, see
+    `_levels` and `_polish`). `fast`: the fast path's counts per spot (a floor per tier and the
+    last tie-break: an equal plan moves nothing)."""
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free, floors)
-    tries = [start(kinds_, spots_, free, values, floors), start(kinds_, spots_, free, [float(n) for n in fast], floors)]
+    tries = [start(kinds_, spots_, free, values, floors), start_by_tier(kinds_, spots_, free, values, floors),
+             start_by_tier(kinds_, spots_, free, values, floors, floors_first=True),
+             start(kinds_, spots_, free, [float(n) for n in fast], floors)]
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
@@ -216,9 +349,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     for t, n in floors.items():
         if n:
             model.Add(sum(per_tier[t]) >= n)
-    weight = _weights(kinds_)
-    levels = [("replicas per tier", [(weight[kinds_[spots_[i].kind].priority], x[i]) for i in use], True),
-              ("GPUs", [(kinds_[spots_[i].kind].gpus, x[i]) for i in use], True)]
+    levels = _levels(kinds_, spots_, use, x)
     whole = len(use) <= SMALL
     top_of = {}
     if whole:
@@ -229,10 +360,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
             model.Add(sum(x[i] for i in idx) <= top_of[k])
-        levels.append(("spread", [(1, v) for v in top_of.values()], False))
-        # quality: fabric and stranded GPUs, then replicas off the fast path's spots
-        off = sum(k.want for k in kinds_) + 1
-        levels.append(("quality", [(spots_[i].cost * off + (0 if fast[i] else 1), x[i]) for i in use], False))
+        levels += _polish(kinds_, spots_, use, x, fast, top_of)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
@@ -244,8 +372,9 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
                            default=0))
     unproven, stopped = [], None
-    for (name, terms, maximize), share in zip(levels, SHARES):
+    for name, terms, maximize, share, linearization in levels:
         solver.parameters.max_deterministic_time = budget * share
+        solver.parameters.linearization_level = linearization
         expr = _sum(terms)
         (model.Maximize if maximize else model.Minimize)(expr)
         model.ClearHints()

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from .counts import Kind, Spot, kinds as _kinds, optimise, spots as _spots
 from .model import Demand, Placement, RolePlacement
 
-DEFAULT_BUDGET = 0.25     # deterministic seconds for all CP-SAT levels together (work units, not wall time)
+DEFAULT_BUDGET = 0.15     # deterministic seconds for all CP-SAT levels together (work units, not wall time)
 
 
 @dataclass
