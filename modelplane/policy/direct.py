@@ -74,13 +74,12 @@ def _unknown(chain, key, value):
     return UnknownValueError(value, _path((chain, str(key))))
 
 
-class DictProxy(Mapping):
-    """pulumi_policy.proxy._DictProxy: a Mapping (not a dict) over the deserialized props; reading
-    an unknown value raises UnknownValueError. Same behaviour, fewer Python frames per read."""
+class _Proxy:
+    """What both proxies share: the target, the key chain, and a read that raises on an unknown."""
 
     __slots__ = ("_t", "_c")
 
-    def __init__(self, target: dict, chain):
+    def __init__(self, target, chain):
         self._t, self._c = target, chain
 
     def __getitem__(self, key):
@@ -90,6 +89,16 @@ class DictProxy(Mapping):
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
         return v
+
+    def __len__(self):
+        return len(self._t)
+
+
+class DictProxy(_Proxy, Mapping):
+    """pulumi_policy.proxy._DictProxy: a Mapping (not a dict) over the deserialized props; reading
+    an unknown value raises UnknownValueError. Same behaviour, fewer Python frames per read."""
+
+    __slots__ = ()
 
     def get(self, key, default=None):
         if key == "__target":
@@ -116,31 +125,14 @@ class DictProxy(Mapping):
     def __setitem__(self, key, value):
         self._t[key] = value
 
-    def __len__(self):
-        return len(self._t)
-
     def __iter__(self):
         return iter(self._t)
 
 
-class ListProxy(Sequence):
+class ListProxy(_Proxy, Sequence):
     """pulumi_policy.proxy._ListProxy: a Sequence (not a list) that raises on reading an unknown."""
 
-    __slots__ = ("_t", "_c")
-
-    def __init__(self, target: list, chain):
-        self._t, self._c = target, chain
-
-    def __getitem__(self, key):
-        if key == "__target":
-            return self._t
-        v = self._t[key]
-        if v.__class__ is str and v in _UNKNOWNS:
-            raise _unknown(self._c, key, v)
-        return v
-
-    def __len__(self):
-        return len(self._t)
+    __slots__ = ()
 
     def __iter__(self):      # Sequence.__iter__ reads self[i] until IndexError: the same values, in order
         chain = self._c
