@@ -14,16 +14,13 @@ from pathlib import Path
 
 from .api.loader import check_stack, display_path
 from .assemble import Remote, assemble
-from .records import (_COMPUTED, ORGANIZATION, PROJECT, OFFLINE_KUBECONFIG, UNKNOWN, OfflineRun, Record,
-                      _fleet_references, _merge)
+from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
+                      UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
+from .references import fleet_references
 from .render.graph import STACK_REFERENCE, Apply, Graph, Node, Ref, Secret, StackOutput, key_of
 from .render.names import SecretValue
 from .scheduler import Placement
 
-# The engine's markers (pulumi.runtime.rpc): a secret value and an unknown one.
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
-UNKNOWN_TEXT = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 STACK_TYPE = "pulumi:pulumi:Stack"
 
 # Inputs a typed SDK class sets on its own (pulumi-kubernetes Release, pulumi-aws Provider).
@@ -31,8 +28,6 @@ _SDK_ADDS = {
     "kubernetes:helm.sh/v3:Release": {"compat": "true"},
     "pulumi:providers:aws": {"skipCredentialsValidation": False, "skipRegionValidation": True},
 }
-# Outputs of another stack the offline references mark secret (offline._Mocks does the same).
-_SECRET_OUTPUTS = ("kubeconfigs",)
 
 
 class _Value:
@@ -117,7 +112,7 @@ class Resolver:
             value = self.references.get(stack, {}).get(v.name)
             if v.item is not None:
                 value = (value or {}).get(v.item)
-            return _Value(value, secret=v.name in _SECRET_OUTPUTS, deps=frozenset((ref,)))
+            return _Value(value, secret=v.name in SECRET_OUTPUTS, deps=frozenset((ref,)))
         if isinstance(v, dict):
             parts = {k: self.evaluate(x) for k, x in v.items()}
             return _Value({k: p.value for k, p in parts.items()}, all(p.known for p in parts.values()),
@@ -145,7 +140,7 @@ class Resolver:
             if not e.known:
                 return unknown
             value = _doubles(e.value)
-            return {SECRET_SIG: SECRET_VALUE, "value": value} if e.secret else value
+            return {SIG_KEY: SECRET_SIG, "value": value} if e.secret else value
         return _doubles(v)
 
     def state_of(self, key: str) -> dict:
@@ -218,7 +213,7 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     """Validate, build the graph and record it as a preview would. Raises InputError on bad input.
     `checked`: what api.loader.check_stack already returned for this stack file."""
     path, catalog, spec = checked or check_stack(stack, config_file)
-    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
+    references = {stack: {"placements": previous or []}, **fleet_references(spec, catalog, path)}
     graph = Graph()
     remote = []
     for infra in spec.fleet:

@@ -19,8 +19,8 @@ from . import program
 from .api import stack_file
 from .api.loader import YAML_LOADER, check_stack, display_path, read_yaml
 from .errors import InputError, Problem
-from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, OfflineRun, Record, _fleet_references,
-                      _infra_references, _merge)
+from .records import _COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, SECRET_OUTPUTS, OfflineRun, Record, _merge
+from .references import fleet_references, infra_references
 
 __all__ = ["OFFLINE_KUBECONFIG", "OfflineRun", "Record", "run", "run_program"]
 
@@ -35,9 +35,9 @@ class _Mocks(pulumi.runtime.Mocks):
             stack = args.resource_id.rsplit("/", 1)[-1]
             if stack not in self.references and stack_file(stack).exists():
                 # a program named this infra stack in code: plan it from its file now
-                self.references.update(_infra_references([stack]))
+                self.references.update(infra_references([stack]))
             return args.resource_id, {"outputs": self.references.get(stack, {}),
-                                      "secretOutputNames": ["kubeconfigs"]}
+                                      "secretOutputNames": list(SECRET_OUTPUTS)}
         self.inputs[(args.typ, args.name)] = args.inputs
         # What the cloud fills in after apply (a Gateway's status, ...) stays unknown, as in a real preview.
         state = {k: v for k, v in args.inputs.items() if v is not None}
@@ -133,7 +133,7 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     """Validate, then execute the program under mocks. Raises InputError on bad input.
     `checked`: what api.loader.check_stack already returned for this stack file."""
     path, catalog, spec = checked or check_stack(stack, config_file)   # precise errors before anything runs
-    references = {stack: {"placements": previous or []}, **_fleet_references(spec, catalog, path)}
+    references = {stack: {"placements": previous or []}, **fleet_references(spec, catalog, path)}
     records = _execute(stack, program.PROJECT, references, path,
                        lambda: asyncio.ensure_future(program.run(path, exclude)))
     return OfflineRun(stack, program.LAST[-1], records, tuple(exclude))

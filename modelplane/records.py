@@ -4,18 +4,22 @@ Pure: the direct engine (direct.py) and the Pulumi engine under mocks (offline.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import assemble
-from .api import load_stack, stack_file
-from .api.loader import catalog_of, display_path, read_yaml, stack_names
-from .errors import InputError, Problem, did_you_mean
-from .fleet import inventory_of
+if TYPE_CHECKING:
+    from .assemble import Result
 
 PROJECT = "modelplane"
 ORGANIZATION = "organization"      # what a self-managed backend calls the organization
 
 OFFLINE_KUBECONFIG = "offline-placeholder-kubeconfig"
+SECRET_OUTPUTS = ("kubeconfigs",)  # outputs of another stack that are secret (as an infra stack exports them)
+
+# The engine's markers in resource properties (pulumi.runtime.rpc): a secret is a dict with the
+# signature key set to the secret signature beside its value; an unknown string is this text.
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN_TEXT = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
 class Unknown:
@@ -71,36 +75,6 @@ def _merge(inputs: dict, computed: dict) -> dict:
 @dataclass
 class OfflineRun:
     stack: str
-    result: assemble.Result
+    result: Result
     records: list[Record]
     lost: tuple[str, ...] = ()      # clusters planned without (what-if)
-
-
-def _fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
-    """Plan each infra stack of `modelplane:fleet` from its own file; name the reference if one is missing."""
-    problems = []
-    known = stack_names()
-    for i, name in enumerate(spec.fleet):
-        if not stack_file(name).exists():
-            guess = did_you_mean(name, known)
-            problems.append(Problem(display_path(path), f"config.{PROJECT}:fleet[{i}]",
-                                    f"fleet names stack {name!r}, which has no stacks/Pulumi.{name}.yaml",
-                                    f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}"))
-    if problems:
-        raise InputError(problems)
-    return _infra_references(spec.fleet)
-
-
-def _infra_references(names) -> dict[str, dict]:
-    """What each infra stack would export, planned from its own file (kubeconfigs stand in)."""
-    refs = {}
-    for name in names:
-        catalog = catalog_of((read_yaml(stack_file(name)).data or {}).get("config"))
-        infra = load_stack(stack_file(name), catalog)
-        invs = [inventory_of(c, catalog) for c in sorted(infra.clusters, key=lambda c: c.name)]
-        # Gateway addresses exist once the infra stack is up; offline they are named, not known.
-        refs[name] = {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs},
-                      "gateways": {inv["name"]: f"(gateway address exported by stack {name})" for inv in invs}}
-    return refs
-
-

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
-from .records import OfflineRun, is_unknown
+from .records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
@@ -18,7 +18,6 @@ UNKNOWN = "(known after apply)"
 
 # libyaml's emitter when PyYAML has it: the same YAML text, several times faster.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-SECRET_SIG = "4dabf18193072939515e22adb298388d"   # Pulumi's marker of a secret value
 REDACTED = "(secret)"
 
 
@@ -31,7 +30,7 @@ def _ints(value, secret: bool = False):
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        if SECRET_SIG in value:
+        if SIG_KEY in value:
             return _ints(value.get("value"), True)
         return {k: _ints(v, secret) for k, v in value.items()}
     if isinstance(value, list):

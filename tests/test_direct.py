@@ -1,6 +1,7 @@
 """The direct engine's resolution rules on small graphs (tests/test_engines.py holds the whole
 engine to the Pulumi engine; these name each rule on its own)."""
-from modelplane.direct import SECRET_SIG, UNKNOWN_TEXT, Resolver
+from modelplane.direct import Resolver
+from modelplane.records import SIG_KEY, UNKNOWN_TEXT
 from modelplane.records import UNKNOWN
 from modelplane.render.graph import Apply, Graph, Node, Ref, Secret
 from modelplane.render.names import SecretValue
@@ -45,9 +46,9 @@ def test_secrets_are_wrapped_where_they_occur_and_unknowns_stay_unknown():
                                                   "other": {"x": Apply(str.upper, (SecretValue("k"),))}}, comp))
     g.nodes[comp].outputs = {"address": Apply(lambda s: s, (Ref(gw, "status"),)), "n": 1}
     r = _records(g)
-    assert r["s"].inputs["stringData"] == {SECRET_SIG: "1b47061264138c4ac30d75fd1eb44270",
+    assert r["s"].inputs["stringData"] == {SIG_KEY: "1b47061264138c4ac30d75fd1eb44270",
                                             "value": {"t": "offline-placeholder-kubeconfig"}}
-    assert r["s"].inputs["other"]["x"][SECRET_SIG] and r["s"].inputs["other"]["x"]["value"].isupper()
+    assert r["s"].inputs["other"]["x"][SIG_KEY] and r["s"].inputs["other"]["x"]["value"].isupper()
     # a component's outputs as the engine returns them: unknown as the engine's text
     assert r["box"].outputs == {"address": UNKNOWN_TEXT, "n": 1.0}
 

@@ -57,7 +57,7 @@ def test_fleet_naming_a_missing_stack_is_an_input_error_with_a_suggestion(tmp_pa
 ])
 def test_stale_or_missing_references_name_the_stack(tmp_path, monkeypatch, outputs, words):
     from modelplane.errors import InputError
-    monkeypatch.setattr(offline, "_fleet_references", lambda spec, catalog, path: {"infra-gke-us-central1": outputs})
+    monkeypatch.setattr(offline, "fleet_references", lambda spec, catalog, path: {"infra-gke-us-central1": outputs})
     with pytest.raises(InputError) as err:
         offline.run("apps", _apps(tmp_path, ["infra-gke-us-central1"]))
     assert "infra-gke-us-central1" in err.value.render() and words in err.value.render()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..records import SECRET_SIG, SIG_KEY, UNKNOWN_TEXT
 from .gate import LEVELS, NAMES, PackError, Resource, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
 
@@ -37,19 +38,16 @@ PACK_NAME, PACK_VERSION = "modelplane", "0.0.1"   # pulumi_policy's PolicyPack r
 _UNKNOWNS = {
     "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7": "boolean",
     "3eeb2bf0-c639-47a8-9e75-3b44932eb421": "number",
-    "04da6b54-80e4-46f7-96ec-b56ff0331ba9": "string",
+    UNKNOWN_TEXT: "string",          # also what gate._plain sends for a non-JSON value
     "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2": "Array",
     "030794c1-ac77-496b-92df-f27374a8bd58": "asset",
     "e48ece36-62e2-4504-bad9-02848725956a": "archive",
     "dd056dcd-154b-4c76-9bd3-c8f88648b5ff": "Object",
 }
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"     # what gate._plain sends for a non-JSON value
 
 # pulumi_policy/deserialize.py: signatures of secrets, assets and archives.
-SIG_KEY = "4dabf18193072939515e22adb298388d"
 ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
 ARCHIVE_SIG = "0def7320c3a5731c473e5ecbe6d01bc7"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 
 class UnknownValueError(Exception):
@@ -180,7 +178,7 @@ def _wire(value):
         return str.__str__(value)
     if isinstance(value, (int, float)):
         return _number(value)
-    return UNKNOWN
+    return UNKNOWN_TEXT
 
 
 def _special(d: dict, chain):

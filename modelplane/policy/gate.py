@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api.loader import Source
+from ..records import UNKNOWN_TEXT
 from ..api.errors import shown
 from ..errors import InputError, Problem, did_you_mean
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
@@ -280,4 +281,4 @@ def _plain(value):
         return [_plain(v) for v in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    return "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+    return UNKNOWN_TEXT
