@@ -88,19 +88,16 @@ def _mapping(values: dict):
 
 
 def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote], previous: list,
-             exclude: tuple[str, ...] = (), parent: str | None = None, fleet_key: str = f"{NAMESPACE}:fleet",
-             graph: Graph | None = None) -> Built:
-    """`where`: the config's file (or component) for error messages; `parent`: the key of the
-    component node the resources belong to (None: the stack, as the config-driven program does);
-    `fleet_key`: where the infra stacks are named; `graph`: add to this graph (its StackReference
-    nodes already in it)."""
+             exclude: tuple[str, ...] = (), fleet_key: str = f"{NAMESPACE}:fleet") -> Built:
+    """`where`: the config's file (or component) for error messages; `fleet_key`: where the infra
+    stacks are named. Top-level nodes have no parent: the stack's, or the Fleet's when materialized."""
     _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters])
-    graph = graph if graph is not None else Graph()
+    graph = Graph()
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
                         | {s.namespace for s in spec.services})
     targets, inventories, kubeconfigs, gateways, addresses = {}, {}, {}, {}, {}
     for c in sorted(spec.clusters, key=lambda c: c.name):
-        made = inference_cluster(graph, c, catalog, namespaces, parent)
+        made = inference_cluster(graph, c, catalog, namespaces)
         targets[c.name] = made
         inventories[c.name] = made.inventory
         kubeconfigs[c.name] = made.kubeconfig
@@ -108,7 +105,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         addresses[c.name] = (made.gateway_address, (made.inventory.get("gateway") or {}).get("addressType"))
     for r in remote:
         for inv in r.inventory:
-            made = remote_cluster(graph, inv, r.ref, parent)
+            made = remote_cluster(graph, inv, r.ref)
             targets[inv["name"]] = made
             inventories[inv["name"]] = inv
             addresses[inv["name"]] = (made.gateway_address, (inv.get("gateway") or {}).get("addressType"))
@@ -134,14 +131,13 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:services", p,
                                   "add the hostname (or a wildcard for its domain) to that cluster's tls.hostnames")
                           for p in problems])
-    homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key),
-                             parent)
+    homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
-            model_deployment(graph, md, mine, targets, parent, catalog.weights_gib(md), names[key],
+            model_deployment(graph, md, mine, targets, catalog.weights_gib(md), names[key],
                              {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}}, progress[key],
                              {p.replica: p for p in previous if p.deployment == key})
     except RenderError as exc:
@@ -149,11 +145,11 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                   "declare the queue on the cluster or set the deployment's queue")])
     providers = {p.name: p for p in spec.providers}
     for svc in sorted(spec.services, key=lambda s: s.key):
-        model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers), parent,
+        model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers),
                       spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
-        service_dns(graph, spec.dns, named, addresses, by_key, parent)
+        service_dns(graph, spec.dns, named, addresses, by_key)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,
@@ -167,12 +163,11 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     return Built(result, graph, outputs)
 
 
-def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, route_grants: dict,
-                     parent: str | None = None) -> dict:
+def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, route_grants: dict) -> dict:
     """One ModelNamespace per (cluster, team namespace) that hosts a placed replica, with the
     ReferenceGrants services in other namespaces need to route to it."""
     tokens = {d.namespace: d.model.token_secret for d in spec.deployments if d.model.token_secret}
     spots = sorted({(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements})
     return {(c, ns): model_namespace(graph, c, ns, tokens.get(ns), targets[c],
-                                     [g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns], parent)
+                                     [g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns])
             for c, ns in spots}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -108,17 +109,17 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
     from . import report
     from .policy import PackError, default_config, evaluate, read_config
 
-    if engine == "pulumi" or program_dir:
-        from . import offline
+    if engine == "pulumi":
+        from . import offline as engine_module
     else:
-        from . import direct as offline
+        from . import direct as engine_module
 
     services_before, before, cost_before = [], {}, None
     if program_dir and without:
         _fail("--program plans your own program as written: --without needs a stack file")
     try:
-        run = offline.run_program(program_dir, stack, prev) if program_dir else \
-            offline.run(stack, config_file, prev, checked=checked)
+        run = engine_module.run_program(program_dir, stack, prev) if program_dir else \
+            engine_module.run(stack, config_file, prev, checked=checked)
         if without:
             known = set(run.result.inventories)
             for name in without:
@@ -128,10 +129,9 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
             before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
             services_before = report.services(run)
             cost_before = report.cost_of(run, base)
-            run = offline.run(stack, config_file, base, tuple(without), checked=checked)
+            run = engine_module.run(stack, config_file, base, tuple(without), checked=checked)
         policy_file = policy_config or default_config(run.result.spec.production)
-        config = policy if policy is not None else read_config(policy_file)
-        violations = evaluate(run, config, gate) if gate is not None else evaluate(run, config, engine="direct")
+        violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
     except InputError as exc:      # PolicyConfigError too
         err.print(exc.render(), markup=False)
         sys.exit(1)
@@ -170,16 +170,17 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
                                           program_dir)
     from . import outdir, report, tables
 
-    if engine == "pulumi" or program_dir:
+    if program_dir:
+        engine = "pulumi"       # only Pulumi runs a program
+    if engine == "pulumi":
         from .policy import Analyzer
 
-        # The pack starts now and imports while the program runs.
-        with Analyzer(stack=stack) as gate:
-            run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-                gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, "pulumi")
+        pack = Analyzer(stack=stack)   # the pack starts now and imports while the program runs
     else:
+        pack = nullcontext()           # the rules run in-process
+    with pack as gate:
         run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            None, stack, config_file, prev, without, policy, policy_config, None, checked, "direct")
+            gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, engine)
     try:
         explain = _explain_key(run, explain) if explain else None
     except InputError as exc:

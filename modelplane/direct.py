@@ -17,7 +17,7 @@ from .assemble import Remote, assemble
 from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
                       UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
 from .references import fleet_references
-from .render.graph import STACK_REFERENCE, Apply, Graph, Node, Ref, Secret, StackOutput, key_of
+from .render.graph import STACK_REFERENCE, Apply, Graph, Ref, Secret, StackOutput, key_of
 from .render.names import SecretValue
 from .scheduler import Placement
 
@@ -161,8 +161,6 @@ class Resolver:
     def records(self) -> list[Record]:
         out = [Record(STACK_TYPE, f"{self.project}-{self.stack}", self.root, "", "", False)]
         for node in self.graph:
-            if node.type == STACK_REFERENCE:
-                continue
             if node.parent:
                 self.children.setdefault(node.parent, []).append(node.key)
             deps = self.expand(node.depends_on)
@@ -185,7 +183,7 @@ class Resolver:
         # Components register their outputs once their resources exist (a Gateway's address).
         by_key = {r.urn: r for r in out}
         for node in self.graph:
-            if not node.custom and not node.remote and node.type != STACK_REFERENCE:
+            if not node.custom and not node.remote:
                 by_key[self.urn(node.key)].outputs = self.wire(node.outputs or {}, set(), UNKNOWN_TEXT)
         return out
 
@@ -214,13 +212,9 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     `checked`: what api.loader.check_stack already returned for this stack file."""
     path, catalog, spec = checked or check_stack(stack, config_file)
     references = {stack: {"placements": previous or []}, **fleet_references(spec, catalog, path)}
-    graph = Graph()
-    remote = []
-    for infra in spec.fleet:
-        key = reference_key(infra)
-        graph.add(Node(STACK_REFERENCE, key.split("::", 1)[1], custom=True))
-        remote.append(Remote(infra, key, references[infra].get("inventory") or []))
+    # StackReferences are reads, not registrations: expressions name them, no node stands for them.
+    remote = [Remote(infra, reference_key(infra), references[infra].get("inventory") or []) for infra in spec.fleet]
     prior = [] if spec.repack else [Placement.from_json(p) for p in (previous or [])]
-    built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude, graph=graph)
-    records = Resolver(graph, stack, references).records()
+    built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude)
+    records = Resolver(built.graph, stack, references).records()
     return OfflineRun(stack, built.result, records, tuple(exclude))

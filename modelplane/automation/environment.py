@@ -61,12 +61,12 @@ def steps_for(names: list[str], root: Path | None = None) -> list[Step]:
 def expected_resources(steps: list[Step]) -> dict[str, int]:
     """Plan every stack offline first: invalid input stops the run before any stack is touched,
     and the number of recorded resources is the progress total."""
-    from .. import direct as offline
+    from .. import direct
 
     totals, problems = {}, []
     for s in steps:
         try:
-            totals[s.stack] = len(offline.run(s.stack).records)
+            totals[s.stack] = len(direct.run(s.stack).records)
         except InputError as exc:
             problems += exc.problems
     if problems:

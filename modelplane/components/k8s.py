@@ -1,6 +1,8 @@
 """Register one Kubernetes object node as the matching pulumi-kubernetes resource."""
 from __future__ import annotations
 
+import re
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -18,24 +20,22 @@ class CustomObject(pulumi.CustomResource):
         super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, props, opts)
 
 
+# The typed pulumi-kubernetes class of each core kind (render/stack.py decides which fields each
+# sends); any other kind is an apiextensions CustomResource, the Gateway a CustomObject.
 _TYPED = {
-    ("v1", "Namespace"): lambda n, o, opts: k8s.core.v1.Namespace(n, metadata=o["metadata"], opts=opts),
-    ("v1", "Service"): lambda n, o, opts: k8s.core.v1.Service(n, metadata=o["metadata"], spec=o["spec"], opts=opts),
-    ("v1", "ServiceAccount"): lambda n, o, opts: k8s.core.v1.ServiceAccount(n, metadata=o["metadata"],
-                                                                            secrets=o.get("secrets"), opts=opts),
-    ("v1", "Secret"): lambda n, o, opts: k8s.core.v1.Secret(n, metadata=o["metadata"], type=o.get("type"),
-                                                            string_data=o.get("stringData"), opts=opts),
-    ("v1", "ResourceQuota"): lambda n, o, opts: k8s.core.v1.ResourceQuota(n, metadata=o["metadata"],
-                                                                          spec=o["spec"], opts=opts),
-    ("apps/v1", "Deployment"): lambda n, o, opts: k8s.apps.v1.Deployment(n, metadata=o["metadata"],
-                                                                         spec=o["spec"], opts=opts),
-    ("resource.k8s.io/v1", "ResourceClaimTemplate"): lambda n, o, opts: k8s.resource.v1.ResourceClaimTemplate(
-        n, metadata=o["metadata"], spec=o["spec"], opts=opts),
-    ("scheduling.k8s.io/v1", "PriorityClass"): lambda n, o, opts: k8s.scheduling.v1.PriorityClass(
-        n, metadata=o["metadata"], value=o["value"], preemption_policy=o.get("preemptionPolicy"),
-        global_default=o.get("globalDefault"), description=o.get("description"), opts=opts),
-    ("gateway.networking.k8s.io/v1", "Gateway"): lambda n, o, opts: CustomObject(n, o, opts),
+    ("v1", "Namespace"): k8s.core.v1.Namespace, ("v1", "Service"): k8s.core.v1.Service,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount, ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota, ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
 }
+
+_UPPER = re.compile(r"([A-Z])")
+
+
+def snake(name: str) -> str:
+    """An engine (camelCase) input name as the Python SDK's keyword argument."""
+    return _UPPER.sub(r"_\1", name).lower()
 
 
 def secret_value(key: str) -> pulumi.Output:
@@ -45,8 +45,11 @@ def secret_value(key: str) -> pulumi.Output:
 
 def register(name: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """Typed resources for core kinds; CustomResource for CRDs (they carry only metadata and spec)."""
-    typed = _TYPED.get((obj["apiVersion"], obj["kind"]))
+    key = (obj["apiVersion"], obj["kind"])
+    if key == ("gateway.networking.k8s.io/v1", "Gateway"):
+        return CustomObject(name, obj, opts)
+    typed = _TYPED.get(key)
     if typed is not None:
-        return typed(name, obj, opts)
+        return typed(name, **{snake(k): v for k, v in obj.items() if k not in ("apiVersion", "kind")}, opts=opts)
     return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],
                                             metadata=obj["metadata"], spec=obj.get("spec"), opts=opts)

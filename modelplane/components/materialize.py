@@ -5,14 +5,13 @@ Outputs of the resources they read.
 """
 from __future__ import annotations
 
-import re
 from importlib import import_module
 
 import pulumi
 
 from ..render.graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from ..render.names import SecretValue
-from .k8s import CustomObject, register, secret_value
+from .k8s import register, secret_value, snake
 
 # type token -> (module, class) of its typed Python class (imported on first use)
 _CLASSES = {
@@ -44,13 +43,6 @@ _CLASSES = {
     "kubernetes:yaml/v2:ConfigFile": ("pulumi_kubernetes.yaml.v2", "ConfigFile"),
     "kubernetes:core/v1:EndpointsPatch": ("pulumi_kubernetes.core.v1", "EndpointsPatch"),
 }
-
-_UPPER = re.compile(r"([A-Z])")
-
-
-def _snake(name: str) -> str:
-    return _UPPER.sub(r"_\1", name).lower()
-
 
 def _class(type_: str):
     module, name = _CLASSES[type_]
@@ -88,9 +80,9 @@ class Materializer:
     def _ref(self, ref: Ref):
         res = self.made[ref.node]
         parts = ref.path.split(".")
-        out = getattr(res, _snake(parts[0]))
+        out = getattr(res, snake(parts[0]))
         for part in parts[1:]:
-            out = getattr(out, _snake(part))
+            out = getattr(out, snake(part))
         return out
 
     def options(self, node: Node) -> pulumi.ResourceOptions:
@@ -103,15 +95,10 @@ class Materializer:
     def create(self, node: Node) -> pulumi.Resource:
         opts = self.options(node)
         if not node.custom and not node.remote:
-            comp = pulumi.ComponentResource(node.type, node.name, None, opts)
-            comp.__dict__["_modelplane_node"] = node.key
-            return comp
+            return pulumi.ComponentResource(node.type, node.name, None, opts)
         if node.type.startswith("kubernetes:") and node.type not in _CLASSES:
-            obj = self.value(node.inputs)
-            if obj["kind"] == "Gateway":
-                return CustomObject(node.name, obj, opts)
-            return register(node.name, obj, opts)
-        kwargs = {_snake(k): self.value(v) for k, v in node.inputs.items()}
+            return register(node.name, self.value(node.inputs), opts)
+        kwargs = {snake(k): self.value(v) for k, v in node.inputs.items()}
         return _class(node.type)(node.name, **kwargs, opts=opts)
 
     def run(self) -> dict:

@@ -32,9 +32,9 @@ def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
 
     rows = []
     if stack:
-        from .. import direct as offline
+        from .. import direct
 
-        run = offline.run(stack)
+        run = direct.run(stack)
         for cluster, inv in sorted(run.result.inventories.items()):
             for pool in inv.get("pools", []):
                 price = pool.get("price")

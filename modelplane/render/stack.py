@@ -159,10 +159,9 @@ def _address(status) -> str | None:
     return addresses[0].get("value") if addresses else None
 
 
-def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_namespaces: list[str],
-                      parent: str | None) -> ClusterNodes:
+def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_namespaces: list[str]) -> ClusterNodes:
     """InferenceCluster: cloud cluster + GPU pools from catalog recipes + substrate + inventory."""
-    me = graph.add(Node(INFERENCE_CLUSTER, c.name, parent=parent, custom=False))
+    me = graph.add(Node(INFERENCE_CLUSTER, c.name, custom=False))
     inventory = inventory_of(c, catalog)
     system, extra = [], {}
     if c.gke:
@@ -207,22 +206,21 @@ def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_names
     return out
 
 
-def remote_cluster(graph: Graph, inventory: dict, ref: str, parent: str | None) -> ClusterNodes:
+def remote_cluster(graph: Graph, inventory: dict, ref: str) -> ClusterNodes:
     """A cluster another stack built: a provider from that stack's exported kubeconfig."""
     name = inventory["name"]
     kubeconfig = StackOutput(ref, "kubeconfigs", name, required=True)
-    provider = graph.add(Node(K8S_PROVIDER, f"{name}-k8s", {"kubeconfig": kubeconfig, "clusterIdentifier": name},
-                              parent))
+    provider = graph.add(Node(K8S_PROVIDER, f"{name}-k8s", {"kubeconfig": kubeconfig, "clusterIdentifier": name}))
     return ClusterNodes(name, inventory, provider, kubeconfig, StackOutput(ref, "gateways", name))
 
 
 # ---- ModelNamespace and ModelDeployment ---------------------------------------------------
 
 def model_namespace(graph: Graph, cluster: str, ns: str, token_key: str | None, target: ClusterNodes,
-                    extra: list[dict], parent: str | None) -> str:
+                    extra: list[dict]) -> str:
     """Per cluster and team namespace: the model ServiceAccount and, if needed, the HF token
     Secret, and the ReferenceGrants services of other namespaces need to route to it."""
-    me = graph.add(Node(MODEL_NAMESPACE, f"{cluster}-{ns}", parent=parent, custom=False, outputs={}))
+    me = graph.add(Node(MODEL_NAMESPACE, f"{cluster}-{ns}", custom=False, outputs={}))
     for obj in [*model_identity(ns, token_key), *extra]:
         graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(ns)))
     return me
@@ -233,13 +231,12 @@ def _role(obj: dict) -> str | None:
     return obj["metadata"]["labels"].get(ROLE) or ("decode" if obj["kind"] == "LLMInferenceService" else None)
 
 
-def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, ClusterNodes], parent: str | None,
-                     weights_gib: float, served_names: list[str] | None, namespaces: dict[str, str],
+def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, ClusterNodes], weights_gib: float, served_names: list[str] | None, namespaces: dict[str, str],
                      progress: dict, previous: dict) -> str:
     """Each placed replica's rendered objects on its cluster. Extra roles start after the roles
     they depend on: objects follow a topological order, each waiting for its dependencies'
     objects; an InPlace size change follows the scale order."""
-    me = graph.add(Node(MODEL_DEPLOYMENT, f"{spec.namespace}-{spec.name}", parent=parent, custom=False))
+    me = graph.add(Node(MODEL_DEPLOYMENT, f"{spec.namespace}-{spec.name}", custom=False))
     deps = {r.name: r.depends_on for r in spec.roles}
     for placement in placements:
         edges = role_edges(spec.role_names(), deps, *scale_change(spec, placement, previous.get(placement.replica)))
@@ -294,9 +291,9 @@ def health_hosts(dns, routes) -> dict | None:
 
 
 def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict, targets: dict, model: str,
-                  parent: str | None, dns=None) -> str:
+                  dns=None) -> str:
     """A service's route (and provider backends) on every cluster that carries a share of it."""
-    me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", parent=parent, custom=False))
+    me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", custom=False))
     gateways = {c: targets[c].inventory["gateway"] for c in routes.clusters}
     hosts = health_hosts(dns, routes) if svc.hostname else None
     for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts).items():
@@ -316,12 +313,12 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     return me
 
 
-def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict, parent: str | None) -> str:
+def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict) -> str:
     """Weighted records for every service with a hostname: one per cluster that carries a share of it,
     weighted by that share. Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
     (an A record for an IP gateway, a CNAME for a load balancer hostname). Cloud DNS: one A record
     set with a weighted round robin routing policy (IP gateways only)."""
-    me = graph.add(Node(SERVICE_DNS, dns.kind, parent=parent, custom=False, outputs={}))
+    me = graph.add(Node(SERVICE_DNS, dns.kind, custom=False, outputs={}))
     zone = dns.zone
     if dns.kind == "route53":
         provider = graph.add(Node("pulumi:providers:aws", "dns-route53", {
