@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: install browser typecheck-tools plan test report-check screenshot bench clean
+.PHONY: install browser typecheck-tools plan test report-check screenshot bench crosscheck clean
 
 # Progress: one line per package pip collects (its full output goes to $(VENV)/install.log, whose
 # tail is printed if it fails; a shell loop, because mawk holds its input back). PYTHONWARNINGS silences setuptools' "Editable installation" notice,
@@ -60,6 +60,9 @@ report-check: install browser
 # Refresh the screenshot the README shows.
 screenshot: report-check
 	cp out/prod-report.png docs/fleet-report-prod.png
+
+crosscheck: install
+	$(BIN)/python tools/crosscheck_shared.py
 
 bench: install
 	$(BIN)/python benchmarks/scheduler.py

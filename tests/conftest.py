@@ -1,11 +1,9 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"   # optional: a cross-check validator some CI machines have beside the clone
 os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
 
 
@@ -15,17 +13,6 @@ def schema_catalog():
     structure, unknown fields and every CRD's CEL rules."""
     from modelplane.manifests import Catalog
     return Catalog()
-
-
-@pytest.fixture
-def shared_validator():
-    """The command of ../shared/tools/validate_manifests.py, an independent validator (the test skips
-    without it), given our copies of the kinds its collection lacks (cert-manager, GKE networking)."""
-    tool = SHARED / "tools" / "validate_manifests.py"
-    if not tool.exists():
-        pytest.skip(f"optional cross-check: {tool} is not beside the clone")
-    extra = [arg for d in ("cert-manager", "gke-networking") for arg in ("--schemas", str(ROOT / "schemas" / d))]
-    return [sys.executable, str(tool), *extra]
 
 
 @pytest.fixture(scope="session")
