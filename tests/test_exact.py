@@ -89,11 +89,9 @@ def build(spec, want):
     return demands, clusters
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(fleets, wants)
-def test_the_final_plan_is_never_worse_per_tier_and_never_over_commits(spec, want):
-    demands, clusters = build(spec, want)
-    fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters, exact="always")
+def assert_whole_never_worse_within_capacity(demands, clusters, fast, final):
+    """The final plan places at least the fast path's replicas in every tier, never splits a
+    replica's roles across clusters and never over-commits a pool."""
     tier = {d.key: d.priority for d in demands}
     fast_n = Counter(tier[p.deployment] for p in fast.placements)
     final_n = Counter(tier[p.deployment] for p in final.placements)
@@ -106,6 +104,14 @@ def test_the_final_plan_is_never_worse_per_tier_and_never_over_commits(spec, wan
             used[(p.cluster, p.roles[r.name].pool)] += r.nodes
     size = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
     assert all(n <= size[k] for k, n in used.items())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fleets, wants)
+def test_the_final_plan_is_never_worse_per_tier_and_never_over_commits(spec, want):
+    demands, clusters = build(spec, want)
+    fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters, exact="always")
+    assert_whole_never_worse_within_capacity(demands, clusters, fast, final)
     assert len(final.placements) + len(final.unplaced) == sum(d.replicas for d in demands)
     assert where(final) == where(schedule(demands, clusters, exact="always"))    # deterministic
 
@@ -180,18 +186,7 @@ def test_a_kind_expands_to_its_deployments_fast_path_spots_first_then_spread():
 def test_fleet_scale_plans_are_deterministic_whole_and_never_worse_per_tier(seed, n, pairs):
     demands, clusters = scarce(seed, n, pairs)
     fast, final = schedule(demands, clusters, exact="off"), schedule(demands, clusters)
-    tier = {d.key: d.priority for d in demands}
-    fast_n = Counter(tier[p.deployment] for p in fast.placements)
-    final_n = Counter(tier[p.deployment] for p in final.placements)
-    assert all(final_n[t] >= k for t, k in fast_n.items())
-    used = Counter()
-    for p in final.placements:
-        d = next(d for d in demands if d.key == p.deployment)
-        assert set(p.roles) == {r.name for r in d.roles}
-        for r in d.roles:
-            used[(p.cluster, p.roles[r.name].pool)] += r.nodes
-    size = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
-    assert all(k <= size[key] for key, k in used.items())
+    assert_whole_never_worse_within_capacity(demands, clusters, fast, final)
     again = schedule(list(reversed(demands)), list(reversed(clusters)))
     assert [p.to_json() for p in again.placements] == [p.to_json() for p in final.placements]
     assert again.phase == final.phase and again.changed == final.changed
