@@ -209,14 +209,19 @@ PREVIOUS_DOCS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PREVIOUS_DOCS))
-def test_a_malformed_previous_plan_is_refused_naming_the_file_and_field(tmp_path, name):
-    text, line, words = PREVIOUS_DOCS[name]
-    path = tmp_path / "prev.json"
+def refuses_file(tmp_path, option, text, line, words):
+    """`plan dev OPTION FILE --out DIR` with FILE holding `text`: refused naming FILE (and `line`),
+    saying `words`, and nothing written."""
+    path = tmp_path / "given.json"
     path.write_text(text)
-    result = plan("dev", "--previous", path, "--out", tmp_path / "out")
+    result = plan("dev", option, path, "--out", tmp_path / "out")
     refused(result, str(path), line, words)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", sorted(PREVIOUS_DOCS))
+def test_a_malformed_previous_plan_is_refused_naming_the_file_and_field(tmp_path, name):
+    refuses_file(tmp_path, "--previous", *PREVIOUS_DOCS[name])
 
 
 # id -> (policy config text, line, words)
@@ -239,12 +244,7 @@ POLICY_CONFIGS = {
 
 @pytest.mark.parametrize("name", sorted(POLICY_CONFIGS))
 def test_a_bad_policy_config_is_refused_before_anything_runs(tmp_path, name):
-    text, line, words = POLICY_CONFIGS[name]
-    path = tmp_path / "policy.json"
-    path.write_text(text)
-    result = plan("dev", "--policy-config", path, "--out", tmp_path / "out")
-    refused(result, str(path), line, words)
-    assert not (tmp_path / "out").exists()
+    refuses_file(tmp_path, "--policy-config", *POLICY_CONFIGS[name])
 
 
 def test_a_missing_policy_config_is_refused():
