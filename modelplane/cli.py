@@ -382,6 +382,10 @@ from .prices.command import prices as _prices  # noqa: E402  (the `prices` comma
 
 main.add_command(_prices)
 
+from .sizing.command import size as _size  # noqa: E402  (the `size` command)
+
+main.add_command(_size)
+
 
 if __name__ == "__main__":
     os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
