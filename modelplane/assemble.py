@@ -23,6 +23,7 @@ from .render.stack import (inference_cluster, model_deployment, model_namespace,
                            service_dns)
 from .scheduler import DemandError, Placement, Plan, schedule
 from .services import certificate_problems, dns_problems, plan_routes, served_names
+from .sizing import resolve as sizing
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Result:
     previous: list[Placement] = field(default_factory=list)
     routes: dict = field(default_factory=dict)        # service key -> scheduler.traffic.Routes
     catalog: Catalog | None = None
+    sizing: dict = field(default_factory=dict)        # sized deployment -> (sizing.Sizing, chosen Candidate or None)
 
 
 @dataclass
@@ -109,16 +111,19 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
             targets[inv["name"]] = made
             inventories[inv["name"]] = inv
             addresses[inv["name"]] = (made.gateway_address, (inv.get("gateway") or {}).get("addressType"))
+    in_fleet = {name: inv for name, inv in inventories.items() if name not in exclude}
+    sizings = sizing.size_all(spec, catalog, in_fleet, where)      # --without CLUSTER re-sizes without it
     try:
-        plan = schedule([demand_from(d, catalog) for d in spec.deployments],
-                        [cluster_from_inventory(inv) for name, inv in inventories.items() if name not in exclude],
-                        previous, exact="always" if spec.repack else "auto")
+        plan = schedule([demand_from(d, catalog) for d in spec.deployments if not d.sized],
+                        [cluster_from_inventory(inv) for inv in in_fleet.values()],
+                        previous, exact="always" if spec.repack else "auto", options=sizing.options_of(sizings, catalog))
     except DemandError as exc:
         index = next(i for i, d in enumerate(spec.deployments) if d.key == exc.deployment)
         at = "nodeSelector.cel" if exc.role == "decode" else f"{exc.role}.nodeSelector.cel"
         raise InputError([Problem(where, f"{NAMESPACE}:deployments[{index}].{at}",
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
+    spec, sized = sizing.apply(spec, sizings, plan)
     by_key = {d.key: d for d in spec.deployments}
     routes = plan_routes(spec, plan.placements, inventories)
     problems = dns_problems(spec, routes, inventories)
@@ -139,7 +144,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
             mine = [p for p in plan.placements if p.deployment == key]
             model_deployment(graph, md, mine, targets, catalog.weights_gib(md), names[key],
                              {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}}, progress[key],
-                             {p.replica: p for p in previous if p.deployment == key})
+                             {p.replica: p for p in previous if p.deployment == key},
+                             sizing.gate_row(*sized[key], len(mine)) if key in sized else None)
     except RenderError as exc:
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
@@ -158,7 +164,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
-    result = Result(spec, inventories, plan, previous, routes, catalog)
+    result = Result(spec, inventories, plan, previous, routes, catalog, sized)
     RUNS.append(result)
     return Built(result, graph, outputs)
 

@@ -222,6 +222,7 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         if run.result.spec.deployments:
             out.print(tables.placement_table(doc))
         tables.summary(out, doc, run.result.plan.desired)
+        tables.sizing(out, doc)
         if doc["cost"]["replicas"] or doc["cost"]["idle"]["pools"]:
             out.print(tables.cost_table(doc))
             tables.price_notes(out, doc)

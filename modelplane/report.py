@@ -90,6 +90,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
     placements = [p.to_json() for p in plan.placements]
+    cost = cost_of(run, placements)
     return {
         "stack": run.stack,
         "placements": placements,
@@ -102,11 +103,22 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "scaleOrder": scale_orders(run),
         "reshape": reshapes_of(run),
         "services": services(run),
-        "cost": cost_of(run, placements),
+        "cost": cost,
+        "sizing": sizing_of(run, placements, cost),
         "clusters": clusters_of(run),
         "resources": resources,
         "policy": {"violations": violations},
     }
+
+
+def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]:
+    """Per deployment sized from an SLO: objective, traffic, choice, prediction, what is served
+    and what it costs, the alternatives and the frontier (sizing/report.py)."""
+    from .sizing.report import row
+
+    by_d = {c["deployment"]: c for c in cost["deployments"]}
+    return [row(s, c, [p for p in placements if p["deployment"] == key], run.result.inventories, by_d.get(key))
+            for key, (s, c) in sorted(run.result.sizing.items())]
 
 
 def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:

@@ -86,6 +86,7 @@ class Catalog:
     gpudirect: dict[str, GpuDirectRecipe] = field(default_factory=dict)   # tcpx | tcpxo (catalog/gpudirect.yaml)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
+    profile_dirs: list[Path] = field(default_factory=list)   # sizing profiles, the user's catalog first (sizing/profiles.py)
 
     def weights_gib(self, md) -> float:
         """The deployment's model size: its own `model.sizeGiB`, else the catalog's, else 0 (unknown)."""
@@ -101,6 +102,7 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
     that names both files."""
     problems, catalog, origin, priced = [], Catalog(), {}, []
     paths = sorted(directory.glob("*.yaml"))
+    catalog.profile_dirs = [directory / "profiles"]
     if extra is not None:
         extra = Path(extra)
         if not extra.exists():
@@ -108,6 +110,7 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
                                       "point modelplane:catalogDir (or catalogDir) at a directory of class YAML "
                                       "files or at one file, relative to the project directory")])
         paths += sorted(extra.glob("*.yaml")) if extra.is_dir() else [extra]
+        catalog.profile_dirs.insert(0, (extra if extra.is_dir() else extra.parent) / "profiles")
     for path in paths:
         src = read_yaml(path)
         if path.name == "substrate.yaml" and path.parent == directory:

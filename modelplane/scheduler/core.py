@@ -35,7 +35,8 @@ from types import MappingProxyType
 
 from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
-from .model import (CAPACITY, NO_CLUSTER, RDMA_FABRICS, Cluster, Demand, Move, Placement, Plan, Rejection,
+from . import sizing
+from .model import (CAPACITY, NO_CLUSTER, RDMA_FABRICS, Cluster, Demand, Move, Options, Placement, Plan, Rejection,
                     RolePlacement, Unplaced)
 from .progress import progress as _progress
 
@@ -211,10 +212,42 @@ def _fill_steps(d: Demand, idx: int, eligible, free, counts):
     return None
 
 
+def _fill(d: Demand, have: dict, eligible, free) -> tuple[dict, int | None]:
+    """Fill the missing indices of `d` (Score, Bind) on `free`: the new placements by index, and the
+    first index that fits nowhere (None when every index is placed)."""
+    counts = Counter(p.cluster for p in have.values())
+    filled, heap = {}, None
+    for idx in range(d.replicas):
+        if idx in have:
+            continue
+        if heap is None:
+            heap = [b for c, per in eligible.items() if (b := _best(d, c, per, free, counts[c]))]
+            heapq.heapify(heap)
+        if not heap:
+            # Capacity only shrinks during fill: every later index fails at full shape as well;
+            # they may still fit at a smaller ratio-preserving shape.
+            part = _fill_steps(d, idx, eligible, free, counts) if d.steps else None
+            if part is None:
+                return filled, idx
+            filled[idx] = part
+            counts[part.cluster] += 1
+            continue
+        key = heapq.heappop(heap)
+        cluster = key[4]
+        filled[idx] = _bind(d, idx, cluster, key[5], free)
+        counts[cluster] += 1
+        nxt = _best(d, cluster, eligible[cluster], free, counts[cluster])
+        if nxt:
+            heapq.heappush(heap, nxt)
+    return filled, None
+
+
 def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exact: str = "auto",
-             budget: float | None = None) -> Plan:
-    """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced,
-    "always" runs it anyway, "off" never; `budget`: its deterministic time budget."""
+             budget: float | None = None, options=()) -> Plan:
+    """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced (or a sized
+    deployment's choice may not be the cheapest), "always" runs it anyway, "off" never; `budget`:
+    its deterministic time budget; `options`: deployments sized from an SLO (one Options each), of
+    which one candidate is placed (sizing.py)."""
     matcher = matcher or Matcher()
     clusters = sorted(clusters, key=lambda c: c.name)
     by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
@@ -223,21 +256,28 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     max_nodes = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
     free = dict(max_nodes)
     demands = sorted(demands, key=lambda d: d.key)
+    options = sorted(options, key=lambda o: o.key)
 
     prev: dict[str, dict[int, Placement]] = defaultdict(dict)
     for p in sorted(previous, key=lambda p: (p.deployment, p.replica, p.cluster)):
         prev[p.deployment].setdefault(p.replica, p)
 
     verdicts = {}
-    for d in demands:
+    for d in [*demands, *(c for o in options for c in o.candidates)]:
         for role in d.roles:
             if role.cel.strip():
                 try:
                     compile_expr(role.cel)   # a parse error is an input error even if no cluster is eligible
                 except CelError as exc:
                     raise DemandError(d.key, role.name, str(exc)) from None
+    for d in demands:
         verdicts[d.key] = Verdicts(d, matcher)
     eligible = {d.key: _eligible(d, clusters, verdicts[d.key]) for d in demands}
+    choice = sizing.Choice(options, clusters, matcher)
+    for key, d in choice.sticky(prev, by_name).items():      # sized deployments that keep their configuration
+        demands.append(d)
+        verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
+    demands.sort(key=lambda d: d.key)
     rejections = LazyRejections(demands, clusters, verdicts)
 
     kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
@@ -267,41 +307,37 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 moves.append(Move(d.key, idx, cluster, f"it is adopted there, but {cluster} {why}"))
                 continue
             kept[d.key][idx] = _bind(d, idx, cluster, key[5], free)
+    for o in choice.open:
+        moves += [Move(o.key, idx, old.cluster, "sizing chose another configuration")
+                  for idx, old in sorted(prev.get(o.key, {}).items())]
 
     after_retain = dict(free)
-    placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
-    # Fill order: priority tier (highest first), then name.
-    for d in sorted(demands, key=lambda d: (-d.priority, d.key)):
-        have = dict(kept[d.key])
-        counts = Counter(p.cluster for p in have.values())
-        heap = None
-        for idx in range(d.replicas):
-            if idx in have:
-                continue
-            if heap is None:
-                heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
-                heapq.heapify(heap)
-            if not heap:
-                # Capacity only shrinks during fill: every later index fails at full shape as well;
-                # they may still fit at a smaller ratio-preserving shape.
-                part = _fill_steps(d, idx, eligible[d.key], free, counts) if d.steps else None
-                if part is None:
-                    failed_at[d.key] = idx
-                    break
-                have[idx] = filled[d.key][idx] = part
-                counts[part.cluster] += 1
-                continue
-            key = heapq.heappop(heap)
-            cluster = key[4]
-            have[idx] = filled[d.key][idx] = _bind(d, idx, cluster, key[5], free)
-            counts[cluster] += 1
-            nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
-            if nxt:
-                heapq.heappush(heap, nxt)
+    failed_at, filled = {}, {d.key: {} for d in demands}
+    # Fill order: priority tier (highest first), then name; a sized deployment picks its candidate
+    # when its turn comes (the one that places the most, then costs least: sizing.Choice.pick).
+    for item in sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key)):
+        if isinstance(item, Options):
+            d, placed, free, failed = choice.pick(item, free, _fill)
+            demands.append(d)
+            verdicts[d.key], eligible[d.key] = choice.verdicts_of(d.key), choice.eligible_of(d.key)
+            kept[d.key], filled[d.key] = {}, placed
+        else:
+            d = item
+            placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free)
+            filled[d.key] = placed
+        if failed is not None:
+            failed_at[d.key] = failed
+    demands.sort(key=lambda d: d.key)
+    rejections = LazyRejections(demands, clusters, verdicts)
 
     phase, changed = "fast path", []
-    if exact == "always" or (exact == "auto" and failed_at):
-        filled, free, phase, changed = _exact(demands, eligible, after_retain, kept, filled, budget)
+    if exact == "always" or (exact == "auto" and (failed_at or choice.dearer_than_bound(filled))):
+        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget, choice)
+        for key, d in swapped.items():
+            demands[next(i for i, x in enumerate(demands) if x.key == key)] = d
+            verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
+        rejections = LazyRejections(demands, clusters, verdicts)
+    placements = []
     for d in demands:
         have = {**kept[d.key], **filled[d.key]}
         placements.extend(have[i] for i in sorted(have))
@@ -325,10 +361,10 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         missing_by_d[u.deployment].append(u)
     progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, max_nodes) for d in demands]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
-                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress)
+                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress, dict(choice.chosen))
 
 
-def _exact(demands, eligible, after_retain, kept, filled, budget):
+def _exact(demands, eligible, after_retain, kept, filled, budget, choice):
     from .exact import refill     # OR-Tools loads only when the exact phase runs
 
-    return refill(demands, eligible, after_retain, kept, filled, budget)
+    return refill(demands, eligible, after_retain, kept, filled, budget, choice)

@@ -16,6 +16,8 @@ FABRIC = "fabric"        # a multi-node worker on a pool without a multi-node fa
 MEMORY = "memory"        # the weights do not fit the GPUs of one model copy
 DISK = "disk"            # a node's ephemeral storage cannot hold the weights
 NO_CLUSTER = "noCluster"
+SIZED = "sizing"         # a sized deployment's candidate runs on another class
+SLO = "slo"              # no configuration on any class meets the deployment's SLO
 
 # Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
 # and the RDMA ones among them (KV-cache transfer between prefill and decode).
@@ -33,6 +35,7 @@ class Pool:
     fabric: str = "tcp"          # the effective fabric: what pods on this pool really get
     memory_mib: int = 0          # usable memory per GPU as the driver reports it (0: unknown)
     disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
+    hourly: float | None = field(default=None, compare=False)   # $ per node-hour (None: unpriced); sizing's cost
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Role:
     gpus_per_node: int
     weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
     copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
+    classes: frozenset[str] | None = None   # a sizing candidate: only pools of these classes
 
     @property
     def nodes(self) -> int:
@@ -86,6 +90,20 @@ class Demand:
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         """The full shape first, then the steps."""
         return (tuple(r.workers for r in self.roles), *self.steps)
+
+
+@dataclass(frozen=True)
+class Options:
+    """A deployment sized from an SLO: each candidate is a Demand with the deployment's key (one
+    class, shape and replica count that meet its objective); the scheduler places exactly one, the
+    cheapest that fits (docs/sizing.md)."""
+
+    key: str
+    candidates: tuple[Demand, ...]
+
+    @property
+    def priority(self) -> int:
+        return self.candidates[0].priority
 
 
 @dataclass(frozen=True)
@@ -159,6 +177,7 @@ class Plan:
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
     progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
+    chosen: dict = field(default_factory=dict)   # sized deployment -> index of the candidate placed (or targeted)
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)
