@@ -137,7 +137,7 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
 
 def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
     """Per deployment with autoscaled GPU roles: GPUs at minimum and reserved maximum, and the free
-    nodes its pools have left after the plan (its headroom)."""
+    GPUs its pools have left after the plan (its headroom)."""
     from .fleet import envelope
 
     out = []

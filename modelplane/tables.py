@@ -71,7 +71,7 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
                       f"({row['percent']:g}%); stuck at replica {stuck['replica']}"
                       + (f" ({stuck['role']})" if stuck["role"] else "") + f": {stuck['reason']}: {stuck['detail']}")
     for row in doc.get("envelope") or []:
-        head = ", ".join(f"{k} {v} node{'s' if v != 1 else ''} free" for k, v in row["headroom"].items())
+        head = ", ".join(f"{k} {v} GPU{'s' if v != 1 else ''} free" for k, v in row["headroom"].items())
         out.print(f"  envelope {row['deployment']}: {row['gpus']['min']}-{row['gpus']['max']} GPUs reserved "
                   f"(asks {row['target']['min']}-{row['target']['max']})" + (f"; headroom {head}" if head else ""),
                   markup=False)
@@ -121,7 +121,8 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
 
 def cost_table(doc: dict) -> Table:
     """$/hour and $/month per deployment and cluster: `min` runs at minimum, `max` is the
-    autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses."""
+    autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses; stranded
+    GPUs are those of partly used nodes no worker takes (billed with the node)."""
     from .cost import money_span
 
     cost = doc["cost"]
@@ -143,6 +144,8 @@ def cost_table(doc: dict) -> Table:
         row("deployment", d["deployment"], d)
     for i in cost["idle"]["pools"]:
         row("idle", f"{i['cluster']}/{i['pool']}", i)
+    for i in cost.get("stranded", {}).get("pools", []):
+        row("stranded", f"{i['cluster']}/{i['pool']}", i)
     for c in cost["clusters"]:
         row("cluster", c["cluster"], c)
     row("stack", doc["stack"], cost["stack"])

@@ -45,7 +45,7 @@ def test_capacity_counts_other_deployments():
     plan = schedule([demand("ml/kimi"), other], [cluster("c", pool(max_nodes=2))])
     assert sum(p.deployment == "ml/aaa" for p in plan.placements) == 2
     detail = next(r.detail for u in plan.unplaced for r in u.reasons if r.reason == "capacity")
-    assert "0/2 free" in detail and "needs 1 node" in detail
+    assert "0/16 GPUs free" in detail and "needs 8 GPUs" in detail
 
 
 def test_capacity_reserved_across_replicas_spreads_over_clusters():
@@ -129,7 +129,7 @@ def test_same_pool_must_hold_both_roles_and_says_why():
     plan = schedule([d], [cluster("c", pool(max_nodes=3))])
     assert not plan.placements
     reasons = [r for r in plan.unplaced[0].reasons if r.pool == "h200" and "together" in r.detail]
-    assert [r.detail for r in reasons] == ["decode + prefill need 4 nodes together, 3/3 free"]
+    assert [r.detail for r in reasons] == ["decode + prefill need 32 GPUs together, 24/24 GPUs free"]
 
 
 def test_prefers_rdma_pool_pairs_over_tcp_for_kv_transfer():
@@ -200,7 +200,7 @@ def test_retained_replica_is_charged_at_its_recorded_nodes():
     two_nodes = Placement.from_json({"deployment": "ml/kimi", "replica": 0, "cluster": "c", "roles": {
         "decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 1}}})
     plan = schedule([demand(roles=[role(tensor=8, pipeline=2)])], [cluster("c", pool(max_nodes=3))], [two_nodes])
-    assert where(plan) == [(0, "c", {"decode": "h200"})] and plan.free[("c", "h200")] == 1
+    assert where(plan) == [(0, "c", {"decode": "h200"})] and plan.free[("c", "h200")] == 8     # one node's GPUs
 
 
 def test_cel_parse_error_raises_even_when_no_cluster_is_eligible():

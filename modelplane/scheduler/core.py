@@ -11,13 +11,18 @@ by name, ties break by name, nothing depends on hash order or input order).
    that size. Otherwise it is re-placed (a `Move` says why). Indices >= replicas are dropped
    first, so scale-down removes the highest indices and frees their nodes before any fill.
    An adopted replica without a previous placement is bound on its cluster here, before fill.
-3. Fill, per deployment in name order, per missing index ascending. A candidate is a cluster
-   plus one pool per GPU role with enough free whole nodes (a pool shared by two roles must
-   hold both). Score, lowest wins: replicas of this deployment already on the cluster (spread
-   first), then the fabric shared by the roles' pools (same pool > RDMA > TCP), then GPUs
-   stranded on partly used nodes, then free nodes left in the chosen pools (best fit), then
-   cluster and pool names. Bind reserves the nodes. A replica is placed whole or not at all;
-   once one index fails the later ones fail for the same reasons (capacity only shrinks).
+3. Fill, per deployment in tier and name order, per missing index ascending. Capacity is
+   counted in GPUs of a pool: a multi-node worker takes whole nodes, a smaller worker its slot
+   of a node it shares with other workers of the pool (model.need; any set of slots that fits
+   the pool's GPUs fits its nodes). A candidate is a cluster plus one pool per GPU role with
+   room (a pool shared by two roles must hold both). Score, lowest wins: replicas of this
+   deployment already on the cluster (spread first), then the fabric shared by the roles' pools
+   (same pool > RDMA > TCP), then GPUs taken beyond those used (slot rounding, whole nodes),
+   then the pools' GPUs per node (the smallest nodes that hold the workers), then free GPUs
+   left in the chosen pools (best fit), then cluster and pool names. Bind reserves the GPUs.
+   A replica is placed whole or not at all; once one index fails the later ones fail for the
+   same reasons (capacity only shrinks). Sized deployments (Options) pick a candidate at their
+   turn (sizing.py).
 
 Complexity: Filter decides each (role, class) once (CEL compiled once per expression, evaluated
 once per class) and then costs a dictionary lookup per pool: O(deployments x pools). Fill keeps
@@ -49,22 +54,24 @@ def _fabric_tier(pools) -> int:
 
 
 def _best(d: Demand, cluster: str, per_role, free, count: int):
-    """Score: the lowest key (count, -fabric tier, stranded, leftover, cluster, pools) of one more
-    replica of `d` on this cluster, or None when no pool combination has room."""
+    """Score: the lowest key (count, -fabric tier, stranded, node size, leftover, cluster, pools)
+    of one more replica of `d` on this cluster, or None when no pool combination has room.
+    Capacity is in GPUs of a pool: a role takes whole nodes for multi-node workers, else its
+    workers' slots (model.need); stranded counts the GPUs it takes beyond those it uses; node size
+    (GPUs per node of the chosen pools) keeps big nodes for big workers."""
     if len(d.roles) == 1:    # the hot path: one loop, no intermediate lists
         role = d.roles[0]
-        gpn, nodes, best = role.gpus_per_node, role.nodes, None
+        gpus, best = role.gpus, None
         for p in per_role[role.name]:
-            have = free[(cluster, p.name)]
-            if have >= nodes:
-                key = (count, -2, nodes * (p.gpus_per_node - gpn), have - nodes, cluster, (p.name,))
+            have, want = free[(cluster, p.name)], role.need(p)
+            if have >= want:
+                key = (count, -2, want - gpus, p.gpus_per_node, have - want, cluster, (p.name,))
                 if best is None or key < best:
                     best = key
         return best
     options = []
     for role in d.roles:     # each role alone must fit before any combination can
-        nodes = role.nodes
-        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= nodes]
+        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= role.need(p)]
         if not fits:
             return None
         options.append(fits)
@@ -80,15 +87,14 @@ def _best_pair(d: Demand, cluster: str, options, free, count: int):
     RDMA pools only (tier 1), then over all pools (tier 0)."""
     (r1, r2), (o1, o2) = d.roles, options
     both = {p.name for p in o2}
-    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.nodes + r2.nodes]
+    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.need(p) + r2.need(p)]
     if shared:
-        return min((count, -2, r1.nodes * (p.gpus_per_node - r1.gpus_per_node)
-                    + r2.nodes * (p.gpus_per_node - r2.gpus_per_node),
-                    free[(cluster, p.name)] - r1.nodes - r2.nodes, cluster, (p.name, p.name)) for p in shared)
+        return min((count, -2, r1.need(p) - r1.gpus + r2.need(p) - r2.gpus, 2 * p.gpus_per_node,
+                    free[(cluster, p.name)] - r1.need(p) - r2.need(p), cluster, (p.name, p.name)) for p in shared)
 
     def top2(role, pools):
-        return sorted(pools, key=lambda p: (role.nodes * (p.gpus_per_node - role.gpus_per_node),
-                                            free[(cluster, p.name)] - role.nodes, p.name))[:2]
+        return sorted(pools, key=lambda p: (role.need(p) - role.gpus, p.gpus_per_node, free[(cluster, p.name)] - role.need(p),
+                                            p.name))[:2]
 
     for tier, keep in ((1, lambda p: p.fabric in RDMA_FABRICS), (0, lambda p: True)):
         pairs = [(a, b) for a in top2(r1, filter(keep, o1)) for b in top2(r2, filter(keep, o2)) if a.name != b.name]
@@ -98,15 +104,17 @@ def _best_pair(d: Demand, cluster: str, options, free, count: int):
 
 
 def _key(d: Demand, cluster: str, combo, free, count: int):
-    need: dict[str, int] = {}
+    want: dict[str, int] = {}
     stranded = 0
     for role, pool in zip(d.roles, combo):
-        need[pool.name] = need.get(pool.name, 0) + role.nodes
-        stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
-    if len(need) < len(combo) and any(free[(cluster, name)] < n for name, n in need.items()):
+        n = role.need(pool)
+        want[pool.name] = want.get(pool.name, 0) + n
+        stranded += n - role.gpus
+    if len(want) < len(combo) and any(free[(cluster, name)] < n for name, n in want.items()):
         return None     # a pool shared by roles must hold their sum
-    leftover = sum(free[(cluster, name)] - n for name, n in need.items())
-    return (count, -_fabric_tier(combo), stranded, leftover, cluster, tuple(p.name for p in combo))
+    leftover = sum(free[(cluster, name)] - n for name, n in want.items())
+    size = sum(p.gpus_per_node for p in combo)
+    return (count, -_fabric_tier(combo), stranded, size, leftover, cluster, tuple(p.name for p in combo))
 
 
 def _best_product(d: Demand, cluster: str, options, free, count: int):
@@ -115,38 +123,42 @@ def _best_product(d: Demand, cluster: str, options, free, count: int):
     return min(keys) if keys else None
 
 
-def _capacity_reasons(d: Demand, eligible, free, max_nodes) -> list[Rejection]:
+def _gpus_text(n: int) -> str:
+    return f"{n} GPU{'s' if n != 1 else ''}"
+
+
+def _capacity_reasons(d: Demand, eligible, free, capacity) -> list[Rejection]:
     out = []
     for cluster, per_role in eligible.items():
         alone = True
         for role in d.roles:
             for p in per_role[role.name]:
-                have = free[(cluster, p.name)]
-                if have < role.nodes:
-                    alone = alone and any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name])
-                    out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {role.nodes} "
-                                         f"node{'s' if role.nodes != 1 else ''}, {have}/{max_nodes[(cluster, p.name)]} free", role.name))
-            if not any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name]):
+                have, want = free[(cluster, p.name)], role.need(p)
+                if have < want:
+                    alone = alone and any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name])
+                    out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {_gpus_text(want)}, "
+                                         f"{have}/{capacity[(cluster, p.name)]} GPUs free", role.name))
+            if not any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name]):
                 alone = False
         if alone and len(d.roles) > 1:
-            out += _shared_pool_reasons(d, cluster, per_role, free, max_nodes)
+            out += _shared_pool_reasons(d, cluster, per_role, free, capacity)
     return out
 
 
-def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, max_nodes) -> list[Rejection]:
+def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, capacity) -> list[Rejection]:
     """Every role fits some pool alone, yet no combination holds the replica: name the pools the
-    roles must share and the nodes they need there together."""
+    roles must share and the GPUs they need there together."""
     out = []
     pools = {p.name: p for role in d.roles for p in per_role[role.name]}
     for name in sorted(pools):
         roles = [r for r in d.roles if any(p.name == name for p in per_role[r.name])]
-        need = sum(r.nodes for r in roles)
-        if len(roles) > 1 and free[(cluster, name)] < need:
-            out.append(Rejection(cluster, name, CAPACITY, f"{' + '.join(r.name for r in roles)} need {need} "
-                                 f"nodes together, {free[(cluster, name)]}/{max_nodes[(cluster, name)]} free"))
+        want = sum(r.need(pools[name]) for r in roles)
+        if len(roles) > 1 and free[(cluster, name)] < want:
+            out.append(Rejection(cluster, name, CAPACITY, f"{' + '.join(r.name for r in roles)} need {want} "
+                                 f"GPUs together, {free[(cluster, name)]}/{capacity[(cluster, name)]} GPUs free"))
     if not out:
-        total = sum(r.nodes for r in d.roles)
-        out.append(Rejection(cluster, None, CAPACITY, f"needs {total} nodes across its roles; no combination of "
+        total = sum(r.gpus for r in d.roles)
+        out.append(Rejection(cluster, None, CAPACITY, f"needs {total} GPUs across its roles; no combination of "
                              "pools has them free at once"))
     return out
 
@@ -158,61 +170,62 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> str 
         return f"cluster {old.cluster} no longer passes the filter"
     if set(old.roles) != {r.name for r in d.roles}:
         return "its roles changed"
-    need = Counter()
+    want = Counter()
     shape = tuple(old.roles[r.name].workers for r in d.roles)
+    pools = {p.name: p for p in clusters[old.cluster].pools}
     for role in d.roles:
         rp = old.roles[role.name]
         if rp.pool not in {p.name for p in eligible[old.cluster][role.name]}:
-            pools = {p.name for p in clusters[old.cluster].pools}
             return f"pool {rp.pool} is gone" if rp.pool not in pools else f"pool {rp.pool} no longer fits {role.name}"
         if (rp.nodes, rp.gpus_per_node) != (rp.workers * role.nodes_per_worker, role.gpus_per_node) \
                 or shape not in d.shapes:
             return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
                     f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs)")
-        need[rp.pool] += rp.nodes
-    for pool, n in need.items():
+        want[rp.pool] += rp.need(pools[rp.pool].gpus_per_node)
+    for pool, n in want.items():
         if free[(old.cluster, pool)] < n:
             return f"pool {pool} has no room left for it"
     return None
 
 
-def _bind(d: Demand, idx: int, cluster: str, names, free) -> Placement:
+def _bind(d: Demand, idx: int, cluster: str, names, free, pools) -> Placement:
     roles = {}
     for role, pool in zip(d.roles, names):
-        free[(cluster, pool)] -= role.nodes
+        free[(cluster, pool)] -= role.need(pools[(cluster, pool)])
         roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
     return Placement(d.key, idx, cluster, MappingProxyType(roles))
 
 
-def _grow(d: Demand, old: Placement, free) -> Placement:
+def _grow(d: Demand, old: Placement, free, pools) -> Placement:
     """In place: the largest shape (not below the one it runs at) its own pools have room for."""
     now = tuple(old.roles[r.name].workers for r in d.roles)
     for shape in d.shapes:
         if shape == now:
             break
-        need = Counter()
-        for role, w in zip(d.roles, shape):
-            need[old.roles[role.name].pool] += w * role.nodes_per_worker
-        # `free` is not yet charged for this replica: its own nodes count as room
-        if all(free[(old.cluster, pool)] >= n for pool, n in need.items()):
-            sized = d.shaped(shape)
+        sized = d.shaped(shape)
+        want = Counter()
+        for role in sized.roles:
+            pool = old.roles[role.name].pool
+            want[pool] += role.need(pools[(old.cluster, pool)])
+        # `free` is not yet charged for this replica: its own GPUs count as room
+        if all(free[(old.cluster, pool)] >= n for pool, n in want.items()):
             return Placement(d.key, old.replica, old.cluster, MappingProxyType({
                 r.name: RolePlacement(old.roles[r.name].pool, r.nodes, r.gpus_per_node, r.workers) for r in sized.roles}))
     return old
 
 
-def _fill_steps(d: Demand, idx: int, eligible, free, counts):
+def _fill_steps(d: Demand, idx: int, eligible, free, counts, pools):
     """The largest smaller shape of `d` that fits somewhere (Score as for the full shape), bound."""
     for shape in d.steps:
         sized = d.shaped(shape)
         keys = [b for c, per in eligible.items() if (b := _best(sized, c, per, free, counts[c]))]
         if keys:
             key = min(keys)
-            return _bind(sized, idx, key[4], key[5], free)
+            return _bind(sized, idx, key[-2], key[-1], free, pools)
     return None
 
 
-def _fill(d: Demand, have: dict, eligible, free) -> tuple[dict, int | None]:
+def _fill(d: Demand, have: dict, eligible, free, pools) -> tuple[dict, int | None]:
     """Fill the missing indices of `d` (Score, Bind) on `free`: the new placements by index, and the
     first index that fits nowhere (None when every index is placed)."""
     counts = Counter(p.cluster for p in have.values())
@@ -226,15 +239,15 @@ def _fill(d: Demand, have: dict, eligible, free) -> tuple[dict, int | None]:
         if not heap:
             # Capacity only shrinks during fill: every later index fails at full shape as well;
             # they may still fit at a smaller ratio-preserving shape.
-            part = _fill_steps(d, idx, eligible, free, counts) if d.steps else None
+            part = _fill_steps(d, idx, eligible, free, counts, pools) if d.steps else None
             if part is None:
                 return filled, idx
             filled[idx] = part
             counts[part.cluster] += 1
             continue
         key = heapq.heappop(heap)
-        cluster = key[4]
-        filled[idx] = _bind(d, idx, cluster, key[5], free)
+        cluster = key[-2]
+        filled[idx] = _bind(d, idx, cluster, key[-1], free, pools)
         counts[cluster] += 1
         nxt = _best(d, cluster, eligible[cluster], free, counts[cluster])
         if nxt:
@@ -253,8 +266,9 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
                for c in clusters}
     clusters = list(by_name.values())
-    max_nodes = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
-    free = dict(max_nodes)
+    pools = {(c.name, p.name): p for c in clusters for p in c.pools}
+    capacity = {key: p.max_nodes * p.gpus_per_node for key, p in pools.items()}    # GPUs per pool
+    free = dict(capacity)
     demands = sorted(demands, key=lambda d: d.key)
     options = sorted(options, key=lambda o: o.key)
 
@@ -291,9 +305,9 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 moves.append(Move(d.key, idx, old.cluster, why))
                 continue
             if d.steps:
-                old = _grow(d, old, free)
-            for role in d.roles:
-                free[(old.cluster, old.roles[role.name].pool)] -= old.roles[role.name].nodes
+                old = _grow(d, old, free, pools)
+            for rp in old.roles.values():
+                free[(old.cluster, rp.pool)] -= rp.need(pools[(old.cluster, rp.pool)].gpus_per_node)
             kept[d.key][idx] = old
         for idx, cluster in sorted(d.pinned.items()):
             if idx >= d.replicas or idx in kept[d.key]:
@@ -306,7 +320,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                     "is not in the fleet" if cluster not in by_name else "has no room for it at its shape"
                 moves.append(Move(d.key, idx, cluster, f"it is adopted there, but {cluster} {why}"))
                 continue
-            kept[d.key][idx] = _bind(d, idx, cluster, key[5], free)
+            kept[d.key][idx] = _bind(d, idx, cluster, key[-1], free, pools)
     for o in choice.open:
         moves += [Move(o.key, idx, old.cluster, "sizing chose another configuration")
                   for idx, old in sorted(prev.get(o.key, {}).items())]
@@ -317,13 +331,13 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     # when its turn comes (the one that places the most, then costs least: sizing.Choice.pick).
     for item in sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key)):
         if isinstance(item, Options):
-            d, placed, free, failed = choice.pick(item, free, _fill)
+            d, placed, free, failed = choice.pick(item, free, lambda *a: _fill(*a, pools))
             demands.append(d)
             verdicts[d.key], eligible[d.key] = choice.verdicts_of(d.key), choice.eligible_of(d.key)
             kept[d.key], filled[d.key] = {}, placed
         else:
             d = item
-            placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free)
+            placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free, pools)
             filled[d.key] = placed
         if failed is not None:
             failed_at[d.key] = failed
@@ -332,7 +346,8 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
 
     phase, changed = "fast path", []
     if exact == "always" or (exact == "auto" and (failed_at or choice.dearer_than_bound(filled))):
-        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget, choice)
+        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget, choice,
+                                                       pools)
         for key, d in swapped.items():
             demands[next(i for i, x in enumerate(demands) if x.key == key)] = d
             verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
@@ -348,7 +363,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         missing = [i for i in range(d.replicas) if i not in kept[d.key] and i not in filled[d.key]]
         if not missing:
             continue
-        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes)),
+        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity)),
                                key=_order))
         if not reasons:
             reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
@@ -359,12 +374,13 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     missing_by_d = defaultdict(list)
     for u in unplaced:
         missing_by_d[u.deployment].append(u)
-    progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, max_nodes) for d in demands]
+    progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, capacity, pools) for d in demands]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
-                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress, dict(choice.chosen))
+                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress, dict(choice.chosen),
+                {key: p.gpus_per_node for key, p in pools.items()})
 
 
-def _exact(demands, eligible, after_retain, kept, filled, budget, choice):
+def _exact(demands, eligible, after_retain, kept, filled, budget, choice, pools):
     from .exact import refill     # OR-Tools loads only when the exact phase runs
 
-    return refill(demands, eligible, after_retain, kept, filled, budget, choice)
+    return refill(demands, eligible, after_retain, kept, filled, budget, choice, pools)

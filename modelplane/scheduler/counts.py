@@ -71,10 +71,10 @@ def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
             continue
         where = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
                       for c, per in sorted(eligible[d.key].items()))
-        sig = (d.priority, tuple((r.nodes, r.gpus_per_node) for r in d.roles), where)
+        sig = (d.priority, tuple((r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles), where)
         groups.setdefault(sig, []).append(d)
     return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds),
-                 sum(r.nodes * r.gpus_per_node for r in ds[0].roles)) for ds in groups.values()]
+                 sum(r.gpus for r in ds[0].roles)) for ds in groups.values()]
 
 
 def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Spot]:
@@ -89,8 +89,9 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Sp
                 need: dict[str, int] = {}
                 stranded = 0
                 for role, pool in zip(roles, combo):
-                    need[pool.name] = need.get(pool.name, 0) + role.nodes
-                    stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
+                    n = role.need(pool)          # GPUs of the pool (model.need)
+                    need[pool.name] = need.get(pool.name, 0) + n
+                    stranded += n - role.gpus
                 cap = kind.want
                 for p, n in need.items():
                     cap = min(cap, free[(cluster, p)] // n)
@@ -132,7 +133,7 @@ def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
     request = mp.MPModelRequest(solver_type=mp.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
     model = request.model
     model.maximize = True
-    rows: dict = {}           # (cluster, pool) -> (spot indices, nodes)
+    rows: dict = {}           # (cluster, pool) -> (spot indices, GPUs)
     for i, s in enumerate(spots_):
         v = model.variable.add()
         kind = kinds_[s.kind]

@@ -46,7 +46,7 @@ class Group:
 
 def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: dict[str, list],
           budget: float = DEFAULT_BUDGET, groups: list[Group] = (), price=None) -> Outcome:
-    """`free`: nodes per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
+    """`free`: GPUs per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
     `greedy`: the fast path's (cluster, pool names) per new replica; `groups`: sized deployments
     whose candidate is chosen here; `price(demand, cluster, pools)`: $/hour of one of its replicas."""
     kinds_ = _kinds(demands, eligible, missing)
@@ -55,7 +55,7 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
         for i, (d, where) in enumerate(zip(g.candidates, g.eligible)):
             if i == g.fast:
                 fast_kind[g.key] = len(kinds_)
-            kinds_.append(Kind(d.priority, [d], d.replicas, sum(r.nodes * r.gpus_per_node for r in d.roles),
+            kinds_.append(Kind(d.priority, [d], d.replicas, sum(r.gpus for r in d.roles),
                                g.key, g.units, where))
     spots_ = _spots(kinds_, eligible, free, price)
     if not spots_:
@@ -129,7 +129,7 @@ def _partial(d: Demand, placements) -> bool:
     return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
 
 
-def refill(demands, eligible, after_retain, kept, filled, budget, choice=None):
+def refill(demands, eligible, after_retain, kept, filled, budget, choice=None, pools=None):
     """Run the exact phase; keep the fast path's replicas where the solution has room for them
     there, give the rest the solution's remaining spots in index order. Deployments with a
     replica at a smaller step keep the fast path's fill (the program counts full shapes only).
@@ -142,7 +142,7 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None):
         for d in demands:
             for p in filled[d.key].values() if d.key in fixed else ():
                 for rp in p.roles.values():
-                    after_retain[(p.cluster, rp.pool)] -= rp.nodes
+                    after_retain[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
         kept = {k: ({**v, **filled[k]} if k in fixed else v) for k, v in kept.items()}
         filled = {k: ({} if k in fixed else v) for k, v in filled.items()}
     open_keys = {o.key for o in choice.open} if choice else set()
@@ -158,8 +158,8 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None):
     fast_free = dict(after_retain)
     for d in demands:
         for p in filled[d.key].values():
-            for role in d.roles:
-                fast_free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+            for rp in p.roles.values():
+                fast_free[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
     if outcome.fills is None:
         return original, fast_free, outcome.phase, [], {}
     units = {g.key: g.units for g in groups}
@@ -197,7 +197,7 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None):
             before = filled[d.key].get(idx)
             changed.append((d.key, idx, before.cluster if before else None, cluster))
         for idx, p in mine.items():
-            for role in d.roles:
-                free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+            for rp in p.roles.values():
+                free[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
         out[d.key] = original[d.key] if d.key in fixed else mine
     return out, free, outcome.phase, sorted(changed), swapped

@@ -25,6 +25,26 @@ MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "ef
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
 
 
+def slot(gpus: int, per_node: int) -> int:
+    """The GPUs of a node one worker of `gpus` GPUs takes when workers share nodes: the smallest
+    power-of-two divisor of `per_node` that holds it, else the whole node. Slot sizes divide one
+    another, so any set of slots whose sum fits a pool's GPUs also fits its nodes (largest first,
+    first fit) — as KAI's bin-packing or the kube-scheduler would place the pods."""
+    size = 1
+    while size < gpus and per_node % (size * 2) == 0:
+        size *= 2
+    return size if size >= gpus else per_node
+
+
+def need(nodes: int, gpus_per_node: int, nodes_per_worker: int, per_node: int) -> int:
+    """GPUs of a pool (nodes of `per_node` GPUs) that `nodes` node slices of `gpus_per_node` GPUs
+    take: a multi-node worker takes whole nodes; a worker within a node takes its slot and shares
+    the node with others of the same pool."""
+    if nodes_per_worker > 1:
+        return nodes * per_node
+    return nodes * slot(gpus_per_node, per_node)
+
+
 @dataclass(frozen=True)
 class Pool:
     name: str
@@ -61,7 +81,16 @@ class Role:
 
     @property
     def nodes(self) -> int:
+        """Node slices: one per worker per node it spans (whole nodes only for multi-node workers)."""
         return self.workers * self.nodes_per_worker
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def need(self, pool: "Pool") -> int:
+        """GPUs of `pool` this role takes (its capacity unit; see `need`)."""
+        return need(self.nodes, self.gpus_per_node, self.nodes_per_worker, pool.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -109,9 +138,13 @@ class Options:
 @dataclass(frozen=True)
 class RolePlacement:
     pool: str
-    nodes: int
-    gpus_per_node: int
+    nodes: int              # node slices: workers x nodes per worker
+    gpus_per_node: int      # GPUs each worker takes on each of its nodes
     workers: int
+
+    def need(self, per_node: int) -> int:
+        """GPUs of its pool (nodes of `per_node` GPUs) this role takes."""
+        return need(self.nodes, self.gpus_per_node, self.nodes // max(self.workers, 1), per_node)
 
 
 @dataclass(frozen=True)
@@ -172,12 +205,13 @@ class Plan:
     unplaced: list[Unplaced]
     moves: list[Move]
     desired: dict[str, int]
-    free: dict[tuple[str, str], int]          # free nodes per (cluster, pool) after binding
+    free: dict[tuple[str, str], int]          # free GPUs per (cluster, pool) after binding
     rejections: Mapping[str, list[Rejection]]  # per deployment: static Filter verdicts (built lazily)
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
     progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
     chosen: dict = field(default_factory=dict)   # sized deployment -> index of the candidate placed (or targeted)
+    gpus_per_node: dict = field(default_factory=dict)   # per (cluster, pool): GPUs of one node
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)

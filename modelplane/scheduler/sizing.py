@@ -12,8 +12,10 @@ shape and replica count the scheduler places.
   the candidates of every sized deployment together with the fill of everything else
   (counts.py: one kind per candidate, at most one candidate per deployment, placed whole).
 
-Cost is $/hour of the nodes a replica takes on its pools (`Pool.hourly`); an unpriced pool counts
-at twice the dearest GPU-hour of the fleet, so it is chosen only when nothing priced fits.
+Cost is $/hour of the GPUs a replica takes on its pools (model.need: whole nodes for multi-node
+workers, slots of shared nodes for smaller ones) at each pool's node price over its GPUs
+(`Pool.hourly`); an unpriced pool counts at twice the dearest GPU-hour of the fleet, so it is
+chosen only when nothing priced fits.
 """
 from __future__ import annotations
 
@@ -47,26 +49,29 @@ class Choice:
     def verdicts_of(self, key: str, index: int | None = None) -> Verdicts:
         return self._verdicts[key][self.chosen[key] if index is None else index]
 
-    def node_price(self, cluster: str, pool: str) -> float:
+    def gpu_price(self, cluster: str, pool: str) -> float:
+        """$ per GPU-hour of a pool: its node price over its GPUs."""
         p = self.pools[(cluster, pool)]
-        return p.hourly if p.hourly is not None else self.unpriced_gpu_hour * p.gpus_per_node
+        return p.hourly / p.gpus_per_node if p.hourly is not None else self.unpriced_gpu_hour
 
     def replica_cost(self, d: Demand, cluster: str, names) -> float:
-        """$/hour of one replica of `d` on these pools (one per role)."""
-        return sum(r.nodes * self.node_price(cluster, name) for r, name in zip(d.roles, names))
+        """$/hour of one replica of `d` on these pools (one per role): the GPUs it takes there
+        (whole nodes for multi-node workers, slots of shared nodes for smaller ones)."""
+        return sum(r.need(self.pools[(cluster, name)]) * self.gpu_price(cluster, name) for r, name in zip(d.roles, names))
 
     def placed_cost(self, placements) -> float:
-        return sum(rp.nodes * self.node_price(p.cluster, rp.pool) for p in placements for rp in p.roles.values())
+        return sum(rp.need(self.pools[(p.cluster, rp.pool)].gpus_per_node) * self.gpu_price(p.cluster, rp.pool)
+                   for p in placements for rp in p.roles.values())
 
     def bound(self, key: str, index: int) -> float:
         """No placement of this candidate costs less: every role on its cheapest eligible pool."""
         d, eligible = self.candidate(key, index), self._eligible[key][index]
         total = 0.0
         for role in d.roles:
-            prices = [self.node_price(c, p.name) for c, per in eligible.items() for p in per[role.name]]
+            prices = [role.need(p) * self.gpu_price(c, p.name) for c, per in eligible.items() for p in per[role.name]]
             if not prices:
                 return math.inf
-            total += role.nodes * min(prices)
+            total += min(prices)
         return d.replicas * total
 
     # -- the choice ------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def _shape(p) -> str:
 def reshapes(plan, previous) -> list[dict]:
     """One row per replica re-placed for a new shape: old and new shape (role workers x nodes per
     worker x GPUs per node), replicas serving while `up` replaces them, and surge room: whether the
-    nodes the old replica holds would still be free after the plan."""
+    GPUs the old replica holds would still be free after the plan."""
     before = {(p.deployment, p.replica): p for p in previous}
     now = {(p.deployment, p.replica): p for p in plan.placements}
     moved = [m for m in plan.moves if RESHAPE in m.why and (m.deployment, m.replica) in before]
@@ -36,7 +36,7 @@ def reshapes(plan, previous) -> list[dict]:
         old, new = before[(m.deployment, m.replica)], now.get((m.deployment, m.replica))
         held = Counter()
         for rp in old.roles.values():
-            held[(old.cluster, rp.pool)] += rp.nodes
+            held[(old.cluster, rp.pool)] += rp.need(plan.gpus_per_node.get((old.cluster, rp.pool), rp.gpus_per_node))
         short = sorted(f"{c}/{p}" for (c, p), n in held.items() if plan.free.get((c, p), 0) < n)
         placed = plan.placed(m.deployment)
         out.append({"deployment": m.deployment, "replica": m.replica, "from": {"cluster": old.cluster, "shape": _shape(old)},

@@ -103,9 +103,13 @@ def _matches(want, role: Role) -> bool:
 
 
 def units(c: Candidate, gpus_per_node: int) -> int:
-    """Capacity one replica takes, in the scheduler's unit (whole nodes per worker)."""
+    """GPUs of the class's nodes one replica takes, as the scheduler counts them (whole nodes for
+    multi-node workers, slots of shared nodes for smaller ones: scheduler.model.need)."""
+    from ..scheduler.model import need
+
     roles = [c.decode, *([c.prefill] if c.prefill else [])]
-    return sum(r.workers * r.topology.nodes_per_worker for r in roles)
+    return sum(need(r.workers * r.topology.nodes_per_worker, r.topology.gpus_per_node, r.topology.nodes_per_worker,
+                    gpus_per_node) for r in roles)
 
 
 def candidates_for(md: ModelDeployment, classes: dict[str, tuple[str, int]], profiles: Profiles) -> Sizing:
