@@ -172,7 +172,7 @@ def slo(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
         s = r.props.get("sizing")
-        if not isinstance(s, dict):
+        if not s:                     # not sized from an SLO
             continue
         goal, traffic = s["slo"], s["traffic"]
         want = f"TTFT <= {float(goal['ttftMs']):g} ms and ITL <= {float(goal['itlMs']):g} ms"

@@ -80,7 +80,7 @@ def topology(p: Parallel, gpus_per_node: int) -> Topology | None:
 
 def best_point(shape: Shape, ttft: float, itl: float) -> tuple[float, float, float] | None:
     """The point meeting both objectives with the most requests/s (then the lowest TTFT, ITL)."""
-    ok = [p for p in shape.points if p[0] <= ttft + EPS and p[1] <= itl + EPS]
+    ok = [tuple(p) for p in shape.points if p[0] <= ttft + EPS and p[1] <= itl + EPS]
     return min(ok, key=lambda p: (-p[2], p[0], p[1])) if ok else None
 
 

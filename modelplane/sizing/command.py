@@ -91,7 +91,7 @@ def size(model, classes, isl, osl, catalog_dir, out_dir, estimator_model):
         _fail(reason)
     folder = out_dir or ((catalog_dir / "profiles") if catalog_dir else ROOT / "catalog" / "profiles")
     name = estimator_model or default_name(uri)
-    estimates = []
+    path = None
     for system, names in wanted.items():
         start = time.monotonic()
         try:
@@ -99,10 +99,9 @@ def size(model, classes, isl, osl, catalog_dir, out_dir, estimator_model):
         except EstimatorError as exc:
             err.print(f"skipped {system} ({', '.join(names)}): {exc}", markup=False)
             continue
-        estimates.append(est)
+        path = write_profile(uri, [est], folder, date.today())     # each system as it is done
         err.print(f"{system} ({', '.join(names)}): {len(est['shapes'])} shapes, {est['backend']} "
                   f"{est['databaseVersion']}, {time.monotonic() - start:.0f} s", markup=False)
-    if not estimates:
+    if path is None:
         _fail(f"the estimator profiled {uri} on none of {', '.join(wanted)}")
-    path = write_profile(uri, estimates, folder, date.today())
     out.print(f"wrote {path}", markup=False)

@@ -171,7 +171,7 @@ def merge(existing: ProfileFile | None, estimate: dict, uri: str, today: date) -
         decode = Parallel.model_validate(s["decode"])
         prefill = Parallel.model_validate(s["prefill"]) if s.get("prefill") else None
         shapes.append(Shape(mode=s["mode"], gpus=int(s["gpus"]), decode=decode, prefill=prefill,
-                            points=pareto(s["points"])))
+                            points=[list(p) for p in pareto(s["points"])]))
     shapes.sort(key=shape_order)
     workload = Workload(input_tokens=estimate["inputTokens"], output_tokens=estimate["outputTokens"], created=today,
                         shapes=shapes)
