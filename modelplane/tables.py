@@ -314,7 +314,7 @@ def sizing(out, doc: dict) -> None:
         p, served, cost, est = row["predicted"], row["served"], row["cost"], row["estimator"]
         per_m = f", {money(cost['perMillionTokens'])} per million output tokens" if cost["perMillionTokens"] else ""
         out.print(head, markup=False)
-        out.print(f"    chosen: {c['class']} {c['mode']} {shape}, {c['replicas']} replicas; predicted TTFT "
+        out.print(f"    chosen: {c['class']} {c['mode']} {shape}, {c['replicas']} replica{'s' if c['replicas'] != 1 else ''}; predicted TTFT "
                   f"{p['ttftMs']:g} ms, ITL {p['itlMs']:g} ms, {p['requestsPerSecond']:g} req/s, "
                   f"{p['tokensPerSecondPerGpu']:g} tok/s/GPU", markup=False)
         out.print(f"    serves {served['requestsPerSecond']:g} req/s with {served['replicas']}/{c['replicas']} replicas "

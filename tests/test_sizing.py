@@ -60,15 +60,18 @@ def doc_of(path, *args):
 
 # --- profiles and candidates -------------------------------------------------------------------
 
-def test_the_shipped_profile_reads_back_byte_for_byte():
-    from modelplane.sizing.profiles import dump, read
+@pytest.mark.parametrize("name", ["Qwen--Qwen3-32B.yaml", "deepseek-ai--DeepSeek-R1.yaml"])
+def test_the_shipped_profiles_read_back_byte_for_byte(name):
+    from modelplane.sizing.profiles import dump, file_name, read
 
-    path = ROOT / "catalog" / "profiles" / "Qwen--Qwen3-32B.yaml"
+    path = ROOT / "catalog" / "profiles" / name
     doc = read(path)
-    assert doc.model == QWEN and doc.estimator.name == "aiconfigurator" and doc.estimator.version == "0.12.0"
+    assert file_name(doc.model) == name
+    assert doc.estimator.name == "aiconfigurator" and doc.estimator.version == "0.12.0"
     assert path.read_text() == dump(doc)          # what `modelplane size` writes is what it reads
-    systems = {s.system for s in doc.systems}
-    assert {"h100_sxm", "h200_sxm"} <= systems
+    assert {"h100_sxm", "h200_sxm"} <= {s.system for s in doc.systems}
+    for system in doc.systems:
+        assert system.backend == "vllm" and system.workloads and all(w.shapes for w in system.workloads)
 
 
 def test_pareto_keeps_only_points_nothing_beats_on_ttft_itl_and_rate():

@@ -75,7 +75,10 @@ def topology(p: Parallel, gpus_per_node: int) -> Topology | None:
     if p.tp > gpus_per_node or p.moe_ep > 1 and "expert" not in Topology.model_fields:
         return None
     local = max(d for d in range(1, p.dp + 1) if p.dp % d == 0 and p.tp * d <= gpus_per_node)
-    return Topology(tensor=p.tp, pipeline=p.pp, data=p.dp, data_local=local)
+    # MoE experts sharded by expert parallelism (ep > 1) need the topology's expert axis (KServe
+    # ParallelismSpec.expert); tensor-parallel experts (etp) need nothing more than tp x dp.
+    expert = {"expert": True} if p.moe_ep > 1 else {}
+    return Topology(tensor=p.tp, pipeline=p.pp, data=p.dp, data_local=local, **expert)
 
 
 def best_point(shape: Shape, ttft: float, itl: float) -> tuple[float, float, float] | None:
