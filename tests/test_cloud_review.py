@@ -140,6 +140,9 @@ def test_f1_a_multi_node_worker_on_the_ubi_image_is_not_placed_on_tcpxo(tmp_path
     assert why.pool == "h100" and why.reason == FABRIC
     assert f"image {UBI} cannot load the FasTrak NCCL plugin" in why.detail
     assert "glibc 2.34" in why.detail and UBUNTU in why.detail
+    # the same reason in the Filter table `plan --explain` prints
+    explained = run.result.plan.rejections[f"chat/{run.result.spec.deployments[0].name}"]
+    assert [(r.pool, r.reason) for r in explained if "glibc 2.34" in r.detail] == [("h100", FABRIC)]
     # TCPX states no glibc floor: the same image places on A3 High
     run = plan(tmp_path, [two_node("high", "pp" if backend == "native" else "dp", backend, image=UBI)], name="high")
     assert not run.result.plan.unplaced
