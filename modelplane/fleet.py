@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from .api import Catalog, InferenceCluster, ModelDeployment
 from .api.deployment import PRIORITY_CLASSES
-from .api.fabric import fabric_wiring
+from .api.fabric import engine_facts, fabric_wiring, image_refusal
+from .api.rules import capacity_block_gap
 from .cost import pool_price
 from .scheduler.bindings import resolve
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
+from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
 INVENTORY_VERSION = 2
@@ -29,11 +31,16 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
-            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version).to_json(),
+            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version,
+                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
         })
+        if cluster.source == "eks" and pool.capacity.type == "capacity-block":
+            gap = capacity_block_gap(cls, cluster.region, catalog.prices)
+            if gap:
+                pools[-1]["capacityBlockNote"] = gap
     # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
     # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
     installed = set(DRA_DRIVERS) if cluster.substrate.dra_driver else set()
@@ -108,10 +115,24 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     counts = role_workers(md)
     weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
     roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
-                       weights, w.topology.tensor * w.topology.pipeline)
-                  for name, (sel, w, _) in md.gpu_roles().items())
+                       weights, w.topology.tensor * w.topology.pipeline, refused_fabrics(md, engine, catalog))
+                  for name, (sel, w, engine) in md.gpu_roles().items())
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
+
+
+def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:
+    """GPUDirect fabrics whose NCCL plugin this role's engine image cannot load, and why."""
+    if catalog is None:
+        return {}
+    image = engine.image if engine.image or md.backend != "kserve" else None
+    default = KSERVE_PRESET_IMAGE if md.backend == "kserve" else None
+    out = {}
+    for kind, recipe in sorted(catalog.gpudirect.items()):
+        why = image_refusal(engine_facts(recipe), image, default)
+        if why:
+            out[f"gpudirect-{kind}"] = why
+    return out
 
 
 def bound_counts(md: ModelDeployment, decode: int) -> dict[str, int]:

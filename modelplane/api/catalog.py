@@ -164,17 +164,42 @@ class Price(Model):
     unconfirmed: bool = False
 
 
+class GpuDirectRelease(Model):
+    """One release of Google's GPUDirect stack: the NCCL plugin installer, the daemon and the NCCL
+    settings that go together, and the GKE minors it is paired with."""
+
+    from_gke: str | None = Field(default=None, pattern=r"^1\.\d+$")   # this minor and later; None: every minor
+    released: date
+    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
+    daemon_image: str = Field(min_length=1)
+    nccl_env: dict[str, str]
+    source: str = Field(min_length=1)
+
+
 class GpuDirectRecipe(Model):
-    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the per-pod daemon and NCCL's settings
-    (catalog/gpudirect.yaml says where each comes from)."""
+    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the plugin NCCL must load, the engine images
+    that can load it, and the releases per GKE minor (catalog/gpudirect.yaml says where each comes from)."""
 
     nics: int = Field(ge=1, le=16)          # GPU NICs per node, each on its own VPC
-    daemon_image: str = Field(min_length=1)
-    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
-    nccl_env: dict[str, str]
+    nccl_net: str = Field(min_length=1)     # the plugin's registered name: engines pin NCCL_NET to it
+    min_glibc: str | None = None            # the C library the plugin needs in the workload
+    kserve_image: str | None = None         # the engine image KServe runs here when the deployment names none
+    refused_images: dict[str, str] = {}     # image repository -> why it cannot load the plugin
+    releases: list[GpuDirectRelease] = Field(min_length=1)
     min_gke_version: dict[str, str] = {}    # lowest GKE patch per minor ("1.32": "1.32.11-gke.1174000")
     source: str = Field(min_length=1)
     as_of: date
+
+    def release_for(self, version: str | None) -> GpuDirectRelease:
+        """The release Google pairs with a GKE version: the one with the highest `fromGke` at or
+        below its minor (unknown version: the newest)."""
+        def minor(v: str) -> tuple[int, int]:
+            major, rest = v.split(".")[:2]
+            return int(major), int(rest)
+        ordered = sorted(self.releases, key=lambda r: minor(r.from_gke) if r.from_gke else (0, 0), reverse=True)
+        if version is None:
+            return ordered[0]
+        return next((r for r in ordered if r.from_gke is None or minor(r.from_gke) <= minor(version)), ordered[-1])
 
 
 class CatalogFile(Model):

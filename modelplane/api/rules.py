@@ -333,8 +333,6 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
                            f"{machine} (class {cls.name}) is not sold as {pool.capacity.type} capacity",
                            f"use one of {', '.join(prov.capacity_types)} (e.g. capacity: {{type: reservation, "
                            f"reservation: <name>}})"))
-    if cluster.source == "eks" and prov is not None and pool.capacity.type == "capacity-block":
-        out += _capacity_block_findings(cluster, pool, i, cls, prov)
     if cluster.source == "eks" and cluster.dra and cluster.substrate.dra_driver:
         if prov is not None and prov.ami_type.startswith("BOTTLEROCKET"):
             # EKS lists Bottlerocket as supported by the NVIDIA DRA driver; modelplane does not render
@@ -355,20 +353,25 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
     return out
 
 
-def _capacity_block_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass, prov) -> list[Finding]:
-    """A Capacity Block can only be bought where EC2 sells the instance type that way."""
-    where = ("nodePools", i, "capacity", "type")
-    other = "use capacity: {type: reservation, reservation: cr-…} (an On-Demand Capacity Reservation), on-demand or spot"
+def capacity_block_gap(cls: InferenceClass, region: str, prices) -> str | None:
+    """Why a Capacity Block pool of `cls` in `region` may not find a block to buy, or None. Evidence
+    that EC2 sells it there: the region in the class's capacityBlocks (a documented list, with its
+    source and date), or a capacity-block price for it (`modelplane prices refresh` records the
+    offerings DescribeCapacityBlockOfferings returns). EC2 adds instance types and Regions faster
+    than a static list follows (p6-b200 is sold mainly as blocks), so this is a warning, never a
+    refusal (the advisory policy `capacity-block-region`)."""
+    prov = cls.provisioning.eks if cls.provisioning else None
+    if prov is None or (cls.name, region, "capacity-block") in prices:
+        return None
     blocks = prov.capacity_blocks
+    if blocks is not None and region in blocks.regions:
+        return None
+    check = (f"check with `aws ec2 describe-capacity-block-offerings --instance-type {prov.instance_type} "
+             f"--instance-count 1 --capacity-duration-hours 24 --region {region}` or `modelplane prices refresh`")
     if blocks is None:
-        return [Finding("pool-capacity", where, f"no Region is known to sell {prov.instance_type} (class {cls.name}) "
-                        "as a Capacity Block", f"{other}, or add provisioning.eks.capacityBlocks (regions, source, "
-                        "asOf) to the class once EC2 lists it")]
-    if cluster.region not in blocks.regions:
-        return [Finding("pool-capacity", where, f"EC2 sells {prov.instance_type} Capacity Blocks only in "
-                        f"{', '.join(blocks.regions)} ({blocks.source}, read {blocks.as_of}), not in {cluster.region}",
-                        f"put the pool on a cluster in {' or '.join(blocks.regions)}, or {other}")]
-    return []
+        return f"no list of Regions selling {prov.instance_type} as Capacity Blocks is known; {check}"
+    return (f"EC2 lists {prov.instance_type} Capacity Blocks in {', '.join(blocks.regions)} ({blocks.source}, read "
+            f"{blocks.as_of}), not in {region}; {check}")
 
 
 def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:

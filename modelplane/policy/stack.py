@@ -29,6 +29,17 @@ def replicas(resources):
             yield r, spec, p, clusters.get(p["cluster"]) or {}
 
 
+def inventories(resources) -> dict[str, dict]:
+    """Every cluster inventory the stack has: its InferenceClusters' and its deployments' targets."""
+    out = {}
+    for r in resources:
+        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
+            out[r.props["inventory"]["name"]] = r.props["inventory"]
+    for _, _, _, clusters in deployments(resources):
+        out.update(clusters)
+    return out
+
+
 def pools_of(inv: dict) -> dict[str, dict]:
     """A cluster inventory's pools by name."""
     return {q["name"]: q for q in inv.get("pools", [])}
@@ -304,18 +315,15 @@ def cost_budget(resources, config=None):
     cfg = config or {}
     if cfg.get("maxHourlyCost") is None and not cfg.get("namespaces"):
         return []
-    inventories, placements, minimums = {}, [], {}
-    for r in resources:
-        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
-            inventories[r.props["inventory"]["name"]] = r.props["inventory"]
-    for _, spec, mine, clusters in deployments(resources):
-        inventories.update(clusters)
+    placements, minimums = [], {}
+    invs = inventories(resources)
+    for _, spec, mine, _ in deployments(resources):
         placements += mine
         try:
             minimums[_key(spec)] = minimum_workers(ModelDeployment.model_validate(spec, strict=False))
         except ValueError:
             pass    # the `roles` policy reports a spec that does not validate
-    cost = fleet_cost(placements, inventories, minimums, set(inventories))
+    cost = fleet_cost(placements, invs, minimums, set(invs))
     out = []
 
     def unpriced(row):

@@ -58,7 +58,7 @@ class ClusterFacts:
     efa: bool = False                    # some pool attaches EFA interfaces
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
     latest_driver: bool = False          # GKE DRA: some pool's GPU needs GKE's LATEST driver (H200, B200)
-    gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
+    gpudirect_installers: tuple[tuple[str, str], ...] = ()   # GKE: (tcpx | tcpxo, substrate key of its installer)
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
@@ -277,8 +277,8 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
                   objects=tuple(gd.network_objects(facts.name, facts.gpu_nics))))
         add(Addon("nri-device-injector", "manifests", "injects the GPU devices into the tcpx(o)-daemon sidecar "
                   "(devices.gke.io/container.* annotation)", key="nriDeviceInjector"))
-        for key in facts.gpudirect_installers:
-            add(Addon(f"nccl-{key.removesuffix('Installer')}-installer", "manifests", "installs the GPUDirect NCCL "
+        for kind, key in facts.gpudirect_installers:   # the release for the cluster's GKE minor
+            add(Addon(f"nccl-{kind}-installer", "manifests", "installs the GPUDirect NCCL "
                       "plugin into /home/kubernetes/bin/nvidia/lib64 on the A3 nodes", key=key))
     if facts.source == "eks" and facts.efa:
         add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",

@@ -3,7 +3,7 @@ the IAM the cluster autoscaler needs (EKS Pod Identity).
 
 Recipes (docs/cloud-recipes.md has the sources): GPU node groups take a launch template that
 stripes the instance store into RAID0 for the model download (AL2023 nodeadm), attaches every EFA
-interface of EFA classes (in a cluster placement group on on-demand and Spot capacity), targets a
+interface of EFA classes (in a cluster placement group on on-demand and Spot capacity in one subnet), targets a
 Capacity Block and requires IMDSv2. The cluster autoscaler
 owns the node groups' desired size once they exist, so Pulumi ignores changes to it.
 """
@@ -62,11 +62,15 @@ def node_config_user_data() -> str:
     return base64.b64encode(doc.encode()).decode()
 
 
-def wants_placement_group(pool, eks) -> bool:
+def wants_placement_group(pool, eks, subnets: int) -> bool:
     """A cluster placement group for EFA groups on on-demand or Spot capacity, as eksctl (efaEnabled)
     and terraform-aws-eks (EFA support) create; none for a Capacity Block (EC2 places its instances
-    close together already) or a capacity reservation (the reservation fixes placement)."""
-    return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot")
+    close together already) or a capacity reservation (the reservation fixes placement), and none
+    for a group over several subnets: a cluster placement group lives in one Availability Zone
+    (EC2 Auto Scaling CreateAutoScalingGroup.PlacementGroup: "You cannot specify multiple
+    Availability Zones and a cluster placement group"). Such a group's EFA does not count as a
+    multi-node fabric either (api/fabric.py)."""
+    return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot") and subnets == 1
 
 
 def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=(),
@@ -189,7 +193,8 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> E
         groups = [Ref(cluster, "vpcConfig.clusterSecurityGroupId"), Ref(efa, "id")]
     for pool in sorted(c.node_pools, key=lambda p: p.name):
         pg = None
-        if wants_placement_group(pool, catalog.classes[pool.class_].provisioning.eks):
+        subnets = list(pool.subnet_ids or e.subnet_ids)
+        if wants_placement_group(pool, catalog.classes[pool.class_].provisioning.eks, len(subnets)):
             pg = Ref(graph.add(Node("aws:ec2/placementGroup:PlacementGroup", f"{c.name}-{pool.name}",
                                     {"name": f"{c.name}-{pool.name}", "strategy": "cluster"}, parent)), "name")
         lt = graph.add(Node("aws:ec2/launchTemplate:LaunchTemplate", f"{c.name}-{pool.name}",
@@ -197,7 +202,7 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> E
         # The autoscaler sets desired sizes; an `up` must not reset them to minNodes.
         graph.add(Node(NODE_GROUP, f"{c.name}-{pool.name}", {
             "clusterName": name, "nodeRoleArn": Ref(node_role, "arn"),
-            "subnetIds": list(pool.subnet_ids or e.subnet_ids), **node_group_args(c, catalog, pool),
+            "subnetIds": subnets, **node_group_args(c, catalog, pool),
             "launchTemplate": {"id": Ref(lt, "id"), "version": Apply(str, (Ref(lt, "latestVersion"),))}},
             parent, depends_on=after, ignore_changes=("scalingConfig.desiredSize",)))
     deps = {"cluster-autoscaler": _autoscaler_identity(c, graph, cluster, parent)} if c.substrate.autoscaler else {}

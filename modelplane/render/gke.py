@@ -89,8 +89,9 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     }
     if gke.local_ssd_count:
         node_config["ephemeralStorageLocalSsdConfig"] = {"localSsdCount": gke.local_ssd_count}
-    if cap.type == "spot":
+    if cap.type == "spot":   # Spot VMs consume no reservation (Cluster Toolkit@1047080 gke-node-pool/main.tf L435-437)
         node_config["spot"] = True
+        node_config["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
     if cap.type == "flex-start":
         node_config["flexStart"] = True
         node_config["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}

@@ -11,6 +11,11 @@ from .dra import CLAIM_NAME, NIC_CLAIM_NAME
 from .names import GPU_RESOURCE, HF_TOKEN_KEY, HF_TOKEN_SECRET, KAI_SCHEDULER, MODEL_SERVICE_ACCOUNT, POOL, \
     gpu_toleration
 
+# Wired engines register pinned host memory with the NIC or the GPUDirect plugin: IPC_LOCK lifts the
+# memlock limit (container-engine-accelerators@98c85a6e gpudirect-tcpx/nccl-test-latest.yaml; NVIDIA/aicr
+# docs/user/fabric-attached-training.md: "Without IPC_LOCK, NCCL may fail to register pinned buffers").
+WIRED_CAPABILITIES = ("IPC_LOCK",)
+
 # Host resources a GPU worker asks for, per GPU on the node (the engine's tokenizer, scheduler and
 # weight loading run on the CPU); requests only, so the pod is Burstable, never BestEffort.
 CPU_PER_GPU = 2
@@ -27,6 +32,11 @@ class GpuWiring:
     nic_claim_template: str | None = None   # RDMA NICs through DRA (GKE managed DRANET)
     efa: int = 0                       # EFA interfaces through the EFA device plugin
     gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
+
+    @property
+    def wired(self) -> bool:
+        """The pods carry a node-to-node fabric (GPUDirect, RDMA NIC claims or EFA interfaces)."""
+        return bool(self.gpudirect or self.nic_claim_template or self.efa)
 
 
 def env_list(env: list[EnvVar]) -> list[dict]:
@@ -78,9 +88,11 @@ def resources(gpu: GpuWiring, weights_gib: float) -> dict:
 
 
 def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, *, args=(), command=(),
-              env=(), port: int | None = None, health_path: str = "/health") -> dict:
+              env=(), port: int | None = None, health_path: str = "/health",
+              capabilities: tuple[str, ...] = WIRED_CAPABILITIES) -> dict:
     """The engine container. Without `port` it has neither ports nor probes (KServe's presets own
-    them, and multi-node workers never serve HTTP)."""
+    them, and multi-node workers never serve HTTP). `capabilities`: what a wired engine adds (the
+    list replaces the one a KServe preset adds, so KServe passes the presets' whole list)."""
     out = {"name": name}
     if image:
         out["image"] = image
@@ -88,14 +100,14 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
-    if gpu.gpudirect:   # the recipe's values replace same-named ones (env is a list keyed by name)
-        recipe = gd.engine_env(gpu.gpudirect["ncclEnv"])
-        names = {e["name"] for e in recipe}
-        env = [*(e for e in env if e["name"] not in names), *recipe]
+    if gpu.gpudirect:
+        env = gd.engine_env(gpu.gpudirect, env)
     if env:
         out["env"] = list(env)
     if port is not None:
         out["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    if gpu.wired:
+        out["securityContext"] = {"capabilities": {"add": list(capabilities)}}
     out["resources"] = resources(gpu, weights_gib)
     if port is not None:
         out["readinessProbe"] = {"httpGet": {"path": health_path, "port": port}, "periodSeconds": 10,

@@ -15,7 +15,8 @@ MultiProcessing"): every node runs `vllm serve` with the same `--tensor-parallel
 `--pipeline-parallel-size`, `--nnodes` and `--master-addr`; node 0 (the LWS leader) serves the
 API, the others add `--node-rank N --headless`. The image is the one KServe v0.20.0's presets
 run, ghcr.io/llm-d/llm-d-cuda:v0.8.0, which carries vLLM v0.23.0 (llm-d/llm-d#1819), later
-than that change. KServe sizes the LeaderWorkerSet to `pipeline` pods (ParallelismSpec.GetSize,
+than that change; on GPUDirect pools every LLMInferenceService names the pool's image in its
+template and worker instead (catalog/gpudirect.yaml kserveImage: llm-d's Ubuntu build). KServe sizes the LeaderWorkerSet to `pipeline` pods (ParallelismSpec.GetSize,
 pkg/apis/serving/v1alpha2/llm_inference_service_types_func.go L102-116), and LWS numbers them
 through LWS_WORKER_INDEX (0 = leader) and names the leader in LWS_LEADER_ADDRESS. The rest of
 the pod (security context, volumes, probes on the leader only, "--" so service args reach
@@ -29,6 +30,9 @@ NAME = "kserve-config-llm-worker-pipeline-parallel"
 API_VERSION = "serving.kserve.io/v1alpha2"      # the version KServe v0.20.0's own presets are written in
 IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.8.0"       # config/llmisvcconfig/*.yaml @ v0.20.0
 CONTAINER = "main"
+# What KServe v0.20.0's multi-node worker presets add to the engine (config-llm-worker-data-parallel.yaml
+# securityContext.capabilities.add, template and worker); a service that names capabilities replaces the list.
+WORKER_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
 PORT = 8000
 MASTER_PORT = 29500
 
@@ -86,7 +90,7 @@ def _pod(rank: str, leader: bool) -> dict:
         "env": [{"name": "HOME", "value": "/home"}, {"name": "VLLM_LOGGING_LEVEL", "value": "INFO"},
                 {"name": "HF_HUB_CACHE", "value": "/models"}],
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": False, "runAsNonRoot": True,
-                            "capabilities": {"add": ["IPC_LOCK", "SYS_RAWIO", "NET_RAW"], "drop": ["ALL"]},
+                            "capabilities": {"add": list(WORKER_CAPABILITIES), "drop": ["ALL"]},
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [{"mountPath": "/home", "name": "home"}, {"mountPath": "/tmp", "name": "tmp-dir"},

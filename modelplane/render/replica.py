@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
+from ..api.fabric import carries
 from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
@@ -74,8 +75,9 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, repli
 
 def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus_per_node: int,
            nodes_per_worker: int) -> tuple[GpuWiring, list[dict]]:
-    """How the role's pods get GPUs (DRA claim or device plugin) and, for multi-node or
-    disaggregated replicas on a wired fabric, the NICs; plus the claim templates this needs."""
+    """How the role's pods get GPUs (DRA claim or device plugin) and, where the role needs the
+    pool's fabric (api.fabric.carries: multi-node workers; disaggregated replicas on RDMA), its
+    NICs; plus the claim templates this needs."""
     device, fabric = pool["device"], pool.get("fabric", {})
     base = replica_name(md.name, idx)
     lbls = labels(md.name, idx, role, pool["name"])
@@ -84,7 +86,7 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
     if inv["dra"]["enabled"] and device["driver"] in inv["dra"]["deviceClasses"]:
         gpu_claim = f"{base}-{role}-gpus"
         objects.append(claim_template(gpu_claim, md.namespace, lbls, device, gpus_per_node))
-    needs_fabric = nodes_per_worker > 1 or md.disaggregated
+    needs_fabric = carries(fabric, nodes_per_worker > 1, md.disaggregated)
     efa, gpudirect = 0, None
     if needs_fabric and fabric.get("nicDeviceClass"):
         nic_claim = f"{base}-{role}-nics"
@@ -136,8 +138,10 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
             if len(served) > 1:   # the presets serve model.name; later flags win, so list them all
                 args += kserve.quote_args(["--served-model-name", *served,
                                            f"publishers/{md.namespace}/models/{served[0]}"])
-            main = container(kserve.CONTAINER, engine.image, gpu, weights_gib, args=args,
-                             env=_kserve_env(md, engine, gpu))
+            # On a GPUDirect pool, an image that can load the plugin (the presets' cannot load TCPXO's)
+            image = engine.image or (gpu.gpudirect or {}).get("kserveImage")
+            main = container(kserve.CONTAINER, image, gpu, weights_gib, args=args, env=_kserve_env(md, engine, gpu),
+                             capabilities=presets.WORKER_CAPABILITIES)
             pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
             if role in autos:   # the loader refuses this; a program that skips it must not get spec.scaling

@@ -117,8 +117,8 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
     if c.source == "gke":
         gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
         latest = any(g.gpu_driver == "LATEST" for g in gkes)
-        recipes = [w.recipe for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).recipe]
-        gpudirect = tuple(sorted({r.installer for r in recipes}))
+        wired = [w for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).release]
+        gpudirect = tuple(sorted({(w.gpudirect, w.release.installer) for w in wired}))
         nics = gke.gpu_nics(c, catalog)
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),

@@ -65,6 +65,8 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
         return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
                         f"over {pool.fabric}")
+    if role.nodes_per_worker > 1 and pool.fabric in role.refused_fabrics:
+        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {role.refused_fabrics[pool.fabric]}"
     if role.weights_gib and pool.memory_mib and role.copy_gpus:
         usable = WEIGHTS_MEMORY_SHARE * role.copy_gpus * pool.memory_mib / 1024
         if role.weights_gib > usable:
