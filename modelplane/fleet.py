@@ -13,6 +13,7 @@ from .scheduler.bindings import resolve
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
 from .render.dra import CHANNEL_DEVICE_CLASS
 from .scheduler import Cluster, Demand, Pool, Role, allocate
+from .scheduler.model import domain_nodes
 
 INVENTORY_VERSION = 2
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -42,7 +43,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
     installed |= set(cluster.existing.device_classes) if cluster.existing else set()
     installed = installed if cluster.dra else set()
     drivers = {p["device"]["driver"] for p in pools} & installed
-    if any(domain_nodes(p) for p in pools):
+    if any(domain_nodes(p["capabilities"]) for p in pools):
         drivers |= {CHANNEL_DEVICE_CLASS} & installed
     drivers |= {p["fabric"]["nicDeviceClass"] for p in pools if p["fabric"].get("nicDeviceClass")}
     return {
@@ -77,15 +78,10 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
 def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
-                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None, domain_nodes(p))
-                  for p in inv["pools"])
+                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
+                       domain_nodes(p["capabilities"])) for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
-
-
-def domain_nodes(pool: dict) -> int:
-    """Nodes of the pool's NVLink domain (0: NVLink ends at the node)."""
-    return int(pool["capabilities"]["interconnect"].get("nvlinkDomain", {}).get("nodes", 0))
 
 
 def role_workers(md: ModelDeployment) -> dict[str, int]:

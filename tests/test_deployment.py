@@ -237,3 +237,22 @@ def test_nvl72_clusters_run_the_dra_driver_s_compute_domains_and_keep_the_pool_i
     gb200 = next(r for r in wide_ep.records if r.type == "gcp:container/nodePool:NodePool" and r.name == "gke-moe-gb200")
     assert gb200.inputs["placementPolicy"]["type"] == "COMPACT" and policy.urn in gb200.dependencies
     assert gb200.inputs["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-gb200"
+
+
+def test_the_pack_holds_placed_workers_to_the_all_to_all_and_nvlink_domain_rules(wide_ep):
+    """topology-fits re-checks what was placed with the Filter's own rules (scheduler/filter.py)."""
+    from types import SimpleNamespace
+
+    from modelplane.policy.stack import topology_fits
+    from helpers import stack_policy_args
+
+    resources = stack_policy_args(wide_ep)
+    assert topology_fits(resources) == []
+    md = next(r for r in resources if r.resource_type == "modelplane:index:ModelDeployment"
+              and r.props["spec"]["name"] == "deepseek-r1-wide-ep")
+    moved = {**md.props, "placements": [{**p, "roles": {r: {**rp, "pool": "mega"} for r, rp in p["roles"].items()}}
+                                        for p in md.props["placements"]]}
+    tampered = [SimpleNamespace(**{**vars(r), "props": moved}) if r is md else r for r in resources]
+    found = [m for m, _ in topology_fits(tampered)]
+    assert len(found) == 2 and all("needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain; pods on this pool talk "
+                                   "over gpudirect-tcpxo" in m for m in found)

@@ -64,22 +64,42 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     if pool.gpus_per_node < role.gpus_per_node:
         return SHAPE, (f"{role.name} needs {role.gpus_per_node} GPUs per node, {pool.class_name} has "
                        f"{pool.gpus_per_node}")
-    if pool.domain_nodes and role.nodes_per_worker > pool.domain_nodes:
-        return DOMAIN, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; one NVLink domain of "
-                        f"{pool.class_name} holds {pool.domain_nodes} nodes, and a worker stays inside one")
+    problem = domain_problem(role, pool)
+    if problem:
+        return DOMAIN, problem
     if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
         return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
                         f"over {pool.fabric}")
-    if role.expert and role.nodes_per_worker > 1 and not pool.domain_nodes and pool.fabric not in RDMA_FABRICS:
-        return FABRIC, (f"{role.name}: expert parallelism over {role.nodes_per_worker} nodes per worker exchanges "
-                        f"tokens all-to-all between nodes (DeepEP over NVSHMEM), which needs RDMA (InfiniBand, "
-                        f"RoCE, EFA) or one NVLink domain; pods on this pool talk over {pool.fabric}")
+    problem = all_to_all_problem(role, pool)
+    if problem:
+        return FABRIC, problem
     problem = memory_problem(role, pool)
     if problem:
         return MEMORY, problem
     if role.weights_gib and pool.disk_gib is not None and role.weights_gib * DISK_HEADROOM > pool.disk_gib:
         return DISK, (f"{role.name}: {role.weights_gib:.0f} GiB of weights need "
                       f"{role.weights_gib * DISK_HEADROOM:.0f} GiB of node storage, {pool.class_name} has {pool.disk_gib}")
+    return None
+
+
+def domain_problem(role, pool) -> str | None:
+    """A multi-node worker on a pool that is one NVLink domain stays inside it."""
+    if pool.domain_nodes and role.nodes_per_worker > pool.domain_nodes:
+        return (f"{role.name} spans {role.nodes_per_worker} nodes per worker; one NVLink domain of "
+                f"{pool.class_name} holds {pool.domain_nodes} nodes, and a worker stays inside one")
+    return None
+
+
+def all_to_all_problem(role, pool) -> str | None:
+    """Expert parallelism across nodes exchanges tokens all-to-all between every rank of a worker:
+    vLLM runs it on DeepEP's kernels (docs/serving/expert_parallel_deployment.md, "Multi-Node
+    Deployment"), and llm-d's wide-EP guide requires InfiniBand or RoCE RDMA and the pods of one EP
+    group inside one networking domain (llm-d/llm-d guides/wide-ep-lws/README.md). GPUDirect-TCPX(O)
+    and plain TCP have no documented all-to-all backend; an NVLink domain carries it itself."""
+    if role.expert and role.nodes_per_worker > 1 and not pool.domain_nodes and pool.fabric not in RDMA_FABRICS:
+        return (f"{role.name}: expert parallelism over {role.nodes_per_worker} nodes per worker exchanges tokens "
+                f"all-to-all between nodes (DeepEP over NVSHMEM), which needs RDMA (InfiniBand, RoCE, EFA) or one "
+                f"NVLink domain; pods on this pool talk over {pool.fabric}")
     return None
 
 

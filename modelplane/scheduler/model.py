@@ -24,6 +24,12 @@ MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "ef
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
 
 
+def domain_nodes(capabilities: Mapping) -> int:
+    """Nodes of the NVLink domain a class's capabilities (as the inventory carries them) declare;
+    0 where NVLink ends at the node."""
+    return int(((capabilities.get("interconnect") or {}).get("nvlinkDomain") or {}).get("nodes", 0))
+
+
 @dataclass(frozen=True)
 class Pool:
     name: str
