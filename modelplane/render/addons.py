@@ -97,8 +97,11 @@ def dra_driver_values(facts: ClusterFacts) -> dict:
     (selected by nvidia.com/gpu.present, tolerating every taint: the GPU taint, GKE's arm64 one), the
     driver root of the node image: COS on GKE, the host root on EKS AL2023 (docs/install.md @ v0.4.1).
     The ComputeDomain controller (a Deployment) only prefers a control-plane node (values.yaml:
-    preferred affinity), so on GKE and EKS it runs on the system pool; on GKE its
-    system-node-critical priority is admitted by the namespace's ResourceQuota (dra-driver-quota)."""
+    preferred affinity) and tolerates no GPU taint, so on GKE and EKS it runs on the system pool, as
+    Cluster Toolkit's A4X install keeps it (modules/management/kubectl-apply/main.tf: off GPU nodes,
+    nvidiaDriverRoot /home/kubernetes/bin/nvidia, the kubelet plugin tolerating the GPU and arm64
+    taints); on GKE its system-node-critical priority is admitted by the namespace's ResourceQuota
+    (dra-driver-quota)."""
     root = GKE_DRIVER_ROOT if facts.source == "gke" else facts.driver_root
     return {"nvidiaDriverRoot": root, "gpuResourcesEnabledOverride": True,
             "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": facts.compute_domains}},
