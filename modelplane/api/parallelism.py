@@ -70,7 +70,7 @@ def _contradictions(args: list[str], t: Topology, at: tuple) -> list[tuple[int, 
             _, key, get = SIZES[flag]
             want = get(t)
             if value != str(want):
-                shown = args[i] if "=" in args[i] else f"{args[i]} {value}"
+                shown = args[i] if "=" in args[i] or value is None else f"{args[i]} {value}"
                 out.append((i, f"{shown} contradicts {where}.{key} ({want}), from which modelplane passes "
                             f"{flag}={want}", f"remove it from engine.args, and set {where}.{key} to change the size"))
         elif flag == EXPERT and not t.expert:
