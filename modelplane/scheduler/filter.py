@@ -92,9 +92,10 @@ def domain_problem(role, pool) -> str | None:
 
 def all_to_all_problem(role, pool) -> str | None:
     """Expert parallelism across nodes exchanges tokens all-to-all between every rank of a worker:
-    vLLM runs it on DeepEP's kernels (docs/serving/expert_parallel_deployment.md, "Multi-Node
-    Deployment"), and llm-d's wide-EP guide requires InfiniBand or RoCE RDMA and the pods of one EP
-    group inside one networking domain (llm-d/llm-d guides/wide-ep-lws/README.md). GPUDirect-TCPX(O)
+    vLLM runs it on DeepEP's kernels (vllm-project/vllm docs/serving/expert_parallel_deployment.md
+    @ 01702569, "Multi-Node Deployment"), and llm-d's wide-EP guide requires InfiniBand or RoCE RDMA
+    and the pods of one EP group inside one networking domain (llm-d/llm-d
+    guides/wide-ep-lws/README.md @ 00b06e46, "Hardware Requirements", "Prerequisites"). GPUDirect-TCPX(O)
     and plain TCP have no documented all-to-all backend; an NVLink domain carries it itself."""
     if role.expert and role.nodes_per_worker > 1 and not pool.domain_nodes and pool.fabric not in RDMA_FABRICS:
         return (f"{role.name}: expert parallelism over {role.nodes_per_worker} nodes per worker exchanges tokens "
