@@ -13,7 +13,9 @@ from .cost import pool_price
 from .scheduler.bindings import resolve
 from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
 from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
+from .render.dra import CHANNEL_DEVICE_CLASS
 from .scheduler import Cluster, Demand, Pool, Role, allocate
+from .scheduler.model import domain_nodes
 
 INVENTORY_VERSION = 2
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -43,10 +45,13 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
                 pools[-1]["capacityBlockNote"] = gap
     # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
     # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
-    installed = set(DRA_DRIVERS) if cluster.substrate.dra_driver else set()
+    # The driver's ComputeDomain part is on where a pool is one NVLink domain (render/addons.py).
+    installed = {*DRA_DRIVERS, CHANNEL_DEVICE_CLASS} if cluster.substrate.dra_driver else set()
     installed |= set(cluster.existing.device_classes) if cluster.existing else set()
     installed = installed if cluster.dra else set()
     drivers = {p["device"]["driver"] for p in pools} & installed
+    if any(domain_nodes(p["capabilities"]) for p in pools):
+        drivers |= {CHANNEL_DEVICE_CLASS} & installed
     drivers |= {p["fabric"]["nicDeviceClass"] for p in pools if p["fabric"].get("nicDeviceClass")}
     return {
         "version": INVENTORY_VERSION, "name": cluster.name, "cloud": cluster.cloud, "region": cluster.region,
@@ -80,7 +85,8 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
 def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
-                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None) for p in inv["pools"])
+                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
+                       domain_nodes(p["capabilities"])) for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
 
@@ -114,9 +120,11 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     so Filter can check GPU memory and node storage."""
     counts = role_workers(md)
     weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
-    roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
-                       weights, w.topology.tensor * w.topology.pipeline, refused_fabrics(md, engine, catalog))
-                  for name, (sel, w, engine) in md.gpu_roles().items())
+    experts = catalog.expert_gib(md) if catalog is not None else 0.0
+    roles = tuple(Role(name, sel.cel, counts[name], t.nodes_per_worker, t.gpus_per_node, weights,
+                       t.tensor * t.pipeline, refused_fabrics=refused_fabrics(md, engine, catalog),
+                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert)
+                  for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
 

@@ -391,7 +391,7 @@ class NodeSelector(TypedDict):
 
 
 class Topology(TypedDict):
-    'Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each.'
+    "Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each.\n`expert` (KServe's spelling, spec.parallelism.expert): a mixture-of-experts model's experts are\nsharded over the tensor x data ranks (vLLM --enable-expert-parallel) instead of tensor-split."
 
     tensor: NotRequired[int]
     'Default: 1.'
@@ -401,6 +401,8 @@ class Topology(TypedDict):
     'Default: 1.'
     dataLocal: NotRequired[int]
     'Default: 1.'
+    expert: NotRequired[bool]
+    'Default: false.'
 
 
 class Workers(TypedDict):
@@ -409,7 +411,7 @@ class Workers(TypedDict):
     count: NotRequired[int]
     'Default: 1.'
     topology: NotRequired[Topology]
-    'Default: {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}.'
+    'Default: {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}.'
 
 
 class KeyRef(TypedDict):
@@ -452,7 +454,7 @@ class Prefill(TypedDict):
     nodeSelector: NotRequired[NodeSelector]
     'Default: {"cel": ""}.'
     workers: NotRequired[Workers]
-    'Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}}.'
+    'Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}}.'
     engine: NotRequired[Engine]
     'Default: {"args": [], "env": [], "port": 8000, "healthPath": "/health"}.'
 
@@ -549,7 +551,7 @@ class ModelDeployment(TypedDict):
     nodeSelector: NotRequired[NodeSelector]
     'CEL over a class\'s capabilities, e.g. gpu.memoryGiB >= 80. Default: {"cel": ""}.'
     workers: NotRequired[Workers]
-    'decode (or unified) workers per replica and their parallelism. Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}}.'
+    'decode (or unified) workers per replica and their parallelism. Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}}.'
     engine: NotRequired[Engine]
     'the inference engine\'s image, args and env. Default: {"args": [], "env": [], "port": 8000, "healthPath": "/health"}.'
     prefill: NotRequired[Prefill]

@@ -111,8 +111,9 @@ def test_h6_kserve_multi_node_is_data_parallel_and_its_worker_has_no_probe(examp
     for part in (llmis["template"], llmis["worker"]):
         main = part["containers"][0]
         assert "readinessProbe" not in main and "ports" not in main     # the presets own ports and probes
+    # KServe refuses pipeline with data (a disaggregated pipeline runs through our presets: test_presets.py)
     md = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 1,
-          "workers": {"topology": {"tensor": 8, "pipeline": 2}}, "prefill": {"workers": {"topology": {"tensor": 8}}}}
+          "workers": {"topology": {"tensor": 8, "pipeline": 2, "data": 2}}}
     with pytest.raises(InputError) as err:
         parse_stack_config({"modelplane:deployments": [md]}, Source("stacks/Pulumi.t.yaml", None), load_catalog())
     assert err.value.problems[0].rule == "kserve-multi-node" and "backend: native" in err.value.problems[0].fix

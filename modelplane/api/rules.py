@@ -213,8 +213,8 @@ ROOT_IMAGES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
 
 
 def check_engines(md: ModelDeployment) -> list[Finding]:
-    """What each backend can run: KServe's presets (non-root image; pipeline parallelism only through
-    our preset, render/presets.py: whole models, data 1), the native backend's own launch (an image)."""
+    """What each backend can run: KServe's presets (non-root image; pipeline parallelism through our
+    presets, render/presets.py, with data 1), the native backend's own launch (an image)."""
     out = []
     for role, (_, workers, engine) in md.gpu_roles().items():
         at = () if role == "decode" else ("prefill",)
@@ -230,14 +230,11 @@ def check_engines(md: ModelDeployment) -> list[Finding]:
                                "leave engine.image out to run the preset's image (ghcr.io/llm-d/llm-d-cuda), or use "
                                "backend: native"))
         t = workers.topology
-        if t.pipeline > 1 and (md.disaggregated or t.data > 1):
-            why = ("a disaggregated deployment would need KServe's decode/prefill pipeline-parallel presets, which "
-                   "no release ships" if md.disaggregated else
-                   "KServe picks its data-parallel preset whenever data is set, so pipeline and data cannot combine")
+        if t.pipeline > 1 and t.data > 1:
             out.append(Finding("kserve-multi-node", (*at, "workers", "topology", "pipeline"),
-                               f"role {role!r} asks for pipeline parallelism {t.pipeline}; on the kserve backend "
-                               "pipeline parallelism runs through modelplane's own pipeline-parallel preset, which "
-                               f"serves a whole (not disaggregated) model with data 1: {why}",
+                               f"role {role!r} asks for pipeline parallelism {t.pipeline} with data {t.data}; KServe "
+                               "refuses an LLMInferenceService with both (llm_inference_service_validation.go "
+                               "L283-289 @ v0.20.0), and picks its data-parallel preset whenever data is set",
                                "use backend: native (LeaderWorkerSet with a Ray cluster), drop data (pipeline x "
                                "tensor per node), or spread over nodes with data/dataLocal instead of pipeline"))
     return out
@@ -259,9 +256,11 @@ def native_prefill_idle(md: ModelDeployment) -> Finding | None:
 
 
 def check_deployment(md: ModelDeployment) -> list[Finding]:
-    from .scaling_rules import check_adopt, check_scaling   # they build on Finding and duplicates above
+    from .parallelism import check_engine_args     # these build on Finding and duplicates above
+    from .scaling_rules import check_adopt, check_scaling
 
-    return check_roles(md) + check_bands(md) + check_engines(md) + check_scaling(md) + check_adopt(md)
+    return (check_roles(md) + check_bands(md) + check_engines(md) + check_engine_args(md) + check_scaling(md)
+            + check_adopt(md))
 
 
 def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass]) -> list[Finding]:
@@ -296,6 +295,7 @@ def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass])
                                f"list the zones of {cluster.region} that offer this GPU, e.g. [{cluster.region}-a]"))
         out += _placement_findings(cluster, pool, i, cls)
         out += _capacity_findings(cluster, pool, i, cls)
+        out += _domain_findings(cluster, pool, i, cls)
         if pool.capacity.type == "capacity-block" and cluster.source != "eks":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "capacity blocks are an EC2 feature", "use reservation, spot or flex-start on GKE"))
@@ -350,6 +350,35 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
                                "DRA GPU nodes by copying the devices of a running node of the group",
                                "set minNodes: 1 or more, or set dra: false on this cluster (the device plugin "
                                "scales from zero)"))
+    return out
+
+
+# The NVIDIA DRA driver's IMEX channel class (render/dra.py names the same fact for the renderers).
+CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
+
+
+def _domain_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:
+    """A pool of a multi-node NVLink class is one NVLink domain, so that a multi-node worker placed
+    on it never leaves the domain: GKE keeps the VMs of a pool with the 1x72 workload policy in one
+    NVL72 domain, and an EKS node group draws on one UltraServer's Capacity Block. Its workers claim
+    IMEX channels of a DRA ComputeDomain, which needs the NVIDIA DRA driver's ComputeDomain part."""
+    domain = cls.capabilities.interconnect.nvlink_domain
+    if domain is None:
+        return []
+    out = []
+    if pool.max_nodes > domain.nodes:
+        out.append(Finding("pool-domain", ("nodePools", i, "maxNodes"),
+                           f"pool {pool.name!r} may grow to {pool.max_nodes} nodes, but one NVLink domain of {cls.name} "
+                           f"holds {domain.nodes} ({domain.gpus} GPUs), and a pool is kept inside one domain",
+                           f"set maxNodes to {domain.nodes} or fewer, and add one pool per further NVLink domain"))
+    provided = cluster.substrate.dra_driver.enabled or (cluster.existing is not None
+                                                       and CHANNEL_DEVICE_CLASS in cluster.existing.device_classes)
+    if not (cluster.dra and provided):
+        out.append(Finding("pool-domain", ("nodePools", i, "class"),
+                           f"{cls.name} shares GPU memory across the nodes of an NVLink domain only through the IMEX "
+                           "channels of DRA ComputeDomains (NVIDIA DRA driver), which this cluster does not run",
+                           "set dra: true with the substrate's draDriver (modelplane turns its ComputeDomain part on), "
+                           f"or list {CHANNEL_DEVICE_CLASS} in existing.deviceClasses if your own driver provides it"))
     return out
 
 

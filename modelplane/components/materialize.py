@@ -20,6 +20,7 @@ _CLASSES = {
     "gcp:compute/network:Network": ("pulumi_gcp.compute", "Network"),
     "gcp:compute/subnetwork:Subnetwork": ("pulumi_gcp.compute", "Subnetwork"),
     "gcp:compute/firewall:Firewall": ("pulumi_gcp.compute", "Firewall"),
+    "gcp:compute/resourcePolicy:ResourcePolicy": ("pulumi_gcp.compute", "ResourcePolicy"),
     "gcp:compute/healthCheck:HealthCheck": ("pulumi_gcp.compute", "HealthCheck"),
     "gcp:dns/recordSet:RecordSet": ("pulumi_gcp.dns", "RecordSet"),
     "pulumi:providers:gcp": ("pulumi_gcp", "Provider"),

@@ -6,6 +6,7 @@ import json
 
 from ..api.deployment import ModelDeployment
 from ..api.fabric import EFA_RESOURCE, carries, image_refusal
+from ..api.parallelism import check_engine_args
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
 from ..render.gpudirect import DAEMON, INTERFACES_ANNOTATION
@@ -101,11 +102,11 @@ def fabric_wired(resources, config=None):
     return out
 
 
-@policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
-        "pipeline parallelism other than modelplane's preset (whole models, data 1); the native backend needs an image.",
-        "stack")
+@policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and run "
+        "pipeline parallelism only through modelplane's presets, with data 1; the native backend needs an image; "
+        "engine.args set no parallel size or expert parallelism other than the topology's.", "stack")
 def engines(resources, config=None):
-    return _spec_findings(resources, check_engines)
+    return _spec_findings(resources, lambda md: check_engines(md) + check_engine_args(md))
 
 
 @policy("flex-start-serving", "Serving on flex-start capacity: flex-start VMs run for at most seven days, then GKE "

@@ -62,6 +62,7 @@ class ClusterFacts:
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
+    compute_domains: bool = False        # some pool is one multi-node NVLink domain (DRA ComputeDomains)
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -91,13 +92,19 @@ def envoy_gateway_values() -> dict:
 
 
 def dra_driver_values(facts: ClusterFacts) -> dict:
-    """dra-driver-nvidia-gpu v0.4.1: GPUs only (no ComputeDomain controller, which prefers a
-    control-plane node that GKE and EKS do not have), the kubelet plugin on every GPU node
-    (selected by nvidia.com/gpu.present, tolerating the GPU taint), the driver root of the node
-    image: COS on GKE, the host root on EKS AL2023."""
+    """dra-driver-nvidia-gpu v0.4.1: GPUs, and ComputeDomains (IMEX channels over multi-node NVLink)
+    where some pool is an NVLink domain (GB200 NVL72); the kubelet plugin on every GPU node
+    (selected by nvidia.com/gpu.present, tolerating every taint: the GPU taint, GKE's arm64 one), the
+    driver root of the node image: COS on GKE, the host root on EKS AL2023 (docs/install.md @ v0.4.1).
+    The ComputeDomain controller (a Deployment) only prefers a control-plane node (values.yaml:
+    preferred affinity) and tolerates no GPU taint, so on GKE and EKS it runs on the system pool, as
+    Cluster Toolkit's A4X install keeps it (modules/management/kubectl-apply/main.tf: off GPU nodes,
+    nvidiaDriverRoot /home/kubernetes/bin/nvidia, the kubelet plugin tolerating the GPU and arm64
+    taints); on GKE its system-node-critical priority is admitted by the namespace's ResourceQuota
+    (dra-driver-quota)."""
     root = GKE_DRIVER_ROOT if facts.source == "gke" else facts.driver_root
     return {"nvidiaDriverRoot": root, "gpuResourcesEnabledOverride": True,
-            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": facts.compute_domains}},
             "kubeletPlugin": {"tolerations": TOLERATE_ALL}}
 
 
@@ -216,9 +223,9 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
-        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfig, which "
-                  "KServe looks up by name for pipeline > 1 and no release ships (render/presets.py)",
-                  after=("kserve-webhook-ready",), objects=(presets.pipeline_parallel(kserve_ns),)))
+        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfigs (whole "
+                  "model, decode and prefill roles), which KServe looks up by name for pipeline > 1 and no release "
+                  "ships (render/presets.py)", after=("kserve-webhook-ready",), objects=presets.all_presets(kserve_ns)))
     if gateway:
         add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
                   after=("gateway-api-crds",), key="envoyGatewayCrds",

@@ -10,6 +10,9 @@ Each input follows a documented recipe (docs/cloud-recipes.md has the sources):
 - A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): one VPC, subnet and internal firewall rule per GPU
   NIC, multi-networking on the cluster, the VPCs as the pool's additional node networks.
 - Local SSDs as ephemeral storage where the machine carries them (the model download goes there).
+- A4X (GB200 NVL72): a HIGH_THROUGHPUT workload policy with the class's accelerator topology
+  (1x72) as the pool's COMPACT placement policy, which keeps its VMs in one NVLink domain
+  (Cluster Toolkit examples/gke-a4x/gke-a4x.yaml, modules/compute/resource-policy).
 """
 from __future__ import annotations
 
@@ -122,6 +125,12 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     return args
 
 
+def workload_policy_args(c: InferenceCluster, pool, topology: str) -> dict:
+    """The A4X pool's workload policy (Compute Engine resource policy, regional)."""
+    return {"name": f"{c.name}-{pool.name}-nvl", "project": c.gke.project, "region": c.gke.region,
+            "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": topology}}
+
+
 def cluster_args(c: InferenceCluster, multi_networking: bool = False) -> dict:
     """Cluster inputs: the pinned control-plane version and Dataplane V2 (which managed DRANET
     and multi-networking need and which can only be chosen when the cluster is created);
@@ -148,6 +157,7 @@ def system_pool_args(c: InferenceCluster) -> dict:
 
 
 CLUSTER, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
+RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 NETWORK, SUBNET, FIREWALL = "gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork", \
     "gcp:compute/firewall:Firewall"
 
@@ -169,8 +179,13 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str):
     system = graph.add(Node(POOL, f"{c.name}-system", {**system_pool_args(c), "cluster": name}, parent,
                             depends_on=after))
     for pool in sorted(c.node_pools, key=lambda p: p.name):
-        graph.add(Node(POOL, f"{c.name}-{pool.name}", {**node_pool_args(c, catalog, pool), "cluster": name}, parent,
-                       depends_on=after))
+        args = {**node_pool_args(c, catalog, pool), "cluster": name}
+        topology = catalog.classes[pool.class_].provisioning.gke.accelerator_topology
+        if topology:
+            policy = workload_policy_args(c, pool, topology)
+            key = graph.add(Node(RESOURCE_POLICY, policy["name"], policy, parent))
+            args["placementPolicy"] = {"type": "COMPACT", "policyName": Ref(key, "name")}
+        graph.add(Node(POOL, f"{c.name}-{pool.name}", args, parent, depends_on=after))
     kubeconfig = Secret(Apply(gke_kubeconfig, (name, Ref(cluster, "endpoint"),
                                                Ref(cluster, "masterAuth.clusterCaCertificate"))))
     return kubeconfig, [system]

@@ -41,20 +41,31 @@ def workload_service(llmisvc: str) -> str | None:
 
 
 def parallelism(t: Topology) -> dict:
-    """Tensor is per node (KServe derives the LWS group size from data/dataLocal)."""
+    """Tensor is per node (KServe derives the LWS group size from data/dataLocal). `expert`: the
+    data-parallel presets add --enable-expert-parallel (config-llm-*worker-data-parallel.yaml @ v0.20.0)."""
     out = {"tensor": t.tensor}
     if t.pipeline > 1:
         out["pipeline"] = t.pipeline
     if t.data > 1:
         out["data"] = t.data
         out["dataLocal"] = t.data_local
+    if t.expert:
+        out["expert"] = True
     return out
+
+
+def multi_node(t: Topology) -> bool:
+    """Whether the role gets a `worker` and so KServe's worker presets: every multi-node worker,
+    and every data-parallel one, even on one node (LeaderWorkerSet size 1). KServe picks a preset by
+    `worker` (config_merge.go L228-263 @ v0.20.0); its single-node presets pass only
+    --tensor-parallel-size, so without `worker` data parallelism and `expert` would be dropped."""
+    return t.nodes_per_worker > 1 or t.data > 1
 
 
 def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_annotations: dict) -> dict:
     out = {"replicas": workers, "parallelism": parallelism(topology),
            "labels": dict(pod_labels), "annotations": dict(pod_annotations), "template": pod}
-    if topology.nodes_per_worker > 1:
+    if multi_node(topology):
         out["worker"] = pod
     return out
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..api.deployment import EnvVar
 from ..api.fabric import EFA_RESOURCE
 from . import gpudirect as gd
-from .dra import CLAIM_NAME, NIC_CLAIM_NAME
+from .dra import CHANNEL_CLAIM_NAME, CLAIM_NAME, NIC_CLAIM_NAME
 from .names import GPU_RESOURCE, HF_TOKEN_KEY, HF_TOKEN_SECRET, KAI_SCHEDULER, MODEL_SERVICE_ACCOUNT, POOL, \
     gpu_toleration
 
@@ -20,6 +20,9 @@ WIRED_CAPABILITIES = ("IPC_LOCK",)
 # weight loading run on the CPU); requests only, so the pod is Burstable, never BestEffort.
 CPU_PER_GPU = 2
 MEMORY_GI_PER_GPU = 8
+# GKE taints Arm nodes (A4X's Grace hosts) so that only pods tolerating it land there; llm-d's
+# A4X manifests carry this toleration (guides/wide-ep-lws/manifests/modelserver/gke-a4x).
+ARM64_TOLERATION = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class GpuWiring:
     nic_claim_template: str | None = None   # RDMA NICs through DRA (GKE managed DRANET)
     efa: int = 0                       # EFA interfaces through the EFA device plugin
     gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
+    channel_claim_template: str | None = None   # an IMEX channel of the role's ComputeDomain (multi-node NVLink)
+    arm64: bool = False                # the pool's hosts are Arm (Grace)
 
     @property
     def wired(self) -> bool:
@@ -78,7 +83,8 @@ def resources(gpu: GpuWiring, weights_gib: float) -> dict:
     if gpu.efa:
         limits[EFA_RESOURCE] = requests[EFA_RESOURCE] = gpu.efa
     out = {}
-    claims = [c for c, t in ((CLAIM_NAME, gpu.claim_template), (NIC_CLAIM_NAME, gpu.nic_claim_template)) if t]
+    claims = [c for c, t in ((CLAIM_NAME, gpu.claim_template), (NIC_CLAIM_NAME, gpu.nic_claim_template),
+                             (CHANNEL_CLAIM_NAME, gpu.channel_claim_template)) if t]
     if claims:
         out["claims"] = [{"name": c} for c in claims]
     if limits:
@@ -127,10 +133,12 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
         spec["initContainers"] = [gd.daemon(gpu.gpudirect["kind"], gpu.gpudirect["daemonImage"])]
     spec["containers"] = [main]
     spec["nodeSelector"] = {POOL: pool}
-    spec["tolerations"] = [gpu_toleration(gpu.driver)]
+    spec["tolerations"] = [gpu_toleration(gpu.driver), *([ARM64_TOLERATION] if gpu.arm64 else [])]
     claims = [{"name": CLAIM_NAME, "resourceClaimTemplateName": gpu.claim_template}] if gpu.claim_template else []
     if gpu.nic_claim_template:
         claims.append({"name": NIC_CLAIM_NAME, "resourceClaimTemplateName": gpu.nic_claim_template})
+    if gpu.channel_claim_template:
+        claims.append({"name": CHANNEL_CLAIM_NAME, "resourceClaimTemplateName": gpu.channel_claim_template})
     if claims:
         spec["resourceClaims"] = claims
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]

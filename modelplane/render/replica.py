@@ -7,7 +7,7 @@ from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
 from . import kai, keda, kserve, native, presets
-from .dra import claim_template, nic_claim_template
+from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
 from .pod import pod_annotations as wiring_annotations
@@ -32,13 +32,14 @@ def _check_keda(md: ModelDeployment, inv: dict) -> None:
 
 
 def _check_pipeline_preset(md: ModelDeployment, inv: dict) -> None:
-    """KServe finds the pipeline-parallel preset by name; only our KServe substrate installs it."""
+    """KServe finds the pipeline-parallel presets by name; only our KServe substrate installs them."""
     pipelined = md.backend == "kserve" and any(w.topology.pipeline > 1 for _, w, _ in md.gpu_roles().values())
     if pipelined and not inv.get("kserve", {}).get("enabled", True):
+        names = (presets.DECODE_NAME, presets.PREFILL_NAME) if md.disaggregated else (presets.NAME,)
         raise RenderError(f"deployment {md.key} runs pipeline parallelism on the kserve backend, which needs the "
-                          f"LLMInferenceServiceConfig {presets.NAME}; cluster {inv['name']} brings its own KServe "
-                          "(substrate.kserve: false), so modelplane does not install it there: apply "
-                          "modelplane.render.presets.pipeline_parallel('kserve') on that cluster, or use backend: native")
+                          f"LLMInferenceServiceConfig {' / '.join(names)}; cluster {inv['name']} brings its own "
+                          "KServe (substrate.kserve: false), so modelplane does not install it there: apply "
+                          "modelplane.render.presets.all_presets('kserve') on that cluster, or use backend: native")
 
 
 def _autoscaled(workload: dict, auto, lbls: dict, reserved: int | None = None) -> list[dict]:
@@ -94,7 +95,19 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
     if needs_fabric:
         efa = int(fabric.get("efaInterfaces", 0))
         gpudirect = fabric.get("gpudirect")
-    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect), objects
+    channel, caps = None, pool.get("capabilities", {})
+    if nodes_per_worker > 1 and caps.get("interconnect", {}).get("nvlinkDomain"):
+        # A multi-node worker inside one NVLink domain shares GPU memory through an IMEX channel.
+        if CHANNEL_DEVICE_CLASS not in inv["dra"]["deviceClasses"]:
+            raise RenderError(f"deployment {md.key}: {role} spans {nodes_per_worker} nodes of pool {pool['name']} on "
+                              f"cluster {inv['name']}, one NVLink domain, whose pods need an IMEX channel of a DRA "
+                              f"ComputeDomain; the cluster has no {CHANNEL_DEVICE_CLASS} device class: set dra: true "
+                              "with the substrate's draDriver (modelplane turns its ComputeDomain part on), or list "
+                              "the class in existing.deviceClasses if your own NVIDIA DRA driver provides it")
+        channel = f"{base}-{role}-imex"
+        objects.append(compute_domain(f"{base}-{role}-nvlink", md.namespace, lbls, channel))
+    arm64 = caps.get("arch") == "arm64"
+    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect, channel, arm64), objects
 
 
 def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
@@ -154,7 +167,8 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         name = f"{base}-{role}"
         work_name = workload_name(md, idx, placement.cluster, role)
         if topology.nodes_per_worker > 1:
-            lead_cmd, work_cmd = native.ray_commands(args)
+            lead_cmd, work_cmd = (native.ray_commands(args) if native.uses_ray(topology) else
+                                  native.data_parallel_commands(args, topology.data_local))
             leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
                                         port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),

@@ -123,7 +123,8 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
                         efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
-                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate))
+                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate),
+                        compute_domains=any(catalog.classes[p.class_].domain_nodes for p in c.node_pools))
 
 
 def chart_ref(spec: dict) -> tuple[str, dict | None]:
