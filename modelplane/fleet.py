@@ -66,7 +66,12 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
     out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
     if cluster.tls is not None:
-        out["tls"] = {"hostnames": list(cluster.tls.hostnames)}
+        # Who signs the certificate: modelplane's ACME issuer and how it solves challenges, or an
+        # issuer the cluster must already have (apps stacks check issuance from these facts).
+        tls = cluster.tls
+        out["tls"] = {"hostnames": list(tls.hostnames),
+                      **({"acme": tls.acme.solver} if tls.acme else {}),
+                      **({"issuerRef": tls.issuer_ref.model_dump(by_alias=True)} if tls.issuer_ref else {})}
     return out
 
 

@@ -61,6 +61,7 @@ class ClusterFacts:
     gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
+    dns01_account: str = ""              # GKE: the Google service account cert-manager uses for DNS-01
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
 
 
@@ -125,15 +126,28 @@ def listeners(tls: dict | None) -> list[dict]:
     return out
 
 
+def acme_solver(acme: dict) -> dict:
+    """HTTP-01 through this Gateway's HTTP listener (cert-manager's gatewayHTTPRoute solver), or DNS-01
+    in the stack's zone with the cluster's ambient cloud identity: Route 53 through EKS Pod Identity,
+    Cloud DNS through GKE Workload Identity (no keys in the issuer)."""
+    dns01 = acme.get("dns01")
+    if dns01 and dns01.get("route53"):
+        r53 = dns01["route53"]
+        return {"dns01": {"route53": {"region": r53.get("region", "us-east-1"), "hostedZoneID": r53["hostedZoneId"]}}}
+    if dns01:
+        return {"dns01": {"cloudDNS": {"project": dns01["cloudDns"]["project"]}}}
+    return {"http01": {"gatewayHTTPRoute": {"parentRefs": [
+        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
+         "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+
+
 def tls_objects(tls: dict) -> list[dict]:
     """The Certificate the HTTPS listener serves, and the ACME ClusterIssuer when modelplane makes one
     (HTTP-01 answered through this Gateway's HTTP listener: cert-manager's gatewayHTTPRoute solver)."""
     out = []
     if tls.get("acme"):
         acme = tls["acme"]
-        solver = {"http01": {"gatewayHTTPRoute": {"parentRefs": [
-            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
-             "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+        solver = acme_solver(acme)
         out.append({"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": meta(ACME_ISSUER, None, MANAGED_BY),
                     "spec": {"acme": {"email": acme["email"],
                                       "server": acme.get("server", "https://acme-v02.api.letsencrypt.org/directory"),
@@ -191,13 +205,19 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
     if gateway or kserve:
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
-    acme = bool(facts.tls and facts.tls.get("acme"))
+    acme = (facts.tls or {}).get("acme") or {}
+    http01 = bool(acme) and not acme.get("dns01")
     if _on(facts, "certManager") and (kserve or facts.tls):
         # HTTP-01 through the Gateway needs cert-manager's Gateway API support, which it turns on only
-        # when the Gateway API CRDs exist at start (config.enableGatewayAPI, cert-manager >= 1.15).
+        # when the Gateway API CRDs exist at start. `config.gatewayAPI.enabled` is the v1.21 spelling
+        # (cert-manager@v1.21.1 pkg/apis/config/controller/v1alpha1/types.go deprecates enableGatewayAPI).
+        values = {"crds": {"enabled": True}}
+        if http01:
+            values["config"] = {"gatewayAPI": {"enabled": True}}
+        if facts.dns01_account:   # GKE Workload Identity: the Google account cert-manager acts as
+            values["serviceAccount"] = {"annotations": {"iam.gke.io/gcp-service-account": facts.dns01_account}}
         add(Addon("cert-manager", "release", "KServe's webhooks and the Gateway's HTTPS certificate",
-                  key="certManager", after=("gateway-api-crds",) if acme else (SYSTEM,),
-                  values={"crds": {"enabled": True}, **({"config": {"enableGatewayAPI": True}} if acme else {})}))
+                  key="certManager", after=("gateway-api-crds",) if http01 else (SYSTEM,), values=values))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:

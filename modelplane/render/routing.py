@@ -91,7 +91,7 @@ def http_route(service: str, namespace: str, hostname: str | None, gateway: dict
 
 
 REDIRECT = {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-            "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
+            "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 308}}]}
 
 
 def is_pool(ref: dict) -> bool:

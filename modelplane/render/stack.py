@@ -121,9 +121,11 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
         gpudirect = tuple(sorted({r.installer for r in recipes}))
         nics = gke.gpu_nics(c, catalog)
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
+    account = gke.dns01_account(c)
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
                         efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
-                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate))
+                        gpu_nics=nics or 0, tls=tls, dns01_account=account[1] if account else "",
+                        overrides=overrides(c.substrate))
 
 
 def chart_ref(spec: dict) -> tuple[str, dict | None]:
@@ -165,7 +167,7 @@ def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_names
     inventory = inventory_of(c, catalog)
     system, extra = [], {}
     if c.gke:
-        kubeconfig, system = gke.build(c, catalog, graph, me)
+        kubeconfig, system, extra = gke.build(c, catalog, graph, me)
     elif c.eks:
         built = eks.build(c, catalog, graph, me)
         kubeconfig, system, extra = built.kubeconfig, built.system, built.addon_deps
