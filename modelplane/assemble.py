@@ -149,7 +149,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                       spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
-        service_dns(graph, spec.dns, named, addresses, by_key)
+        service_dns(graph, spec.dns, named, addresses, by_key,
+                    {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()})
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,

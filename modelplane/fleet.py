@@ -10,10 +10,10 @@ from .api.deployment import PRIORITY_CLASSES
 from .api.fabric import fabric_wiring
 from .cost import pool_price
 from .scheduler.bindings import resolve
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
+from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 
-INVENTORY_VERSION = 2
+INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
 
 
@@ -64,7 +64,9 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
         return None
     # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
-    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    # `hop`: the in-cluster hop Gateway a shared cluster's split goes through (render/addons.py).
+    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind,
+           "hop": {"name": HOP_GATEWAY, "service": f"{ENVOY_NAMESPACE}/{HOP_SERVICE}"}}
     if cluster.tls is not None:
         # Who signs the certificate: modelplane's ACME issuer and how it solves challenges, or an
         # issuer the cluster must already have (apps stacks check issuance from these facts).

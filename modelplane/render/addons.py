@@ -21,8 +21,12 @@ GATEWAY_NAMESPACE = "modelplane-gateway"
 GATEWAY_NAME = "inference"
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 ENVOY_NAMESPACE = "envoy-gateway-system"     # the envoyGateway release's namespace; its proxies run here
-LOOPBACK_SERVICE = "modelplane-gateway-loopback"
-LOOPBACK_PORT = 80
+# The hop Gateway: where a pool's weighted share of a shared cluster goes to reach its own rule
+# (render/routing.py). Its Envoy has a ClusterIP Service only, so no client outside the cluster reaches
+# it, and its routes never send anything back to the hop, so nothing can loop.
+HOP_GATEWAY = "inference-hop"
+HOP_SERVICE = "modelplane-hop"
+HOP_PORT = 80
 # Envoy Gateway v1.8.1 binds a listener on a privileged port 10000 higher in the proxy container
 # (internal/gatewayapi/listener.go, wellKnownPortShift in translator.go).
 ENVOY_HTTP_CONTAINER_PORT = 80 + 10000
@@ -63,6 +67,11 @@ class ClusterFacts:
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
     dns01_account: str = ""              # GKE: the Google service account cert-manager uses for DNS-01
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
+
+
+def is_own_gateway(gateway: dict | None) -> bool:
+    """Whether a cluster's inference Gateway is the one modelplane installs (not a gatewayRef)."""
+    return bool(gateway) and (gateway["name"], gateway["namespace"]) == (GATEWAY_NAME, GATEWAY_NAMESPACE)
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -116,8 +125,8 @@ ACME_ISSUER = "modelplane-acme"
 
 
 def listeners(tls: dict | None) -> list[dict]:
-    """The inference Gateway's listeners: HTTP :80 always (the loopback hop and, with TLS, the
-    redirect and ACME HTTP-01 answers), HTTPS :443 terminating with the cert-manager Secret."""
+    """The inference Gateway's listeners: HTTP :80 always (with TLS: the redirect and ACME HTTP-01
+    answers), HTTPS :443 terminating with the cert-manager Secret."""
     out = [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}]
     if tls:
         out.append({"name": "https", "protocol": "HTTPS", "port": 443,
@@ -164,31 +173,62 @@ def tls_objects(tls: dict) -> list[dict]:
 
 def gateway_objects(tls: dict | None = None) -> list[dict]:
     """The GatewayClass of Envoy Gateway, the cluster's inference Gateway (HTTP :80, and HTTPS :443
-    when `tls` is set) and the loopback Service. Pulumi waits until the Gateway has an address,
-    which the DNS layer points at."""
+    when `tls` is set), the hop Gateway with its EnvoyProxy (ClusterIP only) and the Service in front
+    of the hop Gateway's Envoy. Pulumi waits until the inference Gateway has an address, which the DNS
+    layer points at."""
     gateway_class = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                      "metadata": meta(GATEWAY_CLASS, None, MANAGED_BY),
                      "spec": {"controllerName": ENVOY_CONTROLLER}}
     gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": meta(GATEWAY_NAME, GATEWAY_NAMESPACE, MANAGED_BY,
                                 {"pulumi.com/waitFor": "jsonpath={.status.addresses[0].value}"}),
-               "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners(tls)}}
-    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []), gateway,
-            loopback_service()]
+               "spec": {"gatewayClassName": GATEWAY_CLASS, "infrastructure": _proxy_ref(GATEWAY_NAME),
+                        "listeners": listeners(tls)}}
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []),
+            envoy_proxy(GATEWAY_NAME, "LoadBalancer"), gateway, *hop_gateway_objects()]
 
 
-def loopback_service() -> dict:
-    """A fixed name for the inference Gateway's own Envoy pods, so a service route can send a pool's
-    weighted share back through them (render/routing.py). Envoy Gateway names its generated
-    Service with a hash, but labels every proxy pod with its owning Gateway
-    (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector)."""
+ENVOY_REPLICAS = 2   # a lost Envoy pod must not take a cluster's traffic with it
+
+
+def envoy_proxy(name: str, service_type: str) -> dict:
+    """The Envoy fleet behind one Gateway: two replicas, and its Service type. Envoy Gateway v1.8.1
+    takes a Gateway's `infrastructure.parametersRef` EnvoyProxy from the Gateway's namespace
+    (internal/gatewayapi/contexts.go L103-110; api/v1alpha1/envoyproxy_types.go envoyDeployment,
+    envoyService)."""
+    return {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy",
+            "metadata": meta(name, GATEWAY_NAMESPACE, MANAGED_BY),
+            "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
+                "envoyDeployment": {"replicas": ENVOY_REPLICAS}, "envoyService": {"type": service_type}}}}}
+
+
+def _proxy_ref(name: str) -> dict:
+    return {"parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy", "name": name}}
+
+
+def hop_gateway_objects() -> list[dict]:
+    """A second Gateway for the hop, on an Envoy of its own whose Service is ClusterIP only: no
+    client outside the cluster reaches it, and none of its routes sends anything back to it."""
+    hop = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+           "metadata": meta(HOP_GATEWAY, GATEWAY_NAMESPACE, MANAGED_BY),
+           "spec": {"gatewayClassName": GATEWAY_CLASS, "infrastructure": _proxy_ref(HOP_GATEWAY),
+                    "listeners": [{"name": "http", "protocol": "HTTP", "port": HOP_PORT,
+                                   "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
+    return [envoy_proxy(HOP_GATEWAY, "ClusterIP"), hop, hop_service()]
+
+
+def hop_service() -> dict:
+    """A fixed name for the hop Gateway's Envoy pods, which the service routes send a pool's share
+    to. Envoy Gateway names its generated Service with a hash but labels every proxy pod with its
+    owning Gateway (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector);
+    a listener on port 80 binds container port 10080 (internal/gatewayapi/listener.go)."""
     selector = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
                 "app.kubernetes.io/managed-by": "envoy-gateway",
-                "gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+                "gateway.envoyproxy.io/owning-gateway-name": HOP_GATEWAY,
                 "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(LOOPBACK_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(HOP_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
             "spec": {"type": "ClusterIP", "selector": selector,
-                     "ports": [{"name": "http", "port": LOOPBACK_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
+                     "ports": [{"name": "http", "port": HOP_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
                                 "protocol": "TCP"}]}}
 
 
