@@ -27,22 +27,6 @@ def quote_args(args) -> list[str]:
     return [shlex.quote(a) for a in args]
 
 
-def inference_pool(llmisvc: str) -> str:
-    """The InferencePool KServe creates for a service: ChildName(name, "-inference-pool"), which is the
-    plain concatenation while it fits 63 characters (our names always do)."""
-    name = f"{llmisvc}-inference-pool"
-    if len(name) > 63:
-        raise ValueError(f"{name} is longer than 63 characters")
-    return name
-
-
-def workload_service(llmisvc: str) -> str | None:
-    """KServe's `ChildName(name, "-kserve-workload-svc")` (port 8000, what its catch-all rules use);
-    None where the name would not fit 63 characters and KServe hashes it (knative ChildName)."""
-    name = f"{llmisvc}-kserve-workload-svc"
-    return name if len(name) <= 63 else None
-
-
 def parallelism(t: Topology) -> dict:
     """Tensor is per node (KServe derives the LWS group size from data/dataLocal)."""
     out = {"tensor": t.tensor}
