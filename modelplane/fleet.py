@@ -11,13 +11,13 @@ from .api.fabric import engine_facts, fabric_wiring, image_refusal
 from .api.rules import capacity_block_gap
 from .cost import pool_price
 from .scheduler.bindings import resolve
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
+from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
 from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from .render.dra import CHANNEL_DEVICE_CLASS
 from .scheduler import Cluster, Demand, Pool, Role, allocate
 from .scheduler.model import domain_nodes
 
-INVENTORY_VERSION = 2
+INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
 
 
@@ -76,9 +76,16 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
         return None
     # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
-    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    # `hop`: the in-cluster hop Gateway a shared cluster's split goes through (render/addons.py).
+    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind,
+           "hop": {"name": HOP_GATEWAY, "service": f"{ENVOY_NAMESPACE}/{HOP_SERVICE}"}}
     if cluster.tls is not None:
-        out["tls"] = {"hostnames": list(cluster.tls.hostnames)}
+        # Who signs the certificate: modelplane's ACME issuer and how it solves challenges, or an
+        # issuer the cluster must already have (apps stacks check issuance from these facts).
+        tls = cluster.tls
+        out["tls"] = {"hostnames": list(tls.hostnames),
+                      **({"acme": tls.acme.solver} if tls.acme else {}),
+                      **({"issuerRef": tls.issuer_ref.model_dump(by_alias=True)} if tls.issuer_ref else {})}
     return out
 
 

@@ -318,13 +318,38 @@ class IssuerRef(TypedDict):
     'an Issuer lives in modelplane-gateway. Default: "ClusterIssuer".'
 
 
+class Route53Solver(TypedDict):
+    "DNS-01 in a Route 53 hosted zone, with the cluster's own AWS identity (EKS Pod Identity)."
+
+    hostedZoneId: str
+    'the zone that holds the hostnames'
+    region: NotRequired[str]
+    'the region cert-manager\'s AWS client signs for (Route 53 is global). Default: "us-east-1".'
+
+
+class CloudDnsSolver(TypedDict):
+    "DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity)."
+
+    project: str
+    'the project that holds the managed zone'
+
+
+class Dns01(TypedDict):
+    'Solve ACME challenges with DNS records instead of HTTP: any cluster can answer, wildcards work.'
+
+    route53: NotRequired[Route53Solver]
+    cloudDns: NotRequired[CloudDnsSolver]
+
+
 class Acme(TypedDict):
-    'An ACME account modelplane registers (a ClusterIssuer solving HTTP-01 through the Gateway).'
+    "An ACME account modelplane registers: a ClusterIssuer solving HTTP-01 through the Gateway, or\nDNS-01 in the stack's zone with the cluster's own cloud identity (`dns01`)."
 
     email: str
     "the account's contact"
     server: NotRequired[str]
     'the ACME directory URL. Default: "https://acme-v02.api.letsencrypt.org/directory".'
+    dns01: NotRequired[Dns01]
+    'DNS-01 instead of HTTP-01 (required when DNS splits a name across clusters)'
 
 
 class GatewayTls(TypedDict):

@@ -76,7 +76,8 @@ def pods(run, name):
         spec = r.inputs.get("spec") or {}
         if r.type.endswith(":LLMInferenceService") and r.inputs["metadata"]["name"].startswith(name):
             out += [(spec.get("annotations") or {}, spec[part]) for part in ("template", "worker") if part in spec]
-        if r.type.endswith((":LeaderWorkerSet", ":Deployment")) and r.inputs["metadata"]["name"].startswith(name):
+        if r.type.endswith((":LeaderWorkerSet", ":Deployment")) and r.inputs["metadata"]["name"].startswith(name) \
+                and not r.inputs["metadata"]["name"].endswith("-epp"):    # the endpoint picker runs no GPU
             templates = spec.get("leaderWorkerTemplate") or {"template": spec.get("template")}
             out += [(t["metadata"].get("annotations") or {}, t["spec"]) for t in templates.values()
                     if isinstance(t, dict) and "spec" in t]

@@ -9,7 +9,7 @@ from pydantic import Field, ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
-from .collisions import check_names
+from .collisions import check_names, check_objects
 from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
@@ -256,7 +256,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
                 f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
                 f"\"$(cat kubeconfig)\" --stack <stack>")
-    for f in check_names(spec.clusters, spec.deployments):
+    for f in [*check_names(spec.clusters, spec.deployments), *check_objects(spec.deployments, spec.services)]:
         add(f.path[0], f.path[1:], f.message, f.fix)
     local = {c.name for c in spec.clusters}
     for i, md in enumerate(spec.deployments):

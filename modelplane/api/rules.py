@@ -103,12 +103,14 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     return out
 
 
-# Images of the Gateway API Inference Extension endpoint picker (llm-d's build and the upstream one).
-# It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
+# Images of the Gateway API Inference Extension endpoint picker: llm-d's scheduler, its 2026 name
+# (KServe v0.20.0's scheduler preset runs ghcr.io/llm-d/llm-d-router-endpoint-picker, llm-d/llm-d#1819)
+# and GAIE's reference picker. It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
 # --pool-name (gateway-api-inference-extension v1.0.0 cmd/epp/runner/runner.go L467-469, the
 # version llm-d-inference-scheduler v0.3.0 builds on) and needs an InferencePool, RBAC to watch
 # it and a Gateway that calls it, none of which an extra role has.
-ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "registry.k8s.io/gateway-api-inference-extension/epp")
+ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "ghcr.io/llm-d/llm-d-router-endpoint-picker",
+                    "registry.k8s.io/gateway-api-inference-extension/epp")
 
 
 def image_repo(image: str) -> str:

@@ -21,6 +21,9 @@ from .kubeconfig import TAINT_EFFECT, eks_kubeconfig
 
 _CAPACITY = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK", "reservation": "ON_DEMAND"}
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"   # kube-system; the substrate's chart uses this name
+# The cert-manager chart names its controller's ServiceAccount after the release (`cert-manager`),
+# in the release's namespace (catalog/substrate.yaml certManager).
+CERT_MANAGER_NAMESPACE = CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager"
 MIME_BOUNDARY = "MODELPLANE"
 
 # What the cluster autoscaler calls (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md);
@@ -140,20 +143,42 @@ def efa_security_group(c: InferenceCluster, cluster: str) -> dict:
             "tags": {"Name": f"{c.name}-efa"}}
 
 
-def _autoscaler_identity(c: InferenceCluster, graph: Graph, cluster: str, parent: str) -> list:
-    """The cluster autoscaler's IAM role, bound to its ServiceAccount through EKS Pod Identity."""
+def cert_manager_dns_policy(zone_id: str) -> dict:
+    """What cert-manager's route53 DNS-01 solver calls (cert-manager docs, "Route53": the IAM policy):
+    read changes, edit and list the zone's records, find zones by name."""
+    return {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "route53:GetChange", "Resource": "arn:aws:route53:::change/*"},
+        {"Effect": "Allow", "Action": ["route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"],
+         "Resource": f"arn:aws:route53:::hostedzone/{zone_id}"},
+        {"Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"}]}
+
+
+def _pod_identities(c: InferenceCluster, graph: Graph, cluster: str, parent: str) -> dict[str, list]:
+    """IAM roles bound to in-cluster ServiceAccounts through EKS Pod Identity (its agent add-on first):
+    the cluster autoscaler's, and cert-manager's when it answers DNS-01 in Route 53. Addon name ->
+    the association its release waits for."""
+    wanted = []
+    if c.substrate.autoscaler:
+        wanted.append(("cluster-autoscaler", "autoscaler", "kube-system", AUTOSCALER_SERVICE_ACCOUNT, AUTOSCALER_POLICY))
+    dns01 = c.tls.acme.dns01 if c.tls and c.tls.acme else None
+    if dns01 and dns01.route53:
+        wanted.append(("cert-manager", "cert-manager", CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT,
+                       cert_manager_dns_policy(dns01.route53.hosted_zone_id)))
+    if not wanted:
+        return {}
     name = Ref(cluster, "name")
     agent = graph.add(Node("aws:eks/addon:Addon", f"{c.name}-pod-identity-agent",
                            {"clusterName": name, "addonName": "eks-pod-identity-agent"}, parent))
-    role = graph.add(Node(ROLE, f"{c.name}-autoscaler",
-                          {"assumeRolePolicy": _assume("pods.eks.amazonaws.com", True)}, parent))
-    policy = graph.add(Node(POLICY, f"{c.name}-autoscaler",
-                            {"role": Ref(role, "id"), "policy": json.dumps(AUTOSCALER_POLICY)}, parent))
-    assoc = graph.add(Node("aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{c.name}-autoscaler",
-                           {"clusterName": name, "namespace": "kube-system",
-                            "serviceAccount": AUTOSCALER_SERVICE_ACCOUNT, "roleArn": Ref(role, "arn")},
-                           parent, depends_on=(agent, policy)))
-    return [assoc]
+    out = {}
+    for addon, short, namespace, account, document in wanted:
+        role = graph.add(Node(ROLE, f"{c.name}-{short}",
+                              {"assumeRolePolicy": _assume("pods.eks.amazonaws.com", True)}, parent))
+        policy = graph.add(Node(POLICY, f"{c.name}-{short}",
+                                {"role": Ref(role, "id"), "policy": json.dumps(document)}, parent))
+        out[addon] = [graph.add(Node("aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{c.name}-{short}",
+                                     {"clusterName": name, "namespace": namespace, "serviceAccount": account,
+                                      "roleArn": Ref(role, "arn")}, parent, depends_on=(agent, policy)))]
+    return out
 
 
 def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> EksBuild:
@@ -205,7 +230,7 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> E
             "subnetIds": subnets, **node_group_args(c, catalog, pool),
             "launchTemplate": {"id": Ref(lt, "id"), "version": Apply(str, (Ref(lt, "latestVersion"),))}},
             parent, depends_on=after, ignore_changes=("scalingConfig.desiredSize",)))
-    deps = {"cluster-autoscaler": _autoscaler_identity(c, graph, cluster, parent)} if c.substrate.autoscaler else {}
+    deps = _pod_identities(c, graph, cluster, parent)
     kubeconfig = Secret(Apply(partial(eks_kubeconfig, e.region), (
         name, Ref(cluster, "endpoint"), Ref(cluster, "certificateAuthority.data"))))
     return EksBuild(kubeconfig, [system], deps)

@@ -188,4 +188,40 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str):
         graph.add(Node(POOL, f"{c.name}-{pool.name}", args, parent, depends_on=after))
     kubeconfig = Secret(Apply(gke_kubeconfig, (name, Ref(cluster, "endpoint"),
                                                Ref(cluster, "masterAuth.clusterCaCertificate"))))
-    return kubeconfig, [system]
+    return kubeconfig, [system], _dns01_identity(c, graph, parent)
+
+
+# cert-manager's controller ServiceAccount: the chart names it after the release, in its namespace.
+CERT_MANAGER_KSA = ("cert-manager", "cert-manager")
+
+
+def dns01_account(c: InferenceCluster) -> tuple[str, str] | None:
+    """(account id, email) of the Google service account cert-manager acts as for Cloud DNS DNS-01,
+    or None. Account ids are 6-30 characters."""
+    dns01 = c.tls.acme.dns01 if c.tls and c.tls.acme else None
+    if not (c.gke and dns01 and dns01.cloud_dns):
+        return None
+    account = f"{c.name[:24].rstrip('-')}-dns01"
+    return account, f"{account}@{c.gke.project}.iam.gserviceaccount.com"
+
+
+def _dns01_identity(c: InferenceCluster, graph: Graph, parent: str) -> dict[str, list]:
+    """GKE Workload Identity for cert-manager's Cloud DNS solver (cert-manager docs, "Google
+    CloudDNS", Workload Identity): a Google service account allowed to edit DNS in the zone's
+    project, which cert-manager's Kubernetes ServiceAccount may impersonate (its chart annotates
+    the ServiceAccount with the account's email, see render/addons.py)."""
+    found = dns01_account(c)
+    if found is None:
+        return {}
+    account_id, email = found
+    project = c.gke.project
+    account = graph.add(Node("gcp:serviceaccount/account:Account", f"{c.name}-dns01", {
+        "accountId": account_id, "project": project, "displayName": f"cert-manager DNS-01 on {c.name}"}, parent))
+    dns = graph.add(Node("gcp:projects/iAMMember:IAMMember", f"{c.name}-dns01-dns", {
+        "project": c.tls.acme.dns01.cloud_dns.project, "role": "roles/dns.admin", "member": f"serviceAccount:{email}"},
+        parent, depends_on=(account,)))
+    ns, ksa = CERT_MANAGER_KSA
+    bind = graph.add(Node("gcp:serviceaccount/iAMMember:IAMMember", f"{c.name}-dns01-workload-identity", {
+        "serviceAccountId": Ref(account, "name"), "role": "roles/iam.workloadIdentityUser",
+        "member": f"serviceAccount:{project}.svc.id.goog[{ns}/{ksa}]"}, parent))
+    return {"cert-manager": [dns, bind]}

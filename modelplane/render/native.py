@@ -95,6 +95,12 @@ def leader_worker_set(name: str, namespace: str, lbls: dict, workers: int, nodes
                          "workerTemplate": _template(lbls, pod_labels, pod_annotations, worker)}}}
 
 
+def shared_service(deployment: str) -> str:
+    """The Service over the serving pods of every replica of a deployment on one cluster: what its
+    services route to, so a lost replica's pods leave the endpoints and the rest carry its share."""
+    return deployment
+
+
 def service(name: str, namespace: str, lbls: dict, selector: dict, port: int, leader_only: bool = False) -> dict:
     selector = {**selector, LWS_WORKER_INDEX: "0"} if leader_only else dict(selector)
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta(name, namespace, lbls),

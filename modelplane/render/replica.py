@@ -6,7 +6,7 @@ from ..api.fabric import carries
 from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
-from . import kai, keda, kserve, native, presets
+from . import kai, keda, kserve, native, picker, presets
 from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
@@ -119,6 +119,21 @@ def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
     return env
 
 
+def render_cluster_entry(md: ModelDeployment, inv: dict) -> list[dict]:
+    """What every replica of a deployment on one cluster shares, so requests spread over all of them
+    by readiness and load: KServe's shared InferencePool and its endpoint picker (render/picker.py);
+    on the native backend one Service over the serving pods of every replica there. A cluster
+    without a Gateway gets none: nothing routes to it (KServe keeps a picker per replica there)."""
+    if inv.get("gateway") is None:
+        return []
+    if md.backend == "kserve":
+        return picker.picker_objects(md.name, md.namespace, md.disaggregated)
+    _, workers, engine = md.gpu_roles()["decode"]
+    selector = {DEPLOYMENT: md.name, ROLE: "decode"}
+    return [native.service(native.shared_service(md.name), md.namespace, labels(md.name), selector, engine.port,
+                           leader_only=workers.topology.nodes_per_worker > 1)]
+
+
 def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights_gib: float = 0.0,
                    served_names: list[str] | None = None) -> list[dict]:
     """`served_names`: model names the engine answers to (its own first, then service aliases)."""
@@ -187,7 +202,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         objects.append(kserve.llm_inference_service(meta(workload_name(md, idx, placement.cluster), md.namespace,
                                                          labels(md.name, idx)), md.model.uri,
                                                     served[0], workloads["decode"], workloads.get("prefill"),
-                                                    inv.get("gateway")))
+                                                    inv.get("gateway"), picker.pool_name(md.name)))
     # InPlace: bound extra roles follow the decode workers this replica was placed with.
     bound = resolve(md.scaling.binding_map(), placement.roles["decode"].workers) if md.in_place else {}
     for role in md.roles:
