@@ -123,14 +123,15 @@ def test_what_the_user_still_sets_constrains_the_search():
     assert strict.candidates == [] and any("no profiled shape meets" in n for n in strict.notes)
 
 
-def test_a_worker_wider_than_a_node_or_expert_parallel_is_left_out_with_the_reason():
+def test_the_estimators_workers_become_topologies_and_a_tensor_group_wider_than_a_node_is_left_out():
     from modelplane.sizing.candidates import topology
     from modelplane.sizing.profiles import Parallel
 
     assert topology(Parallel(workers=1, tp=8), 4) is None
     t = topology(Parallel(workers=1, tp=2, dp=8), 8)
-    assert (t.tensor, t.data, t.data_local, t.nodes_per_worker, t.gpus_per_node) == (2, 8, 4, 2, 8)
-    assert topology(Parallel(workers=1, tp=1, dp=8, moe_tp=1, moe_ep=8), 8) is None   # until the expert axis
+    assert (t.tensor, t.data, t.data_local, t.nodes_per_worker, t.gpus_per_node, t.expert) == (2, 8, 4, 2, 8, False)
+    wide = topology(Parallel(workers=1, tp=1, dp=16, moe_tp=1, moe_ep=16), 8)     # wide EP: the expert axis
+    assert (wide.data, wide.data_local, wide.expert) == (16, 8, True)
 
 
 # --- the scheduler's choice --------------------------------------------------------------------

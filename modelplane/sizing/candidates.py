@@ -5,7 +5,7 @@ profile of (model, system, workload) gives shapes with their estimated points. A
 candidate when one of its points meets the SLO (TTFT and ITL at most the objective); the point
 with the most requests per second per replica is taken, and the replica count is the traffic
 over that rate, rounded up. Shapes the topology cannot express on the class (a tensor group
-wider than a node, expert parallelism before the topology has an expert axis) or that contradict
+wider than a node) or that contradict
 what the user pinned (workers, prefill) are left out with the reason. Per class the cheapest few
 (by the capacity they take) are kept: the scheduler's choice grows with the candidates.
 """
@@ -72,7 +72,7 @@ class Sizing:
 def topology(p: Parallel, gpus_per_node: int) -> Topology | None:
     """The estimator's worker as modelplane's topology on a class with `gpus_per_node` GPUs: data
     ranks packed onto a node as far as the tensor group allows; None when it cannot be expressed."""
-    if p.tp > gpus_per_node or p.moe_ep > 1 and "expert" not in Topology.model_fields:
+    if p.tp > gpus_per_node:
         return None
     local = max(d for d in range(1, p.dp + 1) if p.dp % d == 0 and p.tp * d <= gpus_per_node)
     # MoE experts sharded by expert parallelism (ep > 1) need the topology's expert axis (KServe
@@ -134,9 +134,7 @@ def candidates_for(md: ModelDeployment, classes: dict[str, tuple[str, int]], pro
             decode_t = topology(shape.decode, gpn)
             prefill_t = topology(shape.prefill, gpn) if shape.prefill else None
             if decode_t is None or (shape.prefill is not None and prefill_t is None):
-                why = "expert parallel (needs the topology's expert axis)" if \
-                    max(shape.decode.moe_ep, shape.prefill.moe_ep if shape.prefill else 1) > 1 else \
-                    f"a tensor group wider than {gpn} GPUs per node"
+                why = f"a tensor group wider than {gpn} GPUs per node"
                 left_out[why] = left_out.get(why, 0) + 1
                 continue
             decode = Role(shape.decode.workers, decode_t)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..api.deployment import ModelDeployment, Prefill, Workers
 from ..errors import InputError, Problem
-from ..scheduler import Demand, Matcher, Role
+from ..scheduler import Demand, Matcher
 from ..scheduler.model import Options
 from .candidates import Candidate, Sizing, candidates_for
 from .profiles import BACKEND, Profiles
@@ -112,25 +112,20 @@ def _estimate_into_cache(md: ModelDeployment, missing, estimate) -> None:
     write_profile(md.model.uri, runs, cache / "profiles", date.today())
 
 
-def copy_gpus(c: Candidate, role: str) -> int:
-    """GPUs holding one copy of the weights in a worker of this role: the pipeline stages times the
-    wider of the attention tensor group and the MoE expert group (the estimator checked they fit)."""
-    p = c.shape.prefill if role == "prefill" else c.shape.decode
-    return p.pp * max(p.tp, p.moe_tp * p.moe_ep)
+def demand_of(md: ModelDeployment, c: Candidate, catalog) -> Demand:
+    """A candidate as the scheduler sees it: the deployment resolved to the candidate's shape (so
+    every Filter rule reads it as it reads any deployment: memory per rank, fabrics, NVLink
+    domain), its roles kept to the candidate's class."""
+    from dataclasses import replace
 
+    from ..fleet import demand_from
 
-def demand_of(md: ModelDeployment, c: Candidate, weights: float) -> Demand:
-    cel = {"decode": md.node_selector.cel, "prefill": (md.prefill.node_selector.cel if md.prefill else md.node_selector.cel)}
-    roles = [Role("decode", cel["decode"], c.decode.workers, c.decode.topology.nodes_per_worker,
-                  c.decode.topology.gpus_per_node, weights, copy_gpus(c, "decode"), frozenset({c.cls}))]
-    if c.prefill is not None:
-        roles.append(Role("prefill", cel["prefill"], c.prefill.workers, c.prefill.topology.nodes_per_worker,
-                          c.prefill.topology.gpus_per_node, weights, copy_gpus(c, "prefill"), frozenset({c.cls})))
-    return Demand(md.key, c.replicas, tuple(roles), dict(md.cluster_selector.match_labels), md.queue_name, md.tier)
+    d = demand_from(resolved(md, c), catalog)
+    return replace(d, roles=tuple(replace(r, classes=frozenset({c.cls})) for r in d.roles))
 
 
 def options_of(sizings: dict[str, Sizing], catalog) -> list[Options]:
-    return [Options(key, tuple(demand_of(s.md, c, catalog.weights_gib(s.md)) for c in s.candidates))
+    return [Options(key, tuple(demand_of(s.md, c, catalog) for c in s.candidates))
             for key, s in sorted(sizings.items()) if s.candidates]
 
 
