@@ -310,8 +310,6 @@ EXAMPLE_POOLS = {"h100_sxm": 60.0, "h200_sxm": 80.0}       # stacks/Pulumi.examp
 def cheapest_whole_node(uri, rate, isl, osl, ttft, itl) -> float:
     """The cheapest $/hour among the configurations AIConfigurator reported (the profile's points)
     that meet the objective on the example's pools: its GPUs for the traffic, in whole 8-GPU nodes."""
-    from modelplane.sizing.profiles import Profiles
-
     profiles, best = _profiles(), math.inf
     for system, hourly in EXAMPLE_POOLS.items():
         found = profiles.find(uri, system, isl, osl)

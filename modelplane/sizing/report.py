@@ -4,7 +4,6 @@ it costs, the alternatives and the throughput/latency frontier of the chosen cla
 from __future__ import annotations
 
 from .candidates import Candidate, Sizing, topology
-from .profiles import pareto
 
 FRONTIER_POINTS = 24          # at most this many frontier points per deployment (evenly by user speed)
 
