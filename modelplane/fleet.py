@@ -108,7 +108,8 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     counts = role_workers(md)
     weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
     roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
-                       weights, w.topology.tensor * w.topology.pipeline)
+                       weights, w.topology.tensor * w.topology.pipeline,
+                       (w.topology.tensor, w.topology.pipeline, w.topology.data, w.topology.data_local))
                   for name, (sel, w, _) in md.gpu_roles().items())
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
