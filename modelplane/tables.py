@@ -79,9 +79,10 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         out.print(f"  [yellow]idle prefill[/yellow] {row['deployment']}#{row['replica']} on "
                   f"{row['cluster']}/{row['pool']}: {row['gpus']} GPUs get no traffic (native backend: no P/D "
                   "router in front of decode; use backend: kserve or drop prefill)")
-    for t in doc.get("transitions") or []:
+    # A what-if prints its own moves and losses; these are what `up` does to a real change.
+    for t in [] if doc.get("whatIf") else doc.get("transitions") or []:
         out.print("  " + transition_text(t), markup=False)
-    for i, step in enumerate(doc.get("upOrder") or [], 1):
+    for i, step in enumerate([] if doc.get("whatIf") else doc.get("upOrder") or [], 1):
         out.print(f"  order of `up` {i}. {step}", markup=False)
     for row in doc.get("scaleOrder") or []:
         out.print(f"  scale {row['deployment']}#{row['replica']} on {row['cluster']}: decode {row['decode']['from']} -> "

@@ -320,9 +320,10 @@ def cost_budget(resources, config=None):
     limit = cfg.get("maxHourlyCost")
     stack = cost["stack"]
     if limit is not None and stack.get("unpricedNodes"):
-        out.append((f"the stack may cost {money(stack['hourly']['max'])}/hour at its autoscaling maximum for its priced "
-                    f"capacity, plus {stack['unpricedNodes']} unpriced nodes ({unpriced_pools(cost)}) that could exceed "
-                    f"the budget of {money(float(limit))}/hour; {price_them(cost, inventories)}", None))
+        priced = (f"the stack's priced capacity may cost {money(stack['hourly']['max'])}/hour at its autoscaling "
+                  "maximum, and " if stack["hourly"]["max"] else "none of the stack's capacity is priced: ")
+        out.append((f"{priced}{stack['unpricedNodes']} unpriced nodes ({unpriced_pools(cost)}) could exceed the budget "
+                    f"of {money(float(limit))}/hour; {price_them(cost, inventories)}", None))
     elif limit is not None and stack["hourly"]["max"] > float(limit):
         out.append((f"the stack may cost {money(stack['hourly']['max'])}/hour at its autoscaling maximum "
                     f"({money(stack['hourly']['min'])} at minimum); the budget is {money(float(limit))}/hour", None))
@@ -337,8 +338,8 @@ def cost_budget(resources, config=None):
         if unknown:
             mine = {(p["cluster"], rp["pool"]) for p in placements if p["deployment"].split("/", 1)[0] == ns
                     for rp in p["roles"].values()}
-            out.append((f"namespace {ns} may cost {money(spent)}/hour ({names}) plus {unknown} unpriced nodes "
-                        f"({unpriced_pools(cost, mine)}) that could exceed its budget of {money(float(budget))}/hour; "
+            out.append((f"namespace {ns}: {unknown} unpriced nodes ({unpriced_pools(cost, mine)}) could exceed its "
+                        f"budget of {money(float(budget))}/hour beside what is priced ({names}); "
                         f"{price_them(cost, inventories, mine)}", None))
         elif spent > float(budget):
             out.append((f"namespace {ns} may cost {money(spent)}/hour ({names}); its budget is "
