@@ -192,6 +192,7 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list) -> None:
             chains.setdefault(p.deployment, []).append((p.cluster, p.deployment, p.replica))
     rolls = [(t.after, t.deployment, t.replica) for t in sorted(plan.transitions, key=lambda t: t.step) if t.how == "roll"]
     rollout.one_at_a_time(graph, [*chains.values(), rolls])
+    rollout.immutable_specs(graph)
     rollout.replace_in_place(graph, rolls)
     carrying = {(p.cluster, rp.pool) for p in plan.placements for rp in p.roles.values()}
     lifted = set(spec.unprotect)

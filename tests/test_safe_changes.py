@@ -387,3 +387,35 @@ def test_deleting_a_protected_pool_is_refused_until_an_up_unprotects_it(tmp_path
     assert result.exit_code == 0, result.output
     (c,) = [c for c in _doc(result.output)["changes"] if c["name"] == "eks-use1-l40s" and c["type"] == "aws:eks/nodeGroup:NodeGroup"]
     assert c["destructive"] and not c.get("protected")
+
+
+def test_an_engine_args_change_rolls_replicas_one_at_a_time_each_awaited(tmp_path, prod_json):
+    """F1(3): new engine args update every LLMInferenceService of the deployment; the replicas that
+    already run wait for each other, so one rolls at a time and the others serve."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("--max-model-len=65536", "--max-model-len=32768"))
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.output)
+    assert doc["disruptions"] == [{"deployment": "chat/llama-70b", "servingBefore": 3, "servingDuring": 2, "replicas": 3,
+                                   "cause": "#0, #1, #2 roll one at a time: their workload changes, each awaited Ready "
+                                            "before the next"}]
+    res = {r["name"]: r for r in doc["resources"]}
+    assert "eks-use1/chat/llminferenceservice/llama-70b-0" in res["gke-usc1/chat/llminferenceservice/llama-70b-1"]["dependsOn"]
+    assert "gke-usc1/chat/llminferenceservice/llama-70b-1" in res["eks-use1/chat/llminferenceservice/llama-70b-2"]["dependsOn"]
+
+
+def test_an_engine_args_change_of_a_single_production_replica_is_an_outage_plan_previous_refuses(tmp_path):
+    path = _single(tmp_path, replicas=1, production=True)
+    first = CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--json"])
+    (tmp_path / "prev.json").write_text(json.dumps(_doc(first.output)))
+    changed = _single(tmp_path, {"engine": {"args": ["--max-model-len=8192"]}}, replicas=1, production=True, name="u")
+    result = CliRunner().invoke(main, ["plan", "t", "--config-file", str(changed), "--previous",
+                                       str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 1
+    doc = _doc(result.output)
+    assert [(d["servingDuring"], d["servingBefore"]) for d in doc["disruptions"]] == [(0, 1)]
+    (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    assert v["level"] == "mandatory" and "roll one at a time" in v["message"]

@@ -85,9 +85,11 @@ def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]]) -> Non
 
 def replace_in_place(graph: Graph, replicas: list[tuple[str, str, int]]) -> None:
     """Objects of these replicas (cluster, deployment, replica) are replaced, not updated, when
-    their spec changes, the old deleted first (`replaceOnChanges`, `deleteBeforeReplace`): a new
-    worker topology is not an update KServe accepts, and the old replica's nodes are what the new
-    one runs on."""
+    their spec changes, the old deleted first (`replaceOnChanges`, `deleteBeforeReplace`): KServe
+    refuses a new parallelism as an update (kserve v0.20.0 pkg/apis/serving/v1alpha1/
+    llm_inference_service_validation.go, validateImmutableParallelism), a ResourceClaimTemplate's
+    spec is immutable (Kubernetes 1.35 OpenAPI, schemas/kubernetes), and the old replica's nodes
+    are what the new one runs on."""
     wanted = set(replicas)
     for node in graph:
         lbls = _labels(node)
@@ -102,3 +104,11 @@ def protect(graph: Graph, wanted: dict[str, bool]) -> None:
     for node in graph:
         if node.type in (*CLOUD_CLUSTERS, *CLOUD_POOLS) and node.name in wanted:
             node.protect = wanted[node.name]
+
+
+def immutable_specs(graph: Graph) -> None:
+    """A ResourceClaimTemplate's spec is immutable (Kubernetes 1.35 OpenAPI: "This field is
+    immutable"): a changed one is replaced, never sent as an update the API server refuses."""
+    for node in graph:
+        if node.inputs.get("kind") == "ResourceClaimTemplate" and node.type.startswith("kubernetes:"):
+            node.replace_on_changes = ("spec",)
