@@ -288,7 +288,7 @@ def changes(out, doc: dict, previous: str) -> None:
             detail += ("; PROTECTED: `up` refuses it; list it in modelplane:unprotect "
                        + ("in this change" if c["action"] == "replace" else "and run `up` once before this change"))
         elif c.get("destructive"):
-            detail += "; destructive: deletes a cluster or node pool (unprotected by modelplane:unprotect)"
+            detail += "; destructive: the old one is deleted"
         out.print(f"  {SYMBOLS[c['action']]:<2} {c['type']} {c['name']}{where}{detail}", markup=False)
     marks = {"added": "+", "removed": "-", "moved": "~", "resized": "~", "surged": "+-", "rolled": "+-", "kept": "="}
     for r in reps:
