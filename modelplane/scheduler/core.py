@@ -7,17 +7,22 @@ by name, ties break by name, nothing depends on hash order or input order).
    and GPU role: nodeSelector CEL over the class capabilities -> per-node shape. A cluster where some GPU role
    has no pool left is rejected (`coLocation`): all roles of a replica share a cluster.
 2. Retain: a previous replica (index < replicas) keeps its cluster and pools while they exist,
-   still pass the filter, still have its recorded size and still have room; it is charged at
-   that size. Otherwise it is re-placed (a `Move` says why). Indices >= replicas are dropped
-   first, so scale-down removes the highest indices and frees their nodes before any fill.
+   still pass the filter and still have room; it is charged at its recorded size (a change of
+   worker counts alone resizes it in place when its pools have room). One whose roles or worker
+   topology changed also stays, charged at its recorded shape, until surge.py replaces it after
+   Fill. Otherwise it is re-placed (a `Move` says why). Replicas the plan deletes (indices >=
+   replicas, removed deployments, moved replicas) keep their nodes charged (`held`): Pulumi
+   deletes them at the end of `up`, after everything new is created.
    An adopted replica without a previous placement is bound on its cluster here, before fill.
-3. Fill, per deployment in name order, per missing index ascending. A candidate is a cluster
+3. Fill, per deployment in priority tier then name order, per missing index ascending. A candidate is a cluster
    plus one pool per GPU role with enough free whole nodes (a pool shared by two roles must
    hold both). Score, lowest wins: replicas of this deployment already on the cluster (spread
    first), then the fabric shared by the roles' pools (same pool > RDMA > TCP), then GPUs
    stranded on partly used nodes, then free nodes left in the chosen pools (best fit), then
    cluster and pool names. Bind reserves the nodes. A replica is placed whole or not at all;
    once one index fails the later ones fail for the same reasons (capacity only shrinks).
+4. Exact phase (exact.py), when Fill leaves a replica unplaced; then replace changed replicas
+   (surge.py: surge beside the old one, roll in place one at a time, or keep the recorded shape).
 
 Complexity: Filter decides each (role, class) once (CEL compiled once per expression, evaluated
 once per class) and then costs a dictionary lookup per pool: O(deployments x pools). Fill keeps
@@ -106,15 +111,17 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tupl
             if rp.pool not in {p.name for p in clusters[old.cluster].pools}:
                 return f"pool {rp.pool} is gone", GONE
             return f"pool {rp.pool} no longer fits {role.name}", MOVED
+        need[rp.pool] += rp.nodes
+    for pool, n in need.items():
+        if free[(old.cluster, pool)] < n:
+            return f"pool {pool} has no room left for it", ROOM
+    for role in d.roles:
+        rp = old.roles[role.name]
         if (rp.topology and role.topology and rp.topology != role.topology) \
                 or (rp.nodes_per_worker, rp.gpus_per_node) != (role.nodes_per_worker, role.gpus_per_node):
             return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
                     f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs; topology "
                     f"{_topology(rp.topology)} -> {_topology(role.topology)})"), RESHAPE
-        need[rp.pool] += rp.nodes
-    for pool, n in need.items():
-        if free[(old.cluster, pool)] < n:
-            return f"pool {pool} has no room left for it", ROOM
     if tuple(old.roles[r.name].workers for r in d.roles) not in d.shapes:
         a = ", ".join(f"{r.name} {old.roles[r.name].workers}" for r in d.roles)
         return f"its workers changed ({a} -> {', '.join(f'{r.name} {r.workers}' for r in d.roles)})", RESIZE
