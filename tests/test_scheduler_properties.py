@@ -102,7 +102,7 @@ def test_hash_seed_independence(tmp_path):
                 min_size=1, max_size=6),
        st.sampled_from([1, 4, 8]), st.integers(1, 3), st.sampled_from([1, 4]), st.integers(1, 3), st.integers(0, 3))
 def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count):
-    from modelplane.scheduler.core import _best, _best_product
+    from modelplane.scheduler.score import _best, _best_product
 
     pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
     d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])

@@ -43,7 +43,7 @@ from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible
 from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Placement, Plan, Rejection, RolePlacement,
                     Transition, Unplaced)
 from .progress import progress as _progress
-from .score import _best, _best_pair, _best_product, _bind, _fabric_tier, _key  # noqa: F401  (tests read them here)
+from .score import _best, _bind
 from .surge import replace_changed
 
 
