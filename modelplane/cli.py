@@ -159,13 +159,18 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
 @click.option("--trace", "hosts", multiple=True, metavar="HOST",
               help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider; "
                    "exit 1 if any share of it breaks on the way.")
+@click.option("--down", "down", multiple=True, metavar="NAME",
+              help="With --trace: trace as if this replica (namespace/deployment#index) or cluster were gone "
+                   "(repeatable): health checks drop a dead cluster from DNS, endpoint pickers skip dead pods.")
 @click.option("--engine", type=click.Choice(["direct", "pulumi"]), default="direct", show_default=True,
               help="direct: resources and policies computed in-process, no Pulumi SDK; pulumi: the program under "
                    "Pulumi's mock runtime and the policy pack through the analyzer protocol (what `pulumi preview "
                    "--policy-pack` runs). Both give the same plan; --program always uses pulumi.")
 def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config, hosts, engine):
+         policy_config, hosts, down, engine):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
+    if down and not hosts:
+        _fail("--down traces what-ifs: give the hostname to follow with --trace HOST")
     prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
                                           program_dir)
     from . import outdir, report, tables
@@ -196,7 +201,7 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         doc["repack"] = report.repack_of(run).to_json()
     if explain and as_json:
         doc["explain"] = _explain_doc(run, explain)
-    traces = _traces(run, hosts)
+    traces = _traces(run, hosts, down)
     if traces:
         doc["trace"] = [t.to_json() for t in traces]
     if report_file:
@@ -275,12 +280,13 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file) -
     return out
 
 
-def _traces(run, hosts) -> list:
-    """Every --trace HOST followed through the plan; an unknown host fails before anything is written."""
+def _traces(run, hosts, down=()) -> list:
+    """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
+    --down name fails before anything is written."""
     from .trace import TraceError, trace
 
     try:
-        return [trace(run, host) for host in hosts]
+        return [trace(run, host, down) for host in hosts]
     except TraceError as exc:
         _fail(f"--trace: {exc}")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .changes import POOL_TYPES
-from .scheduler.surge import serving
+from .scheduler.surge import serving, topology_text
 
 WORKLOAD_TYPES = ("LLMInferenceService", "LeaderWorkerSet", "Deployment")
 # Fields of a workload whose change restarts its pods (its replica count and rollout strategy do not).
@@ -26,9 +26,7 @@ def shape(p) -> str:
     for name, rp in sorted(p.roles.items()):
         text = f"{name} {rp.workers}x{rp.nodes_per_worker}x{rp.gpus_per_node}"
         if rp.topology:
-            axes = [f"{a} {n}" for a, n in zip(("tensor", "pipeline", "data", "dataLocal"), rp.topology)
-                    if n > 1 or a == "tensor"]
-            text += f" ({', '.join(axes)})"
+            text += f" ({topology_text(rp.topology)})"
         out.append(text)
     return ", ".join(out)
 

@@ -158,7 +158,7 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     assert ("create", "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-2") in by
     assert not any(c["action"] == "delete" for c in doc["changes"])
     l4 = next(c for c in doc["changes"] if c["name"] == "dev-gke-l4")
-    assert l4["forcedBy"] == ["nodeConfig.spot"]
+    assert l4["forcedBy"] == ["nodeConfig.reservationAffinity", "nodeConfig.spot"]   # Spot consumes no reservation
     assert l4["replicas"] == ["ml-team/gpt-oss-20b#0", "ml-team/gpt-oss-20b#1"]     # running on the old nodes
     assert l4["destructive"] and not l4.get("protected")
     # both replicas restart at once on the new pool's nodes: an outage, never silent

@@ -302,13 +302,16 @@ def test_previous_shows_how_each_services_traffic_moves(tmp_path, prod_json):
     out = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")]).output
     doc = _doc(out)
     (chat,) = doc["trafficDelta"]
-    assert chat["service"] == "chat/chat" and chat["before"] == {"eks-use1": 667, "gke-usc1": 333}
+    was = next(s["clusters"] for s in prod_json["services"] if s["service"] == "chat/chat")
+    assert chat["service"] == "chat/chat" and chat["before"] == was and was["eks-use1"] > was["gke-usc1"]
     assert chat["after"] == {"eks-use1": 500, "gke-usc1": 500}
     out = " ".join(CliRunner().invoke(main, args).output.split())
-    assert "traffic chat/chat: eks-use1 66.7% -> 50.0%, gke-usc1 33.3% -> 50.0%" in out
+    moved = (f"traffic chat/chat: eks-use1 {was['eks-use1'] / 10:.1f}% -> 50.0%, "
+             f"gke-usc1 {was['gke-usc1'] / 10:.1f}% -> 50.0%")
+    assert moved in out
     from bs4 import BeautifulSoup
     page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
-    assert "eks-use1 66.7% -> 50.0%" in page.select_one("#traffic-delta tr[data-service='chat/chat']").text
+    assert f"eks-use1 {was['eks-use1'] / 10:.1f}% -> 50.0%" in page.select_one("#traffic-delta tr[data-service='chat/chat']").text
 
 
 # ---- 5. unpriced is never $0 -----------------------------------------------------------------------

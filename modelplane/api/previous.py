@@ -29,6 +29,7 @@ class TopologyDoc(_Doc):
     pipeline: int = Field(ge=1, le=64)
     data: int = Field(ge=1, le=256)
     dataLocal: int = Field(ge=1, le=64)
+    expert: bool = False
 
 
 class RoleDoc(_Doc):

@@ -44,7 +44,7 @@ from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Placement, Plan
                     Transition, Unplaced)
 from .progress import progress as _progress
 from .score import _best, _bind
-from .surge import replace_changed
+from .surge import replace_changed, topology_text
 
 
 def _capacity_reasons(d: Demand, eligible, free, max_nodes, held=None) -> list[Rejection]:
@@ -88,11 +88,6 @@ def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, max_nodes) -> 
 GONE, MOVED, RESHAPE, RESIZE, ROOM = "gone", "moved", "reshape", "resize", "room"
 
 
-def _topology(t: tuple) -> str:
-    return ", ".join(f"{a} {n}" for a, n in zip(("tensor", "pipeline", "data", "dataLocal"), t)
-                     if n > 1 or a == "tensor") if t else "?"
-
-
 def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tuple[str, str] | None:
     """Why a previous replica cannot stay exactly as it is, and what kind of change that is: its
     cluster or pool is GONE (it went with it), MOVED (they no longer qualify), RESHAPE (its roles or
@@ -121,7 +116,7 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tupl
                 or (rp.nodes_per_worker, rp.gpus_per_node) != (role.nodes_per_worker, role.gpus_per_node):
             return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
                     f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs; topology "
-                    f"{_topology(rp.topology)} -> {_topology(role.topology)})"), RESHAPE
+                    f"{topology_text(rp.topology)} -> {topology_text(role.topology)})"), RESHAPE
     if tuple(old.roles[r.name].workers for r in d.roles) not in d.shapes:
         a = ", ".join(f"{r.name} {old.roles[r.name].workers}" for r in d.roles)
         return f"its workers changed ({a} -> {', '.join(f'{r.name} {r.workers}' for r in d.roles)})", RESIZE

@@ -15,12 +15,19 @@ QUEUE = "queue"
 FABRIC = "fabric"        # a multi-node worker on a pool without a multi-node fabric
 MEMORY = "memory"        # the weights do not fit the GPUs of one model copy
 DISK = "disk"            # a node's ephemeral storage cannot hold the weights
+DOMAIN = "nvlinkDomain"  # a multi-node worker larger than the pool's NVLink domain
 NO_CLUSTER = "noCluster"
 
 # Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
 # and the RDMA ones among them (KV-cache transfer between prefill and decode).
 MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
+
+
+def domain_nodes(capabilities: Mapping) -> int:
+    """Nodes of the NVLink domain a class's capabilities (as the inventory carries them) declare;
+    0 where NVLink ends at the node."""
+    return int(((capabilities.get("interconnect") or {}).get("nvlinkDomain") or {}).get("nodes", 0))
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Pool:
     fabric: str = "tcp"          # the effective fabric: what pods on this pool really get
     memory_mib: int = 0          # usable memory per GPU as the driver reports it (0: unknown)
     disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
+    domain_nodes: int = 0        # nodes of one NVLink domain the pool stays in (0: NVLink ends at the node)
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,13 @@ class Role:
     gpus_per_node: int
     weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
     copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
-    topology: tuple = ()         # (tensor, pipeline, data, dataLocal) of one worker (): not known
+    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
+    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
+    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
+    expert_gib: float = 0.0      # of weights_gib, a mixture of experts' routed experts (0: a dense model)
+    expert_gpus: int = 0         # GPUs the routed experts are sharded over (tensor x pipeline x data)
+    expert: bool = False         # expert parallelism: all-to-all between every rank of a worker
+    topology: tuple = ()         # topology_of(the worker topology); (): not known
 
     @property
     def nodes(self) -> int:
@@ -92,13 +106,23 @@ class Demand:
 TOPOLOGY_AXES = ("tensor", "pipeline", "data", "dataLocal")
 
 
+def topology_of(t) -> tuple:
+    """A worker topology as the scheduler records it: the four axes, then 1 when experts are
+    sharded (expert parallelism) — a change of any of them is a new shape."""
+    return (t.tensor, t.pipeline, t.data, t.data_local) + ((1,) if t.expert else ())
+
+
+def topology_json(topo: tuple) -> dict:
+    return {**dict(zip(TOPOLOGY_AXES, topo)), **({"expert": True} if topo[4:] == (1,) else {})}
+
+
 @dataclass(frozen=True)
 class RolePlacement:
     pool: str
     nodes: int
     gpus_per_node: int
     workers: int
-    topology: tuple = ()          # the worker topology it was created with (tensor, pipeline, data, dataLocal)
+    topology: tuple = ()          # the worker topology it was created with (topology_of)
 
     @property
     def nodes_per_worker(self) -> int:
@@ -107,14 +131,14 @@ class RolePlacement:
     def to_json(self) -> dict:
         out = {"pool": self.pool, "nodes": self.nodes, "gpusPerNode": self.gpus_per_node, "workers": self.workers}
         if self.topology:
-            out["topology"] = dict(zip(TOPOLOGY_AXES, self.topology))
+            out["topology"] = topology_json(self.topology)
         return out
 
     @classmethod
     def from_json(cls, doc: dict) -> "RolePlacement":
         topo = doc.get("topology")
         return cls(doc["pool"], int(doc["nodes"]), int(doc["gpusPerNode"]), int(doc["workers"]),
-                   tuple(int(topo[a]) for a in TOPOLOGY_AXES) if topo else ())
+                   tuple(int(topo[a]) for a in TOPOLOGY_AXES) + ((1,) if topo.get("expert") else ()) if topo else ())
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,14 @@ from .model import Move, Transition
 from .score import _best, _bind
 
 
+def topology_text(t: tuple) -> str:
+    """A recorded topology as a person reads it: `tensor 8, data 2`, `tensor 8, data 8, dataLocal 8, expert`."""
+    if not t:
+        return "?"
+    axes = [f"{a} {n}" for a, n in zip(("tensor", "pipeline", "data", "dataLocal"), t) if n > 1 or a == "tensor"]
+    return ", ".join(axes + (["expert"] if t[4:] == (1,) else []))
+
+
 def _charge(p, free, sign: int = 1) -> None:
     for rp in p.roles.values():
         free[(p.cluster, rp.pool)] -= sign * rp.nodes
