@@ -196,6 +196,7 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if previous:
         doc.update(report.changes_against(run, doc, _previous_document(previous)))
+        violations = _with_outages(run, doc, violations, policy, policy_file)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
     if explain and as_json:
@@ -256,8 +257,27 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
 
             for line in (line for t in traces for line in trace_lines(t)):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
-    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces):
+    refused = [c for c in (doc.get("changes") or []) if c.get("protected")]
+    for c in refused:
+        how = "in this change" if c["action"] == "replace" else "and run `up` once before this change"
+        err.print(f"error: {c['action']} of protected {c['type']} {c['name']}: `up` refuses it; list it in "
+                  f"modelplane:unprotect {how}", markup=False)
+    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces) or refused:
         sys.exit(1)
+
+
+def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file) -> list[dict]:
+    """The plan's violations plus the `no-outage` verdicts only `--previous` can see (node pools
+    replaced, workloads rolling), in the pack's order; the document's policy section follows."""
+    from .disruptions import outage_verdicts
+    from .policy import read_config
+
+    extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file))
+    if not extra:
+        return violations
+    out = sorted(violations + extra, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
+    doc["policy"]["violations"] = out
+    return out
 
 
 def _traces(run, hosts, down=()) -> list:

@@ -66,6 +66,13 @@ class Resolver:
             found = self.urns[key] = f"urn:pulumi:{self.stack}::{self.project}::{parent_type}${node.type}::{node.name}"
         return found
 
+    def protected(self, key: str) -> bool:
+        """The `protect` option as the SDK sends it: the node's own, else its parent's."""
+        node = self.graph.nodes[key]
+        if node.protect is not None:
+            return node.protect
+        return self.protected(node.parent) if node.parent else False
+
     def reference_urn(self, key: str) -> str:
         name = key.split("::", 1)[1]
         return f"urn:pulumi:{self.stack}::{self.project}::{STACK_TYPE}${STACK_REFERENCE}::{name}"
@@ -170,7 +177,9 @@ class Resolver:
                 provider_node = self.graph.nodes[node.provider]
                 provider = f"{self.urn(node.provider)}::{provider_node.name}-id"
             record = Record(node.type, node.name, urn, self.urn(node.parent) if node.parent else self.root, provider,
-                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id)
+                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
+                            protect=self.protected(node.key), delete_before_replace=node.delete_before_replace,
+                            replace_on_changes=tuple(node.replace_on_changes))
             if node.custom or node.remote:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings

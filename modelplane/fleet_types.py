@@ -597,6 +597,8 @@ class ModelDeployment(TypedDict):
     'KAI queue; defaults to the namespace'
     priority: NotRequired[ModelDeploymentPriorityValue]
     'Default: "standard".'
+    allowDisruption: NotRequired[bool]
+    'a change may leave it serving no replica for a while (policy no-outage). Default: false.'
 
 
 class Endpoint(TypedDict):

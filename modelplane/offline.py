@@ -62,7 +62,8 @@ class _Monitor(MockMonitor):
         response = super().RegisterResource(request)
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
                                    request.provider, request.custom, tuple(sorted(request.dependencies)),
-                                   tuple(request.ignoreChanges), request.importId))
+                                   tuple(request.ignoreChanges), request.importId, bool(request.protect),
+                                   bool(request.deleteBeforeReplace), tuple(request.replaceOnChanges)))
         return response
 
 

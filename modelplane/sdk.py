@@ -103,6 +103,8 @@ class FleetArgs(TypedDict, total=False):
     """Production policy settings: unplaced replicas and degraded services fail the gate."""
     repack: pulumi.Input[bool]
     """Plan from scratch once, ignoring where replicas run now (see modelplane plan --repack)."""
+    unprotect: pulumi.Input[list[str]]
+    """Clusters (`<cluster>`) and pools (`<cluster>/<pool>`) whose Pulumi protect to lift, so a later up may delete them."""
     catalog_dir: pulumi.Input[str]
     """Your own InferenceClasses: a directory of catalog YAML files, or one file."""
     secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
@@ -112,7 +114,7 @@ class FleetArgs(TypedDict, total=False):
     """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
 
 
-_SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "production", "repack")
+_SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "production", "repack", "unprotect")
 
 
 def _plain(value):

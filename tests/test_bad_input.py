@@ -69,6 +69,10 @@ STACKS = {
     "queue-limit-below-quota": (sub("gpuQuota: 40}", "gpuQuota: 40, gpuLimit: 8}"), 18,
                                 "gpuLimit (8) is below gpuQuota (40)"),
     "queue-limit-zero": (sub("gpuQuota: 40}", "gpuQuota: 40, gpuLimit: 0}"), 18, "gpuLimit 0 lets no GPU pod"),
+    # protect is lifted only from what this stack creates
+    "unprotect-unknown-pool": (sub(CLUSTERS, "  modelplane:unprotect: [dev-gke/l40]\n" + CLUSTERS), 9,
+                               "'dev-gke/l40' is not a cluster or node pool this stack creates"),
+    "unprotect-not-a-list": (sub(CLUSTERS, "  modelplane:unprotect: dev-gke\n" + CLUSTERS), 9, "expected a list"),
     # names that collide once derived
     "pool-named-system": (sub("{name: l4,", "{name: system,"), 14, "is the cluster's own system node pool"),
     "cluster-pool-names-collide": (sub("  modelplane:deployments:", """    - name: dev
@@ -224,6 +228,13 @@ PREVIOUS_DOCS = {
     "not-json": ("{'stack': 'dev'}", 1, "not a JSON document"),
     "placed-twice": (json.dumps({"stack": "dev", "placements": PREVIOUS["placements"] * 2}), 1,
                      "ml-team/gpt-oss-20b replica 0 is placed twice"),
+    "zero-tensor": (_with(roles={"decode": {"pool": "l4", "nodes": 1, "gpusPerNode": 1, "workers": 1,
+                                            "topology": {"tensor": 0, "pipeline": 1, "data": 1, "dataLocal": 1}}}), 15,
+                    "placements[0].roles.decode.topology.tensor: must be at least 1, got 0"),
+    "topology-missing-axis": (_with(roles={"decode": {"pool": "l4", "nodes": 1, "gpusPerNode": 1, "workers": 1,
+                                                      "topology": {"tensor": 1}}}), 14,
+                              "topology.pipeline: required field 'pipeline' is missing"),
+    "slot-two": (_with(slot=2), 16, "placements[0].slot: must be at most 1, got 2"),
 }
 
 

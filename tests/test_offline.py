@@ -51,15 +51,17 @@ def test_json_contract_and_determinism():
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
     assert list(doc) == ["stack", "placements", "unplaced", "fill", "progress", "envelope", "idlePrefill", "scaleOrder",
-                         "reshape", "services", "cost", "clusters", "resources", "policy"]
+                         "transitions", "upOrder", "disruptions", "services", "cost", "clusters", "resources", "policy"]
     assert doc["fill"] == {"phase": "fast path", "changed": []}
     assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(
         r["nodes"] * r["gpusPerNode"] for p in doc["placements"] for r in p["roles"].values()) + doc["cost"]["idle"]["gpus"]["max"]
     assert doc["stack"] == "dev" and doc["unplaced"] == [] and doc["policy"] == {"violations": []}
     p = doc["placements"][-1]
     assert p["deployment"] == "ml-team/llama-70b" and set(p["roles"]) == {"decode", "prefill"}
-    assert set(p["roles"]["prefill"]) == {"pool", "nodes", "gpusPerNode", "workers"}
-    assert all(set(r) <= {"type", "name", "cluster", "digest", "fieldDigests"} for r in doc["resources"])
+    assert set(p["roles"]["prefill"]) == {"pool", "nodes", "gpusPerNode", "workers", "topology"}
+    assert p["roles"]["prefill"]["topology"] == {"tensor": 4, "pipeline": 1, "data": 1, "dataLocal": 1}
+    assert all(set(r) <= {"type", "name", "cluster", "digest", "fieldDigests", "protect", "dependsOn", "deployment",
+                          "replica", "deleteBeforeReplace", "replaceOnChanges"} for r in doc["resources"])
 
 
 def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
@@ -67,8 +69,18 @@ def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
     (tmp_path / "prev.json").write_text(first.stdout)
     second = cli("plan", "dev", "--json", "--previous", str(tmp_path / "prev.json"), "--out", str(tmp_path / "b"))
     again = json.loads(second.stdout)
-    assert (again.pop("changes"), again.pop("replicaChanges"), again.pop("costDelta")["deployments"]) == ([], [], [])
-    assert again == json.loads(first.stdout)
+    assert (again.pop("changes"), again.pop("replicaChanges"), again.pop("costDelta")["deployments"],
+            again.pop("trafficDelta")) == ([], [], [], [])
+    before = json.loads(first.stdout)
+    # Replicas that already run change one at a time on a later `up`: each waits for the one before it.
+    chained = {r["name"]: set(r.get("dependsOn", [])) - set(b.get("dependsOn", []))
+               for r, b in zip(again["resources"], before["resources"])}
+    assert {n: d for n, d in chained.items() if d} == {
+        "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-1": {"dev-gke/ml-team/llminferenceservice/gpt-oss-20b-0"}}
+    for doc in (again, before):
+        for r in doc["resources"]:
+            r.pop("dependsOn", None)
+    assert again == before
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b

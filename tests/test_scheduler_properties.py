@@ -102,7 +102,7 @@ def test_hash_seed_independence(tmp_path):
                 min_size=1, max_size=6),
        st.sampled_from([1, 4, 8]), st.integers(1, 3), st.sampled_from([1, 4]), st.integers(1, 3), st.integers(0, 3))
 def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count):
-    from modelplane.scheduler.core import _best, _best_product
+    from modelplane.scheduler.score import _best, _best_product
 
     pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
     d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])
@@ -135,7 +135,7 @@ def moe_fleet(draw):
         weights = draw(st.floats(10, 1000))
         experts = weights * draw(st.sampled_from([0.0, 0.5, 0.95]))
         roles.append(Role(name, "", draw(st.integers(1, 2)), data // local, tensor * local, weights, tensor,
-                          experts, tensor * data, draw(st.booleans()) and experts > 0))
+                          expert_gib=experts, expert_gpus=tensor * data, expert=draw(st.booleans()) and experts > 0))
     return [Demand("ml/m", draw(st.integers(1, 3)), tuple(roles))], [Cluster("c", pools)]
 
 
@@ -163,7 +163,7 @@ def test_more_data_ranks_never_need_more_memory_per_gpu_and_a_dense_rank_never_l
     pool_ = Pool("p", "cls", 8, 64, {}, "roce", mib)
 
     def fits(d):
-        return memory_problem(Role("decode", "", 1, d, tensor, weights, tensor, weights * share, tensor * d), pool_) is None
+        return memory_problem(Role("decode", "", 1, d, tensor, weights, tensor, expert_gib=weights * share, expert_gpus=tensor * d), pool_) is None
     if fits(data):
         assert fits(data * 2)
     if share == 0.0:

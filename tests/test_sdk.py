@@ -112,7 +112,7 @@ def test_the_package_schema_types_and_documents_every_input_and_output(schema):
     assert fleet["isComponent"] and fleet["description"].startswith("One scheduling run")
     inputs = fleet["inputProperties"]
     assert set(inputs) == {"clusters", "deployments", "services", "providers", "dns", "stacks", "production",
-                           "repack", "catalogDir", "secrets", "previous"}
+                           "repack", "unprotect", "catalogDir", "secrets", "previous"}
     assert inputs["production"]["type"] == "boolean" and inputs["catalogDir"]["type"] == "string"
     assert inputs["stacks"]["items"]["type"] == "string" and inputs["secrets"]["additionalProperties"]["type"] == "string"
     assert inputs["deployments"]["type"] == "array"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid
 from .secrets import secret_kind
@@ -272,6 +272,23 @@ class ModelDeployment(Model):
     # Who gets scarce capacity first: the federation scheduler serves higher tiers first, and the
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
     priority: Literal["low", "standard", "critical"] = "standard"
+    allow_disruption: bool = False   # a change may leave it serving no replica for a while (policy no-outage)
+    # Which replicas run in name slot 1 (`<name>-<i>-b`), per (replica, cluster): set by the
+    # program from the placements (`with_slots`), never read from the stack file.
+    _slots: dict = PrivateAttr(default_factory=dict)
+
+    def slot(self, replica: int, cluster: str) -> int:
+        """The name slot of a replica on a cluster (1 while it surges beside its old self)."""
+        return self._slots.get((replica, cluster), 0)
+
+    def with_slots(self, placements) -> "ModelDeployment":
+        """This deployment, knowing the name slot of each of its placements."""
+        slots = {(p.replica, p.cluster): p.slot for p in placements if p.deployment == self.key and p.slot}
+        if not slots:
+            return self
+        out = self.model_copy()
+        out._slots = slots
+        return out
 
     @property
     def tier(self) -> int:

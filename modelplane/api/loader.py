@@ -36,6 +36,7 @@ class StackSpec(Model):
     production: bool = False       # true: production policy config (unplaced replicas fail the plan)
     catalog_dir: str | None = Field(default=None, min_length=1)  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
+    unprotect: list[str] = []      # <cluster> or <cluster>/<pool> whose Pulumi protect to lift, so a later up may delete them
 
 
 
@@ -267,6 +268,14 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 guess = did_you_mean(a.cluster, local)
                 add("deployments", (i, "adopt", j, "cluster"), f"no cluster {a.cluster!r} in this stack",
                     f"did you mean {guess!r}?" if guess else f"use one of {sorted(local)}", "adopt")
+    built = {c.name: {p.name for p in c.node_pools} for c in spec.clusters if not c.existing}
+    names = sorted({*built, *(f"{c}/{p}" for c, pools in built.items() for p in pools)})
+    for i, name in enumerate(spec.unprotect):
+        if name not in names:
+            guess = did_you_mean(name, names)
+            add("unprotect", (i,), f"{name!r} is not a cluster or node pool this stack creates",
+                f"did you mean {guess!r}?" if guess else
+                f"name one of {', '.join(names) or '(none: this stack creates no cluster)'} as <cluster> or <cluster>/<pool>")
     _model_credentials(spec, catalog, secret_keys, add)
     for i, md in enumerate(spec.deployments):
         for f in check_expert_model(md, catalog.models.get(md.model.uri)):

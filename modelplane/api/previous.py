@@ -22,6 +22,16 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
+class TopologyDoc(_Doc):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    tensor: int = Field(ge=1, le=64)
+    pipeline: int = Field(ge=1, le=64)
+    data: int = Field(ge=1, le=256)
+    dataLocal: int = Field(ge=1, le=64)
+    expert: bool = False
+
+
 class RoleDoc(_Doc):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -29,6 +39,7 @@ class RoleDoc(_Doc):
     nodes: int = Field(ge=0, le=MAX_NODES)
     gpusPerNode: int = Field(ge=0, le=64)
     workers: int = Field(ge=0, le=10_000)
+    topology: TopologyDoc | None = None     # absent in plans from before it was recorded
 
 
 class PlacementDoc(_Doc):
@@ -36,6 +47,7 @@ class PlacementDoc(_Doc):
     replica: int = Field(ge=0, le=999)
     cluster: Name
     roles: dict[Name, RoleDoc] = Field(min_length=1)
+    slot: int = Field(default=0, ge=0, le=1)
 
 
 class PlanDoc(_Doc):

@@ -336,21 +336,72 @@ def cost_budget(resources, config=None):
             pass    # the `roles` policy reports a spec that does not validate
     cost = fleet_cost(placements, invs, minimums, set(invs))
     out = []
-
-    def unpriced(row):
-        return f" ({row['unpricedNodes']} unpriced nodes not counted)" if row.get("unpricedNodes") else ""
     limit = cfg.get("maxHourlyCost")
-    if limit is not None and cost["stack"]["hourly"]["max"] > float(limit):
-        out.append((f"the stack may cost {money(cost['stack']['hourly']['max'])}/hour at its autoscaling maximum "
-                    f"({money(cost['stack']['hourly']['min'])} at minimum){unpriced(cost['stack'])}; the budget is "
-                    f"{money(float(limit))}/hour", None))
+    stack = cost["stack"]
+    if limit is not None and stack.get("unpricedNodes"):
+        priced = (f"the stack's priced capacity may cost {money(stack['hourly']['max'])}/hour at its autoscaling "
+                  "maximum, and " if stack["hourly"]["max"] else "none of the stack's capacity is priced: ")
+        out.append((f"{priced}{stack['unpricedNodes']} unpriced nodes ({unpriced_pools(cost)}) could exceed the budget "
+                    f"of {money(float(limit))}/hour; {price_them(cost, invs)}", None))
+    elif limit is not None and stack["hourly"]["max"] > float(limit):
+        out.append((f"the stack may cost {money(stack['hourly']['max'])}/hour at its autoscaling maximum "
+                    f"({money(stack['hourly']['min'])} at minimum); the budget is {money(float(limit))}/hour", None))
     per_ns: dict[str, list] = {}
     for row in cost["deployments"]:
         per_ns.setdefault(row["deployment"].split("/", 1)[0], []).append(row)
     for ns, budget in sorted((cfg.get("namespaces") or {}).items()):
-        spent = sum(row["hourly"]["max"] for row in per_ns.get(ns, []))
-        if spent > float(budget):
-            names = ", ".join(f"{row['deployment']} {money(row['hourly']['max'])}" for row in per_ns[ns])
+        rows = per_ns.get(ns, [])
+        spent = sum(row["hourly"]["max"] for row in rows)
+        names = ", ".join(f"{row['deployment']} {money(row['hourly']['max'])}" for row in rows)
+        unknown = sum(row.get("unpricedNodes", 0) for row in rows)
+        if unknown:
+            mine = {(p["cluster"], rp["pool"]) for p in placements if p["deployment"].split("/", 1)[0] == ns
+                    for rp in p["roles"].values()}
+            out.append((f"namespace {ns}: {unknown} unpriced nodes ({unpriced_pools(cost, mine)}) could exceed its "
+                        f"budget of {money(float(budget))}/hour beside what is priced ({names}); "
+                        f"{price_them(cost, invs, mine)}", None))
+        elif spent > float(budget):
             out.append((f"namespace {ns} may cost {money(spent)}/hour ({names}); its budget is "
                         f"{money(float(budget))}/hour", None))
     return out
+
+
+def _unpriced(cost: dict, only=None) -> list[dict]:
+    """Unpriced pools that hold nodes (replicas or idle minNodes), optionally only (cluster, pool) in `only`."""
+    busy = {(p["cluster"], p["pool"]) for p in cost["pools"] if p["used"]["max"] or p["idle"]["min"]}
+    return [u for u in cost["unpriced"] if (u["cluster"], u["pool"]) in busy
+            and (only is None or (u["cluster"], u["pool"]) in only)]
+
+
+def unpriced_pools(cost: dict, only=None) -> str:
+    return ", ".join(f"{u['cluster']}/{u['pool']}" for u in _unpriced(cost, only))
+
+
+def price_them(cost: dict, inventories: dict, only=None) -> str:
+    """How to price unpriced pools: the `prices refresh` command for their regions."""
+    regions = sorted({inventories.get(u["cluster"], {}).get("region") for u in _unpriced(cost, only)} - {None, ""})
+    return (f"price them with `modelplane prices refresh --regions {','.join(regions)}`" if regions else "price them")\
+        + " or set capacity.hourly on those pools"
+
+
+def outage(key: str, spec: dict, change: dict) -> list[str]:
+    """The `no-outage` finding for one deployment's serving change ({servingBefore, servingDuring,
+    replicas, causes}), unless its spec sets allowDisruption. Shared with `plan --previous`, which
+    also sees node pool replacements and rolling updates (modelplane/disruptions.py)."""
+    if not change or spec.get("allowDisruption"):
+        return []
+    before, during, want = (int(change.get(k) or 0) for k in ("servingBefore", "servingDuring", "replicas"))
+    if before <= 0 or want <= 0 or during > 0:
+        return []
+    why = "; ".join(change.get("causes") or []) or "its replicas are replaced"
+    return [f"{key} serves {during}/{before} replicas while `up` applies this change ({why}); give the new "
+            "shape room beside the old one (a surge), run more than one replica so they change one at a time, "
+            "or set allowDisruption: true on the deployment"]
+
+
+@policy("no-outage", "While `up` applies a change, every deployment that served keeps at least one replica "
+        "serving (changed replicas surge or roll one at a time), unless it sets allowDisruption: true.", "stack",
+        level=ADVISORY)
+def no_outage(resources, config=None):
+    return [(message, r.urn) for r, spec, _, _ in deployments(resources)
+            for message in outage(_key(spec), spec, dict(r.props.get("change") or {}))]

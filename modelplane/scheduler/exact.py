@@ -32,7 +32,7 @@ class Outcome:
 
 
 def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: dict[str, list],
-          budget: float = DEFAULT_BUDGET) -> Outcome:
+          budget: float = DEFAULT_BUDGET, keep_fast: bool = False) -> Outcome:
     """`free`: nodes per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
     `greedy`: the fast path's (cluster, pool names) per new replica."""
     kinds_ = _kinds(demands, eligible, missing)
@@ -45,7 +45,7 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
     for dk, fills in greedy.items():
         for cluster, names in fills:
             fast[at[(kind_of[dk], cluster, names)]] += 1
-    solved = optimise(kinds_, spots_, free, fast, budget)
+    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast)
     phase = "exact"
     if solved.unproven:
         phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
@@ -90,10 +90,13 @@ def _partial(d: Demand, placements) -> bool:
     return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
 
 
-def refill(demands, eligible, after_retain, kept, filled, budget):
+def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better: bool = False):
     """Run the exact phase; keep the fast path's replicas where the solution has room for them
     there, give the rest the solution's remaining spots in index order. Deployments with a
-    replica at a smaller step keep the fast path's fill (the program counts full shapes only)."""
+    replica at a smaller step keep the fast path's fill (the program counts full shapes only).
+    `only_if_better` (the phase run because the fast path left replicas unplaced): the solution
+    stands only if it places more (per tier, then GPUs) and moves as few fast-path replicas as it
+    can; otherwise nothing moves, so a deployment that fits nowhere never moves another's replicas."""
     fixed = {d.key for d in demands if _partial(d, [*kept[d.key].values(), *filled[d.key].values()])}
     original = filled
     if fixed:
@@ -107,7 +110,7 @@ def refill(demands, eligible, after_retain, kept, filled, budget):
     missing = {d.key: d.replicas - len(kept[d.key]) for d in demands}
     greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
               for k, v in filled.items()}
-    outcome = solve(demands, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET)
+    outcome = solve(demands, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET, only_if_better)
     fast_free = dict(after_retain)
     for d in demands:
         for p in filled[d.key].values():
@@ -116,10 +119,16 @@ def refill(demands, eligible, after_retain, kept, filled, budget):
     if outcome.fills is None:
         return original, fast_free, outcome.phase, []
     by_tier_fast, by_tier_exact = Counter(), Counter()
+    gpus = [0, 0]
     for d in demands:
+        size = sum(r.nodes * r.gpus_per_node for r in d.roles)
         by_tier_fast[d.priority] += len(filled[d.key])
         by_tier_exact[d.priority] += len(outcome.fills.get(d.key, []))
-    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()):
+        gpus[0] += size * len(filled[d.key])
+        gpus[1] += size * len(outcome.fills.get(d.key, []))
+    tiers = sorted(set(by_tier_fast) | set(by_tier_exact), reverse=True)
+    fast_rank, exact_rank = ([*(c[t] for t in tiers), g] for c, g in ((by_tier_fast, gpus[0]), (by_tier_exact, gpus[1])))
+    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) or (only_if_better and exact_rank <= fast_rank):
         return original, fast_free, "fast path (the exact phase found no better plan)", []
     free, out, changed = dict(after_retain), {}, []
     for d in demands:
@@ -136,7 +145,8 @@ def refill(demands, eligible, after_retain, kept, filled, budget):
                                      for i, s in enumerate(group))]
         free_idx = [i for i in range(d.replicas) if i not in kept[d.key] and i not in mine]
         for idx, (cluster, names) in zip(free_idx, rest):
-            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers) for r, pool in zip(d.roles, names)}
+            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers, r.topology)
+                     for r, pool in zip(d.roles, names)}
             mine[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
             before = filled[d.key].get(idx)
             changed.append((d.key, idx, before.cluster if before else None, cluster))

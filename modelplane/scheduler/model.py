@@ -68,6 +68,7 @@ class Role:
     # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
     # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
     refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
+    topology: tuple = ()         # topology_of(the worker topology); (): not known
 
     @property
     def nodes(self) -> int:
@@ -102,31 +103,68 @@ class Demand:
         return (tuple(r.workers for r in self.roles), *self.steps)
 
 
+TOPOLOGY_AXES = ("tensor", "pipeline", "data", "dataLocal")
+
+
+def topology_of(t) -> tuple:
+    """A worker topology as the scheduler records it: the four axes, then 1 when experts are
+    sharded (expert parallelism) — a change of any of them is a new shape."""
+    return (t.tensor, t.pipeline, t.data, t.data_local) + ((1,) if t.expert else ())
+
+
+def topology_json(topo: tuple) -> dict:
+    return {**dict(zip(TOPOLOGY_AXES, topo)), **({"expert": True} if topo[4:] == (1,) else {})}
+
+
 @dataclass(frozen=True)
 class RolePlacement:
     pool: str
     nodes: int
     gpus_per_node: int
     workers: int
+    topology: tuple = ()          # the worker topology it was created with (topology_of)
+
+    @property
+    def nodes_per_worker(self) -> int:
+        return self.nodes // self.workers if self.workers else 0
+
+    def to_json(self) -> dict:
+        out = {"pool": self.pool, "nodes": self.nodes, "gpusPerNode": self.gpus_per_node, "workers": self.workers}
+        if self.topology:
+            out["topology"] = topology_json(self.topology)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "RolePlacement":
+        topo = doc.get("topology")
+        return cls(doc["pool"], int(doc["nodes"]), int(doc["gpusPerNode"]), int(doc["workers"]),
+                   tuple(int(topo[a]) for a in TOPOLOGY_AXES) + ((1,) if topo.get("expert") else ()) if topo else ())
 
 
 @dataclass(frozen=True)
 class Placement:
+    """Where one replica runs. `slot` names its objects (`<name>-<i>`, or `<name>-<i>-b` in slot 1):
+    a replica surged beside its old self on the same cluster takes the other slot, so both exist
+    until the old one is deleted at the end of the `up`."""
+
     deployment: str
     replica: int
     cluster: str
     roles: Mapping[str, RolePlacement]
+    slot: int = 0
 
     def to_json(self) -> dict:
-        return {"deployment": self.deployment, "replica": self.replica, "cluster": self.cluster,
-                "roles": {name: {"pool": r.pool, "nodes": r.nodes, "gpusPerNode": r.gpus_per_node,
-                                 "workers": r.workers} for name, r in self.roles.items()}}
+        out = {"deployment": self.deployment, "replica": self.replica, "cluster": self.cluster,
+               "roles": {name: r.to_json() for name, r in self.roles.items()}}
+        if self.slot:
+            out["slot"] = self.slot
+        return out
 
     @classmethod
     def from_json(cls, doc: dict) -> "Placement":
-        roles = {name: RolePlacement(r["pool"], int(r["nodes"]), int(r["gpusPerNode"]), int(r["workers"]))
-                 for name, r in doc["roles"].items()}
-        return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles))
+        roles = {name: RolePlacement.from_json(r) for name, r in doc["roles"].items()}
+        return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles),
+                   int(doc.get("slot", 0)))
 
 
 @dataclass(frozen=True)
@@ -162,6 +200,26 @@ class Move:
     why: str
 
 
+@dataclass(frozen=True)
+class Transition:
+    """What `up` does to a replica that ran before and runs differently now (plan.transitions).
+
+    `how`: "surge" (the new one is created beside the old and awaited Ready; the old is deleted at
+    the end of `up`), "roll" (no room beside it: replaced in place, old deleted first, one replica
+    at a time in `step` order), "kept" (no room to surge or roll: it keeps running at its recorded
+    shape), "moved" (re-placed because its cluster or pool no longer qualifies; the old is deleted
+    at the end of `up`), "lost" (its cluster or pool is gone, and it with it), "removed" (not
+    placed again: deleted at the end of `up`)."""
+
+    deployment: str
+    replica: int
+    how: str
+    before: str                  # cluster it ran on
+    after: str | None            # cluster it runs on now (None: not placed)
+    why: str
+    step: int = 0                # rolls: position in the one-at-a-time order (1-based)
+
+
 @dataclass
 class Plan:
     placements: list[Placement]
@@ -173,6 +231,8 @@ class Plan:
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
     progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
+    transitions: list = field(default_factory=list)  # Transition per previous replica that changes
+    held: dict = field(default_factory=dict)  # nodes per (cluster, pool) old replicas hold until the end of `up`
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)
