@@ -12,6 +12,9 @@ from .records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
+# The plan document's version: a consumer (CI, `--previous`) checks it before reading the rest.
+API_VERSION = "modelplane.ai/v1alpha1"
+
 
 UNKNOWN = "(known after apply)"
 
@@ -90,7 +93,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
     placements = [p.to_json() for p in plan.placements]
-    return {
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": "Plan",
         "stack": run.stack,
         "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
@@ -107,6 +112,17 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "resources": resources,
         "policy": {"violations": violations},
     }
+    if run.result.catalog.overrides:       # the user's classes, models and prices that replace built-ins
+        doc["catalog"] = {"overrides": run.result.catalog.overrides}
+    return doc
+
+
+def refusal(stack: str, problems) -> dict:
+    """The document `plan --format json` prints for refused input: every problem, nothing planned."""
+    return {"apiVersion": API_VERSION, "kind": "Plan", "stack": stack, "refused": True,
+            "problems": [{k: v for k, v in (("file", p.file), ("line", p.line), ("path", p.path),
+                                             ("message", p.message), ("fix", p.fix), ("rule", p.rule)) if v is not None}
+                         for p in problems]}
 
 
 def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:

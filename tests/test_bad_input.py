@@ -1,5 +1,5 @@
 """The bad-input corpus: every kind of wrong input `modelplane plan` is refused with file, line,
-field and fix, exit 1, nothing written and nothing internal printed (issue #27)."""
+field and fix, exit 2, nothing written and nothing internal printed (issue #27)."""
 import json
 import re
 from pathlib import Path
@@ -145,7 +145,7 @@ def plan(*args):
 
 def refused(result, file: str, line, words: str):
     text = result.output
-    assert result.exit_code == 1, text
+    assert result.exit_code == 2, text
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), text
     assert words in text, text
     assert (f"{file}:{line}:" if line else f"{file}:") in text, text
@@ -172,7 +172,7 @@ def test_a_stack_exported_by_the_fleet_and_declared_again_is_refused(tmp_path):
       nodePools: [{name: l4, class: gke-l4-4x-g2, maxNodes: 8, zones: [europe-west4-a]}]
   modelplane:fleet:"""))
     result = plan("prod", "--config-file", path, "--out", tmp_path / "out")
-    assert result.exit_code == 1 and "cluster 'gke-euw4' is exported by stack 'infra-gke-europe-west4' and also " \
+    assert result.exit_code == 2 and "cluster 'gke-euw4' is exported by stack 'infra-gke-europe-west4' and also " \
         "declared by this stack" in result.output and str(path) in result.output, result.output
     assert not (tmp_path / "out").exists()
 
@@ -254,7 +254,7 @@ def test_a_missing_policy_config_is_refused():
 
 def test_an_unknown_stack_suggests_the_stacks_that_exist():
     result = plan("dve")
-    assert result.exit_code == 1 and "no stack 'dve' (no stacks/Pulumi.dve.yaml)" in result.output
+    assert result.exit_code == 2 and "no stack 'dve' (no stacks/Pulumi.dve.yaml)" in result.output
     assert "fix: did you mean 'dev'?" in result.output
     result = plan("zzzzzz")
     assert "stacks here: dev, example-5p3d" in result.output
@@ -290,7 +290,7 @@ def test_a_second_plan_into_the_same_folder_replaces_only_what_the_first_wrote(t
 
 def test_explain_of_an_unknown_deployment_writes_nothing_and_explain_goes_into_json(tmp_path):
     result = plan("dev", "--explain", "lama-70b", "--out", tmp_path / "out", "--report", tmp_path / "r.html")
-    assert result.exit_code == 1 and "no deployment 'lama-70b' in this stack" in result.output
+    assert result.exit_code == 2 and "no deployment 'lama-70b' in this stack" in result.output
     assert "did you mean 'ml-team/llama-70b'?" in result.output or "choose one of" in result.output
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
     result = plan("dev", "--json", "--explain", "llama-70b")

@@ -50,7 +50,7 @@ def test_json_contract_and_determinism():
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert list(doc) == ["stack", "placements", "unplaced", "fill", "progress", "envelope", "idlePrefill", "scaleOrder",
+    assert list(doc) == ["apiVersion", "kind", "stack", "placements", "unplaced", "fill", "progress", "envelope", "idlePrefill", "scaleOrder",
                          "reshape", "services", "cost", "clusters", "resources", "policy"]
     assert doc["fill"] == {"phase": "fast path", "changed": []}
     assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(
@@ -113,13 +113,13 @@ def test_scale_down_removes_only_the_highest_replicas_objects(tmp_path):
     (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB >="), "does not parse"),
     (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB + 1"), "not true or false"),
 ])
-def test_bad_input_exits_1_without_traceback(tmp_path, edit, needle):
+def test_bad_input_exits_2_without_traceback(tmp_path, edit, needle):
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
     edit(doc["config"])
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     result = cli("plan", "dev", "--config-file", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert needle in result.stderr and str(path) in result.stderr or "Pulumi.dev.yaml" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout and result.stdout == ""
 

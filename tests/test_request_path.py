@@ -1,5 +1,6 @@
 """Issue 24: every request reaches a GPU. Route rules are ones Envoy Gateway + AI Gateway program
 (../shared/docs/runtime-review-2026-11-23.md N1, N2), and `plan --trace` follows every host."""
+from pathlib import Path
 import copy
 import subprocess
 import sys
@@ -7,12 +8,13 @@ import sys
 import pytest
 
 from modelplane import offline
-from modelplane.api.loader import ROOT
 from modelplane.policy import POLICIES, Resource
 from modelplane.render.addons import (ENVOY_HTTP_CONTAINER_PORT, ENVOY_NAMESPACE, LOOPBACK_SERVICE, envoy_gateway_values,
                                       gateway_objects)
 from modelplane.render.routing import POOL_HEADER, cluster_routes, rule_problems
 from modelplane.trace import TraceError, trace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 
@@ -169,5 +171,5 @@ def test_plan_trace_prints_the_path_and_an_unknown_host_writes_nothing(tmp_path)
     assert doc["trace"][0]["reaches"] == {"gpu": 950, "provider": 50, "broken": 0}
     bad = subprocess.run([*cmd, "--trace", "nope.example.com", "--out", str(tmp_path / "out")], capture_output=True,
                          text=True, cwd=ROOT)
-    assert bad.returncode == 1 and "nope.example.com is not the hostname" in bad.stderr
+    assert bad.returncode == 2 and "nope.example.com is not the hostname" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "out").exists()

@@ -1,4 +1,5 @@
 """Issue 11: one stable endpoint per service, weighted across deployments, clusters, regions and providers."""
+from pathlib import Path
 import copy
 import json
 import subprocess
@@ -11,11 +12,13 @@ from hypothesis import strategies as st
 
 from modelplane import offline, report
 from modelplane.api import load_catalog, parse_stack_config
-from modelplane.api.loader import ROOT, Source
+from modelplane.api.loader import Source
 from modelplane.errors import InputError
 from modelplane.manifests import read_documents
 from modelplane.policy import evaluate
 from modelplane.scheduler.traffic import TOTAL_UNITS, Target, route
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def objects(run, kind):

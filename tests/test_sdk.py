@@ -76,7 +76,7 @@ def test_bad_fleet_args_are_input_errors_naming_the_fleet(tmp_path):
     assert "Fleet f: modelplane:clusters[0].nodePools[0].maxNodes" in err.value.render()
 
 
-def test_a_user_catalog_adds_classes_and_refuses_duplicates(tmp_path):
+def test_a_user_catalog_adds_classes_overrides_built_ins_and_refuses_its_own_duplicates(tmp_path):
     from modelplane.api import load_catalog
     from modelplane.errors import InputError
 
@@ -84,10 +84,17 @@ def test_a_user_catalog_adds_classes_and_refuses_duplicates(tmp_path):
     mine = dict(byo[0], name="l4-1x-lab")
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"classes": [mine]}))
     assert "l4-1x-lab" in load_catalog(extra=tmp_path).classes
-    (tmp_path / "dup.yaml").write_text(yaml.safe_dump({"classes": [byo[0]]}))
+    # a class of the package's name replaces the package's, and the catalog says so
+    bigger = dict(byo[0], capabilities={**byo[0]["capabilities"], "gpu": {**byo[0]["capabilities"]["gpu"], "count": 2}})
+    (tmp_path / "over.yaml").write_text(yaml.safe_dump({"classes": [bigger]}))
+    catalog = load_catalog(extra=tmp_path)
+    assert catalog.classes[byo[0]["name"]].capabilities.gpu.count == 2
+    assert catalog.overrides == [{"kind": "class", "name": byo[0]["name"], "file": str(tmp_path / "over.yaml")}]
+    # the same name twice in the user's own files is an error naming both
+    (tmp_path / "dup.yaml").write_text(yaml.safe_dump({"classes": [mine]}))
     with pytest.raises(InputError) as err:
         load_catalog(extra=tmp_path)
-    assert "class 'l4-1x' is already defined in catalog/byo.yaml" in err.value.render()
+    assert f"class 'l4-1x-lab' is already defined in {tmp_path / 'dup.yaml'}" in err.value.render()
     with pytest.raises(InputError, match="no such file or directory"):
         load_catalog(extra=tmp_path / "missing")
 

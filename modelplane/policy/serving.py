@@ -57,7 +57,9 @@ def _wired(pod_meta: dict, pod: dict, fabric: dict) -> bool:
 
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
-        "NICs (GKE DRANET), request its EFA interfaces or attach its GPUDirect networks and daemon.", "stack")
+        "NICs (GKE DRANET), request its EFA interfaces or attach its GPUDirect networks and daemon.", "stack",
+        fix="place multi-node or disaggregated workers on a pool whose class's fabric modelplane wires "
+            "(nodeSelector), or make each worker fit one node (workers.topology)")
 def fabric_wired(resources, config=None):
     out, index = [], None
     for r, spec, p, inv in replicas(resources):
@@ -90,13 +92,17 @@ def fabric_wired(resources, config=None):
 
 @policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
         "pipeline parallelism other than modelplane's preset (whole models, data 1); the native backend needs an image.",
-        "stack")
+        "stack",
+        fix="on backend: kserve use a non-root vLLM image and no pipeline parallelism beyond modelplane's preset; "
+            "on backend: native set engine.image")
 def engines(resources, config=None):
     return _spec_findings(resources, check_engines)
 
 
 @policy("flex-start-serving", "Serving on flex-start capacity: flex-start VMs run for at most seven days, then GKE "
-        "reclaims them and the replica restarts wherever capacity is.", "stack", level=ADVISORY)
+        "reclaims them and the replica restarts wherever capacity is.", "stack", level=ADVISORY,
+        fix="accept a restart at least every 7 days, or move the deployment to on-demand, Spot or reserved pools "
+            "(nodeSelector, clusterSelector)")
 def flex_start_serving(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
@@ -112,7 +118,8 @@ def flex_start_serving(resources, config=None):
 
 @policy("native-prefill-idle", "Disaggregated replicas on the native backend: nothing routes requests to their "
         "prefill pods (no P/D-aware router in front of decode), so the prefill GPUs stay idle.", "stack",
-        level=ADVISORY)
+        level=ADVISORY,
+        fix="use backend: kserve (its endpoint picker sends each prompt to prefill first), or drop the prefill block")
 def native_prefill_idle(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
@@ -126,7 +133,8 @@ def native_prefill_idle(resources, config=None):
 
 
 @policy("queue-quota", "GPUs placed in a KAI queue stay within its quota: the replicas are non-preemptible, and "
-        "KAI gives non-preemptible workloads only in-quota GPUs.", "stack")
+        "KAI gives non-preemptible workloads only in-quota GPUs.", "stack",
+        fix="raise the namespace's gpuQuota in the cluster's queues, or place fewer GPUs in that namespace")
 def queue_quota(resources, config=None):
     used: dict[tuple[str, str], int] = {}
     quota: dict[tuple[str, str], int] = {}
