@@ -7,13 +7,12 @@ from pathlib import Path
 
 import yaml
 
+from .api.previous import API_VERSION
 from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
 from .records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
-# The plan document's version: a consumer (CI, `--previous`) checks it before reading the rest.
-API_VERSION = "modelplane.ai/v1alpha1"
 
 
 UNKNOWN = "(known after apply)"
