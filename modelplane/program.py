@@ -76,7 +76,10 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     # modelplane:repack trades stickiness for packing: the previous placements are not retained.
     previous = [] if spec.repack else [Placement.from_json(p) for p in (prev_doc or [])]
     where = display_path(Path(source) if source else stack_file(stack))
-    built = assemble(spec, catalog, where, remote, previous, exclude=exclude)
+    path = Path(source) if source else stack_file(stack)
+    src = read_yaml(path) if path.exists() else Source(where, None)
+    built = assemble(spec, catalog, where, remote, previous, exclude=exclude,
+                     locate=lambda p: src.line(("config", *p)))
     return materialize(built.graph, made).value(built.outputs)
 
 

@@ -173,4 +173,4 @@ def test_an_infra_stack_without_inventory_is_an_input_error_naming_the_argument(
     '''
     with pytest.raises(InputError) as err:
         offline.run_program(_program(tmp_path, body), "dev")
-    assert "Fleet f: stacks: stack 'infra-nowhere' exports no inventory" in err.value.render()
+    assert "Fleet f: stacks[0]: stack 'infra-nowhere' exports no inventory" in err.value.render()
