@@ -344,7 +344,6 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
         tables.repack(out, doc["repack"])
     if previous:
         tables.changes(out, doc, previous.name)
-    tables.print_violations(out, violations, Path(policy_file))
     if explain:
         _explain(run, explain)
     if traces:
@@ -352,6 +351,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
 
         for line in (line for t in traces for line in trace_lines(t)):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
+    tables.print_violations(out, violations, Path(policy_file))
 
 
 def _traces(run, hosts) -> list:

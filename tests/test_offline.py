@@ -128,9 +128,18 @@ def test_explain_and_what_if():
     explained = cli("plan", "dev", "--explain", "llama-70b")
     assert explained.returncode == 0
     assert "nodeSelector" in explained.stdout and "bound [0]" in explained.stdout
+    # the clause that failed, with the class's value
+    assert 'decode: false for class gke-l4-1x-g2: gpu.product == "H100" is false (gpu.product = "L4")' in \
+        " ".join(explained.stdout.split()), explained.stdout
     lost = cli("plan", "dev", "--without", "dev-gke")
     assert "lost   ml-team/llama-70b#0 (was on dev-gke)" in lost.stdout
     assert "placement-complete" in lost.stdout and lost.returncode == 0      # advisory outside production
+    # a what-if, an explanation and a trace print their answer, not the whole plan before it
+    traced = cli("plan", "prod", "--trace", "chat.inference.example.com")
+    for answer in (explained, lost, traced):
+        assert "placements (" not in answer.stdout and "cost (" not in answer.stdout, answer.stdout
+    assert traced.stdout.startswith("trace chat.inference.example.com")
+    assert explained.stdout.startswith("Filter / Score for ml-team/llama-70b")
 
 
 def test_preview_without_pulumi_binary_says_so_in_one_line():
