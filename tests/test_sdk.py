@@ -1,11 +1,14 @@
 """The public API: Fleet from your own program (Python, and any language through the package)."""
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from modelplane import offline
+from modelplane.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,10 +26,6 @@ def test_the_python_example_builds_prod_with_identical_placements_and_objects(pr
 
 
 def test_modelplane_plan_plans_a_program():
-    from click.testing import CliRunner
-
-    from modelplane.cli import main
-
     result = CliRunner().invoke(main, ["plan", "prod", "--program", str(ROOT / "examples" / "prod-fleet")])
     assert result.exit_code == 0, result.output
     assert "ok chat/llama-70b: 3/3 replicas placed" in result.output and "1 modelplane:index:Fleet" in result.output
@@ -174,3 +173,19 @@ def test_an_infra_stack_without_inventory_is_an_input_error_naming_the_argument(
     with pytest.raises(InputError) as err:
         offline.run_program(_program(tmp_path, body), "dev")
     assert "Fleet f: stacks[0]: stack 'infra-nowhere' exports no inventory" in err.value.render()
+
+
+def test_the_yaml_example_is_planned_with_program_and_the_typescript_one_says_why_not(tmp_path):
+    """`plan --program` runs a YAML program's Fleet resources through the component provider
+    (config references resolved offline; a secret stands in); a TypeScript program is refused by name."""
+    result = CliRunner().invoke(main, ["plan", "lab", "--program", str(ROOT / "examples" / "yaml-fleet"), "--json"])
+    assert result.exit_code == 0, result.output
+    placed = sorted((p["deployment"], p["cluster"]) for p in json.loads(result.stdout)["placements"])
+    assert placed == [("ml/qwen3-32b", "lab"), ("ml/qwen3-8b", "lab"), ("ml/qwen3-8b", "lab")]
+    ts = CliRunner().invoke(main, ["plan", "dev", "--program", str(ROOT / "examples" / "ts-fleet")])
+    assert ts.exit_code == 2 and "not a Python or YAML Pulumi program" in ts.output
+    doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
+    doc["resources"]["fleet"]["properties"]["secrets"]["labKubeconfig"] = "${cluster.kubeconfig}"
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    bad = CliRunner().invoke(main, ["plan", "lab", "--program", str(tmp_path)])
+    assert bad.exit_code == 2 and "resources.fleet.properties.secrets.labKubeconfig" in bad.output, bad.output
