@@ -398,3 +398,12 @@ provider.construct("fleet", "modelplane:index:Fleet", {floats(props)!r}, None)
     placed = sorted((p.deployment, p.cluster) for p in run.result.plan.placements)
     assert placed == [("ml/qwen3-32b", "lab"), ("ml/qwen3-8b", "lab"), ("ml/qwen3-8b", "lab")]
     assert [d.priority for d in run.result.spec.deployments] == ["standard", "critical"]
+
+
+def test_the_docs_cite_nothing_outside_the_repository():
+    """A user's clone has nothing beside it: docs name files of this repository or upstream URLs."""
+    import re
+
+    for path in sorted((ROOT / "docs").glob("*.md")):
+        found = re.findall(r"`(?:\.\./)?shared/[^`]*`", path.read_text())
+        assert not found, f"{path.name} cites {found}"
