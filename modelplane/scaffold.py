@@ -43,6 +43,24 @@ def project_name(folder: Path) -> str:
     return name or "modelplane-project"
 
 
+def requirement() -> str:
+    """The requirement line for the modelplane running now: where pip installed it from (PEP 610's
+    direct_url.json: a clone, a wheel file, a VCS commit), else this version from the index."""
+    import json
+    from importlib import metadata
+
+    try:
+        origin = json.loads(metadata.distribution("modelplane").read_text("direct_url.json") or "null")
+    except (metadata.PackageNotFoundError, ValueError):
+        origin = None
+    if not isinstance(origin, dict) or not isinstance(origin.get("url"), str):
+        return f"modelplane=={__version__}"
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") and vcs.get("commit_id"):
+        return f"modelplane @ {vcs['vcs']}+{origin['url']}@{vcs['commit_id']}"
+    return f"modelplane @ {origin['url']}"
+
+
 def files(folder: Path) -> dict[str, str]:
     """What `init` writes, by path relative to the folder."""
     return {
@@ -51,7 +69,7 @@ def files(folder: Path) -> dict[str, str]:
                         "runtime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: venv\n"
                         "stackConfigDir: stacks\n"),
         "__main__.py": PROGRAM,
-        "requirements.txt": f"modelplane=={__version__}\n",
+        "requirements.txt": requirement() + "\n",
         "stacks/Pulumi.dev.yaml": DEV_STACK,
     }
 

@@ -303,8 +303,11 @@ def test_pyright_resolves_the_package_as_make_installs_it(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONWARNINGS"] = "ignore"
+    from helpers import source_copy
+
+    src = source_copy(tmp_path / "src")      # the checkout as make installs it, copied (no egg-info here)
     done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                           "--no-deps", "-e", str(ROOT), "--config-settings", f"editable_mode={mode}"],
+                           "--no-deps", "-e", str(src), "--config-settings", f"editable_mode={mode}"],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         if "No matching distribution" in done.stderr or "Could not find a version" in done.stderr:

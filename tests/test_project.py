@@ -4,7 +4,6 @@ infra stacks sit beside the stack file; the catalog, prices and policy configs a
 plus the project's own; `init` starts a project; a built wheel carries the package's data."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from modelplane.cli import main
+
+from helpers import source_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +166,8 @@ def test_init_starts_a_project_that_plans_at_once(tmp_path, monkeypatch):
         "Pulumi.yaml", "__main__.py", "requirements.txt", "stacks/Pulumi.dev.yaml"]
     project = yaml.safe_load((folder / "Pulumi.yaml").read_text())
     assert project["name"] == "my-infra" and project["stackConfigDir"] == "stacks"
-    assert (folder / "requirements.txt").read_text().startswith("modelplane==")
+    # the modelplane running now, from where pip installed it (here: this checkout, editable)
+    assert (folder / "requirements.txt").read_text().startswith(("modelplane @ file://", "modelplane=="))
     monkeypatch.chdir(folder)
     planned = plan("dev", "--json")
     assert planned.exit_code == 0, planned.output
@@ -185,14 +187,7 @@ def test_the_readme_starts_with_init():
 
 def _build_wheel(tmp_path: Path) -> Path:
     """A wheel of this checkout, built from a copy (so the checkout gets no build/ or egg-info)."""
-    src = tmp_path / "src"
-    keep = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "modelplane", "catalog", "policies", "schemas")
-    for name in keep:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "_data"))
-        else:
-            src.mkdir(exist_ok=True)
-            shutil.copy(ROOT / name, src / name)
+    src = source_copy(tmp_path / "src")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
                             str(src)], capture_output=True, text=True, env=env, timeout=600)
@@ -242,4 +237,8 @@ def test_a_wheel_installed_in_a_fresh_virtualenv_has_its_data_and_plans_the_user
     assert modelplane("plan", "prod", "--out", str(out)).returncode == 0
     checked = modelplane("validate", str(out))          # the schemas came with the wheel
     assert checked.returncode == 0 and " ok " in f" {checked.stdout} ", checked.stdout
+    # `init` names the wheel it was installed from as the new project's requirement
+    assert subprocess.run([str(python), "-m", "modelplane", "init", str(tmp_path / "new")], env=env,
+                          capture_output=True, text=True).returncode == 0
+    assert (tmp_path / "new" / "requirements.txt").read_text() == f"modelplane @ {wheel.resolve().as_uri()}\n"
 
