@@ -287,6 +287,8 @@ def test_pyright_sees_fleet_and_checks_the_readme_and_the_python_examples(tmp_pa
     assert 'Type of "fleet.placements" is "Output[list[Placement]]"' in out, out
     errors = [line for line in out.splitlines() if " - error" in line]
     assert errors and all("wrong.py" in line for line in errors), out
+    # the README's annotated style: the error names the misspelt key
+    assert '"tokenSecrit" is an undefined item in type "ModelSource"' in out, out
 
 
 @pytest.mark.skipif(not (TOOLS / "pyright").exists(), reason=NO_TOOLS)

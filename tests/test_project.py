@@ -177,12 +177,6 @@ def test_init_starts_a_project_that_plans_at_once(tmp_path, monkeypatch):
     assert again.exit_code == 2 and "the folder is not empty" in again.output
 
 
-def test_the_readme_starts_with_init():
-    readme = (ROOT / "README.md").read_text()
-    quick = readme[readme.index("## Quickstart"):readme.index("\n## ", readme.index("## Quickstart") + 5)]
-    assert quick.index("modelplane init") < quick.index("modelplane plan dev")
-
-
 # --- the package as a user installs it ---------------------------------------------------------
 
 def _build_wheel(tmp_path: Path) -> Path:
