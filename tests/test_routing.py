@@ -125,8 +125,9 @@ def test_the_provider_is_reached_over_tls_with_its_key_from_a_secret(prod, tmp_p
 def test_deployments_answer_to_the_model_name_their_services_send(prod):
     llama = objects(prod, "LLMInferenceService")["gke-usc1/chat/llminferenceservice/llama-70b-1"]["spec"]
     args = llama["template"]["containers"][0]["args"]
-    assert args[-4:] == ["--served-model-name", "llama-70b", "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-                         "publishers/chat/models/llama-70b"]
+    # its own name (<namespace>/<deployment> by default), the service's, then KServe's publisher form of its own
+    assert args[-4:] == ["--served-model-name", "chat/llama-70b", "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+                         "publishers/chat/models/chat/llama-70b"]
 
 
 def test_weighted_dns_records_point_at_each_clusters_gateway(prod):
