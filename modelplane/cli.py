@@ -203,7 +203,7 @@ def _refused(exc: InputError, fmt: str, stack: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="text (default): tables; json: the plan document; markdown: a pull-request comment; sarif: "
                    "input problems and policy verdicts with file and line (SARIF 2.1.0), for CI annotations.")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json: the plan document (README, --json).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json: the plan document (its keys: README, `--json`).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
 @click.option("--report", "report_file", type=click.Path(path_type=Path),
               help="Write the fleet report (one self-contained HTML page) here.")
