@@ -22,7 +22,7 @@ from .render.routing import grants
 from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns)
 from .scheduler import DemandError, Placement, Plan, schedule
-from .services import certificate_problems, dns_problems, plan_routes, served_names
+from .services import certificate_problems, dns_problems, hop_problems, plan_routes, served_names
 
 
 @dataclass
@@ -141,6 +141,12 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:services", p,
                                   "add the hostname (or a wildcard for its domain) to that cluster's tls.hostnames")
                           for p in problems])
+    problems = hop_problems(spec, routes, inventories)
+    if problems:
+        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
+                                  "send that cluster one target of the service (a clusterSelector, or drop the provider "
+                                  "endpoint), or let modelplane run its Gateway (substrate.gateway on, no gatewayRef)")
+                          for p in problems])
     homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
@@ -159,7 +165,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                       spec.dns)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
-        service_dns(graph, spec.dns, named, addresses, by_key)
+        service_dns(graph, spec.dns, named, addresses, by_key,
+                    {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()})
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,

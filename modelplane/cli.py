@@ -221,28 +221,34 @@ def _refused(exc: InputError, fmt: str, stack: str) -> None:
 @click.option("--trace", "hosts", multiple=True, metavar="HOST",
               help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider "
                    "(prints only the trace); exit 1 if any share of it breaks on the way.")
+@click.option("--down", "down", multiple=True, metavar="NAME",
+              help="With --trace: trace as if this replica (namespace/deployment#index) or cluster were gone "
+                   "(repeatable): health checks drop a dead cluster from DNS, endpoint pickers skip dead pods.")
 @click.option("--engine", type=click.Choice(["direct", "pulumi"]), default="direct", show_default=True,
               help="direct: resources and policies computed in-process, no Pulumi SDK; pulumi: the program under "
                    "Pulumi's mock runtime and the policy pack through the analyzer protocol (what `pulumi preview "
                    "--policy-pack` runs). Both give the same plan; --program always uses pulumi.")
 @project_options
 def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config, hosts, engine):
+         policy_config, hosts, down, engine):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary. Exit 0 clean, 1 on a mandatory
     policy violation, 2 on invalid input or usage (nothing planned or written)."""
     fmt = _format_of(fmt, as_json)
     try:
         _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-              policy_config, hosts, engine)
+              policy_config, hosts, down, engine)
     except InputError as exc:       # PolicyConfigError too
         _refused(exc, fmt, stack)
 
 
 def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-          policy_config, hosts, engine):
+          policy_config, hosts, down, engine):
     from . import origins, outdir, report
     from .policy import PackError, with_fixes
 
+    if down and not hosts:
+        raise InputError([Problem("--down", ", ".join(down), "--down traces what-ifs, and no --trace HOST is given",
+                                  "give the hostname to follow with --trace HOST")])
     prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
                                           program_dir)
     if program_dir:
@@ -261,7 +267,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
         sys.exit(EXIT_FAILED)
     explain = _explain_key(run, explain) if explain else None
-    traces = _traces(run, hosts)
+    traces = _traces(run, hosts, down)
     violations = origins.locate(run, checked[0] if checked else None, with_fixes(violations))
     doc = report.document(run, violations)
     if without:
@@ -354,17 +360,19 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
     tables.print_violations(out, violations, Path(policy_file))
 
 
-def _traces(run, hosts) -> list:
-    """Every --trace HOST followed through the plan; an unknown host fails before anything is written."""
+def _traces(run, hosts, down=()) -> list:
+    """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
+    --down name fails before anything is written."""
     from .trace import TraceError, trace
 
     out = []
     for host in hosts:
         try:
-            out.append(trace(run, host))
+            out.append(trace(run, host, down))
         except TraceError as exc:
-            raise InputError([Problem("--trace", host, str(exc), "trace a hostname of one of the stack's "
-                                      "services (modelplane:services[].hostname)")]) from None
+            raise InputError([Problem("--trace", host, str(exc), "trace a hostname of one of the stack's services "
+                                      "(modelplane:services[].hostname); --down names a cluster or a replica "
+                                      "(namespace/deployment#index)")]) from None
     return out
 
 

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from .api import Catalog, InferenceCluster, ModelDeployment
 from .api.deployment import PRIORITY_CLASSES
-from .api.fabric import fabric_wiring
+from .api.fabric import engine_facts, fabric_wiring, image_refusal
+from .api.rules import capacity_block_gap
 from .cost import pool_price
 from .scheduler.bindings import resolve
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE
+from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
+from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
+from .render.dra import CHANNEL_DEVICE_CLASS
 from .scheduler import Cluster, Demand, Pool, Role, allocate
+from .scheduler.model import domain_nodes
 
-INVENTORY_VERSION = 2
+INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
 
 
@@ -29,17 +33,25 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
-            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version).to_json(),
+            "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version,
+                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
         })
+        if cluster.source == "eks" and pool.capacity.type == "capacity-block":
+            gap = capacity_block_gap(cls, cluster.region, catalog.prices)
+            if gap:
+                pools[-1]["capacityBlockNote"] = gap
     # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
     # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
-    installed = set(DRA_DRIVERS) if cluster.substrate.dra_driver else set()
+    # The driver's ComputeDomain part is on where a pool is one NVLink domain (render/addons.py).
+    installed = {*DRA_DRIVERS, CHANNEL_DEVICE_CLASS} if cluster.substrate.dra_driver else set()
     installed |= set(cluster.existing.device_classes) if cluster.existing else set()
     installed = installed if cluster.dra else set()
     drivers = {p["device"]["driver"] for p in pools} & installed
+    if any(domain_nodes(p["capabilities"]) for p in pools):
+        drivers |= {CHANNEL_DEVICE_CLASS} & installed
     drivers |= {p["fabric"]["nicDeviceClass"] for p in pools if p["fabric"].get("nicDeviceClass")}
     return {
         "version": INVENTORY_VERSION, "name": cluster.name, "cloud": cluster.cloud, "region": cluster.region,
@@ -64,16 +76,24 @@ def gateway_of(cluster: InferenceCluster) -> dict | None:
         return None
     # Envoy's LoadBalancer Service gets an IP on GKE and a load balancer hostname on EKS.
     kind = "Hostname" if cluster.source == "eks" else "IPAddress"
-    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind}
+    # `hop`: the in-cluster hop Gateway a shared cluster's split goes through (render/addons.py).
+    out = {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "addressType": kind,
+           "hop": {"name": HOP_GATEWAY, "service": f"{ENVOY_NAMESPACE}/{HOP_SERVICE}"}}
     if cluster.tls is not None:
-        out["tls"] = {"hostnames": list(cluster.tls.hostnames)}
+        # Who signs the certificate: modelplane's ACME issuer and how it solves challenges, or an
+        # issuer the cluster must already have (apps stacks check issuance from these facts).
+        tls = cluster.tls
+        out["tls"] = {"hostnames": list(tls.hostnames),
+                      **({"acme": tls.acme.solver} if tls.acme else {}),
+                      **({"issuerRef": tls.issuer_ref.model_dump(by_alias=True)} if tls.issuer_ref else {})}
     return out
 
 
 def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
-                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None) for p in inv["pools"])
+                       int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
+                       domain_nodes(p["capabilities"])) for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
 
@@ -107,11 +127,27 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     so Filter can check GPU memory and node storage."""
     counts = role_workers(md)
     weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
-    roles = tuple(Role(name, sel.cel, counts[name], w.topology.nodes_per_worker, w.topology.gpus_per_node,
-                       weights, w.topology.tensor * w.topology.pipeline)
-                  for name, (sel, w, _) in md.gpu_roles().items())
+    experts = catalog.expert_gib(md) if catalog is not None else 0.0
+    roles = tuple(Role(name, sel.cel, counts[name], t.nodes_per_worker, t.gpus_per_node, weights,
+                       t.tensor * t.pipeline, refused_fabrics=refused_fabrics(md, engine, catalog),
+                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert)
+                  for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
+
+
+def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:
+    """GPUDirect fabrics whose NCCL plugin this role's engine image cannot load, and why."""
+    if catalog is None:
+        return {}
+    image = engine.image if engine.image or md.backend != "kserve" else None
+    default = KSERVE_PRESET_IMAGE if md.backend == "kserve" else None
+    out = {}
+    for kind, recipe in sorted(catalog.gpudirect.items()):
+        why = image_refusal(engine_facts(recipe), image, default)
+        if why:
+            out[f"gpudirect-{kind}"] = why
+    return out
 
 
 def bound_counts(md: ModelDeployment, decode: int) -> dict[str, int]:

@@ -318,13 +318,38 @@ class IssuerRef(TypedDict):
     'an Issuer lives in modelplane-gateway. Default: "ClusterIssuer".'
 
 
+class Route53Solver(TypedDict):
+    "DNS-01 in a Route 53 hosted zone, with the cluster's own AWS identity (EKS Pod Identity)."
+
+    hostedZoneId: str
+    'the zone that holds the hostnames'
+    region: NotRequired[str]
+    'the region cert-manager\'s AWS client signs for (Route 53 is global). Default: "us-east-1".'
+
+
+class CloudDnsSolver(TypedDict):
+    "DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity)."
+
+    project: str
+    'the project that holds the managed zone'
+
+
+class Dns01(TypedDict):
+    'Solve ACME challenges with DNS records instead of HTTP: any cluster can answer, wildcards work.'
+
+    route53: NotRequired[Route53Solver]
+    cloudDns: NotRequired[CloudDnsSolver]
+
+
 class Acme(TypedDict):
-    'An ACME account modelplane registers (a ClusterIssuer solving HTTP-01 through the Gateway).'
+    "An ACME account modelplane registers: a ClusterIssuer solving HTTP-01 through the Gateway, or\nDNS-01 in the stack's zone with the cluster's own cloud identity (`dns01`)."
 
     email: str
     "the account's contact"
     server: NotRequired[str]
     'the ACME directory URL. Default: "https://acme-v02.api.letsencrypt.org/directory".'
+    dns01: NotRequired[Dns01]
+    'DNS-01 instead of HTTP-01 (required when DNS splits a name across clusters)'
 
 
 class GatewayTls(TypedDict):
@@ -391,7 +416,7 @@ class NodeSelector(TypedDict):
 
 
 class Topology(TypedDict):
-    'Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each.'
+    "Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each.\n`expert` (KServe's spelling, spec.parallelism.expert): a mixture-of-experts model's experts are\nsharded over the tensor x data ranks (vLLM --enable-expert-parallel) instead of tensor-split."
 
     tensor: NotRequired[int]
     'Default: 1.'
@@ -401,6 +426,8 @@ class Topology(TypedDict):
     'Default: 1.'
     dataLocal: NotRequired[int]
     'Default: 1.'
+    expert: NotRequired[bool]
+    'Default: false.'
 
 
 class Workers(TypedDict):
@@ -409,7 +436,7 @@ class Workers(TypedDict):
     count: NotRequired[int]
     'Default: 1.'
     topology: NotRequired[Topology]
-    'Default: {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}.'
+    'Default: {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}.'
 
 
 class KeyRef(TypedDict):
@@ -452,7 +479,7 @@ class Prefill(TypedDict):
     nodeSelector: NotRequired[NodeSelector]
     'Default: {"cel": ""}.'
     workers: NotRequired[Workers]
-    'Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}}.'
+    'Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}}.'
     engine: NotRequired[Engine]
     'Default: {"args": [], "env": [], "port": 8000, "healthPath": "/health"}.'
 
@@ -549,7 +576,7 @@ class ModelDeployment(TypedDict):
     nodeSelector: NotRequired[NodeSelector]
     'CEL over a class\'s capabilities, e.g. gpu.memoryGiB >= 80. Default: {"cel": ""}.'
     workers: NotRequired[Workers]
-    'decode (or unified) workers per replica and their parallelism. Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1}}.'
+    'decode (or unified) workers per replica and their parallelism. Default: {"count": 1, "topology": {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1, "expert": false}}.'
     engine: NotRequired[Engine]
     'the inference engine\'s image, args and env. Default: {"args": [], "env": [], "port": 8000, "healthPath": "/health"}.'
     prefill: NotRequired[Prefill]

@@ -48,9 +48,14 @@ def pool_notes(pool: dict) -> list[str]:
         notes.append("RDMA NICs via GKE DRANET")
     if pool["fabric"].get("gpudirect"):
         g = pool["fabric"]["gpudirect"]
-        notes.append(f"GPUDirect-{g['kind'].upper()} over {g['nics']} GPU NICs")
+        notes.append(f"GPUDirect-{g['kind'].upper()} over {g['nics']} GPU NICs, NCCL_NET={g['ncclNet']} "
+                     f"(release {g['released']})")
     if pool["fabric"].get("via") == "efa-device-plugin":
         notes.append(f"{pool['fabric']['efaInterfaces']} EFA interfaces per pod")
+    if pool["fabric"].get("note"):
+        notes.append(pool["fabric"]["note"])
+    if pool.get("capacityBlockNote"):
+        notes.append(pool["capacityBlockNote"])
     return notes
 
 

@@ -1,23 +1,31 @@
-"""`plan --trace HOST`: one service hostname followed from DNS to the pods, over the objects the plan
-rendered (pure: reads an offline run's records, never a cluster).
+"""`plan --trace HOST [--down NAME]`: one service hostname followed from DNS to the pods, over the
+objects the plan rendered (pure: reads an offline run's records, never a cluster).
 
-Each hop is a link; the first link that cannot be followed is named as broken. The hops are the
-ones Envoy Gateway v1.8.1 + Envoy AI Gateway v1.0.0 and KServe v0.20 take (docs/routing.md):
-weighted DNS -> the cluster's Gateway listener -> the service HTTPRoute's header-less `/v1/` rule
--> each weighted backendRef: an InferencePool (through the loopback hop and `<service>-pools`
-when it shares the cluster with other targets), a native replica's Service, or a provider
-Backend -> the LLMInferenceService / workload that owns it -> its GPU pool.
+Each link is one the upstream components really take (docs/routing.md): weighted DNS, which drops a
+record whose health check fails (Route 53 answers with every record again when all of them fail);
+the cluster's Gateway listener, which exists on HTTPS only once its certificate issues (Envoy
+Gateway v1.8.1 drops a listener whose Secret is missing, internal/gatewayapi/listener.go L319-323);
+the service route's rule and its weighted backendRefs; the hop Gateway and its header rule; an
+InferencePool, whose endpoint picker answers only with ready pods (none: 503), a native Service
+(only ready pods are endpoints), or a provider Backend, which must get its own Host. `down` names
+replicas (`namespace/deployment#index`) or clusters that are gone: their pods are not ready, their
+health checks fail. The first link that cannot be followed is named as broken.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-from .api.cluster import POOL_LABEL as POOL_LABEL_KEY, tls_covers
-from .render.addons import GATEWAY_NAME, GATEWAY_NAMESPACE, LOOPBACK_SERVICE, listeners
-from .render.kserve import inference_pool
+from .api.cluster import POOL_LABEL as POOL_LABEL_KEY, external_issuer, issuance_problems, tls_covers
 from .policy.resource import pod_templates
-from .render.routing import POOL_HEADER, rule_problems
+from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE, is_own_gateway, listeners
+from .render.kserve import pool_ref
+from .render.picker import WORKLOAD
+from .render.names import DEPLOYMENT, REPLICA
+from .render.routing import HOP_HEADER, health_path, rule_problems
 
+ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
+CLOUD_DNS_CHECK = "gcp:compute/healthCheck:HealthCheck"
 
 
 @dataclass
@@ -27,6 +35,7 @@ class Hop:
     path: list[str] = field(default_factory=list)
     lands: str = ""                  # gpu | provider | ""
     broken: str = ""                 # the first link that cannot be followed
+    weight: Fraction = Fraction(0)   # its part of the cluster's requests (before rounding)
 
 
 @dataclass
@@ -35,183 +44,376 @@ class Trace:
     service: str
     dns: list[dict]
     hops: list[Hop]
+    down: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> list[Hop]:
-        return [h for h in self.hops if h.broken]
+        return [h for h in self.hops if h.broken and h.share]
 
     def to_json(self) -> dict:
-        return {"host": self.host, "service": self.service, "dns": self.dns,
-                "hops": [{"cluster": h.cluster, "share": h.share, "path": h.path, "lands": h.lands,
-                          **({"broken": h.broken} if h.broken else {})} for h in self.hops],
-                "reaches": {"gpu": sum(h.share for h in self.hops if h.lands == "gpu"),
-                            "provider": sum(h.share for h in self.hops if h.lands == "provider"),
-                            "broken": sum(h.share for h in self.hops if h.broken)}}
+        out = {"host": self.host, "service": self.service, "dns": self.dns,
+               "hops": [{"cluster": h.cluster, "share": h.share, "path": h.path, "lands": h.lands,
+                         **({"broken": h.broken} if h.broken else {})} for h in self.hops],
+               "reaches": {"gpu": sum(h.share for h in self.hops if h.lands == "gpu"),
+                           "provider": sum(h.share for h in self.hops if h.lands == "provider"),
+                           "broken": sum(h.share for h in self.hops if h.broken)}}
+        if self.down:
+            out["down"] = list(self.down)
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 class TraceError(ValueError):
-    """The host is not a service hostname of this stack."""
+    """The host is not a service hostname of this stack, or --down names nothing it has."""
 
 
 def _objects(run, cluster: str) -> dict[tuple[str, str, str], dict]:
-    """(kind, namespace, name) -> object for every Kubernetes object rendered on one cluster."""
+    """(kind, namespace, name) -> object for every Kubernetes object rendered on one cluster
+    (InferencePools of both API groups keyed by kind and group)."""
     out = {}
     for r in run.records:
         if r.type.startswith("kubernetes:") and r.name.startswith(f"{cluster}/") and isinstance(r.inputs, dict):
             meta = r.inputs.get("metadata") or {}
-            out[(r.inputs.get("kind"), meta.get("namespace"), meta.get("name"))] = r.inputs
+            kind = r.inputs.get("kind")
+            if kind == "InferencePool" and not str(r.inputs.get("apiVersion", "")).startswith("inference.networking.k8s.io/"):
+                kind = "InferencePool.v1alpha2"
+            out[(kind, meta.get("namespace"), meta.get("name"))] = r.inputs
     return out
 
 
-def _routes_for(objs: dict, host: str) -> list[dict]:
-    return [o for (kind, _, _), o in sorted(objs.items(), key=lambda kv: tuple(map(str, kv[0])))
-            if kind == "HTTPRoute" and host in ((o.get("spec") or {}).get("hostnames") or [host])]
+def _sorted(objs: dict):
+    return sorted(objs.items(), key=lambda kv: tuple(map(str, kv[0])))
 
 
-def _on(routes: list[dict], listener: str) -> list[dict]:
-    """The routes attached to one listener of the Gateway (no sectionName: every listener)."""
-    return [r for r in routes if any(p.get("sectionName") in (None, listener) for p in r["spec"].get("parentRefs") or [])]
+def _on(route: dict, gateway: tuple[str, str], listener: str | None) -> bool:
+    """Whether a route attaches to this Gateway's listener (no sectionName: every listener)."""
+    return any((p.get("namespace"), p.get("name")) == gateway and p.get("sectionName") in (None, listener)
+               for p in route["spec"].get("parentRefs") or [])
 
 
-def _rule_for(routes: list[dict], header: str | None):
-    """The `/v1/` rule a request takes: with the pool header when one is set, else a header-less one
-    that forwards (a redirect rule has no backendRefs)."""
-    for route in routes:
+def _rule(objs: dict, host: str, gateway: tuple[str, str], listener: str | None, path: str,
+          header: str | None = None):
+    """(route, index, rule) of the rule a request `path` to `host` takes on a Gateway listener: the
+    longest matching path wins, then header matches (as Envoy Gateway sorts them, sort.go)."""
+    best, rank = (None, None, None), None
+    for (kind, _, _), route in _sorted(objs):
+        if kind != "HTTPRoute" or not _on(route, gateway, listener):
+            continue
+        if host not in (route["spec"].get("hostnames") or [host]):
+            continue
         for i, rule in enumerate(route["spec"].get("rules") or []):
-            if not rule.get("backendRefs"):
-                continue
-            for match in rule.get("matches") or [{}]:
+            for match in rule.get("matches") or [{"path": {"type": "PathPrefix", "value": "/"}}]:
+                p = match.get("path") or {"type": "PathPrefix", "value": "/"}
+                ok = path == p["value"] if p["type"] == "Exact" else path.startswith(p["value"])
                 headers = {h["name"]: h["value"] for h in match.get("headers") or []}
-                if headers.get(POOL_HEADER) == header if header else not headers:
-                    return route, i, rule
-    return None, None, None
+                if not ok or any(header != v if k == HOP_HEADER else True for k, v in headers.items()):
+                    continue
+                r = (p["type"] == "Exact", len(p["value"]), len(headers))
+                if rank is None or r > rank:
+                    best, rank = (route, i, rule), r
+    return best
 
 
-def _pods(objs: dict, kind: str, ns: str, name: str) -> tuple[str, str]:
-    """(what serves, broken reason) for a workload object."""
-    obj = objs.get((kind, ns, name))
-    if obj is None:
-        return "", f"{kind} {ns}/{name} is not rendered on this cluster"
-    pools = sorted({pod.get("nodeSelector", {}).get(POOL_LABEL_KEY) for _, _, pod in pod_templates(obj)} - {None})
-    if not pools:
-        return "", f"{kind} {ns}/{name} pins no GPU pool ({POOL_LABEL_KEY})"
-    return f"{kind} {ns}/{name} -> GPU pods on pool {', '.join(pools)}", ""
+class World:
+    """What is gone in a what-if: clusters, and replicas as (namespace/deployment, index)."""
+
+    def __init__(self, run, down: list[str]):
+        placed = {(p.deployment, p.replica) for p in run.result.plan.placements}
+        clusters = set(run.result.inventories)
+        self.clusters: set[str] = set()
+        self.replicas: set[tuple[str, int]] = set()
+        for name in down:
+            if "#" in name:
+                key, _, idx = name.rpartition("#")
+                if not idx.isdigit() or (key, int(idx)) not in placed:
+                    known = ", ".join(f"{d}#{i}" for d, i in sorted(placed)) or "none"
+                    raise TraceError(f"--down {name}: no placed replica of that name (replicas: {known})")
+                self.replicas.add((key, int(idx)))
+            elif name in clusters:
+                self.clusters.add(name)
+            else:
+                raise TraceError(f"--down {name}: not a cluster of this stack ({', '.join(sorted(clusters))}) nor a "
+                                 "replica (write namespace/deployment#index)")
+
+    def replica_down(self, namespace: str, labels: dict) -> bool:
+        idx = labels.get(REPLICA)
+        return idx is not None and (f"{namespace}/{labels.get(DEPLOYMENT)}", int(idx)) in self.replicas
 
 
-def _follow(objs: dict, routes: list[dict], ref: dict, route_ns: str, hop: Hop, depth: int = 0) -> None:
-    kind, ns, name = ref.get("kind"), ref.get("namespace", route_ns), ref.get("name")
-    if kind == "Service" and name == LOOPBACK_SERVICE:
+def _pins(obj: dict) -> list[str]:
+    return sorted({pod.get("nodeSelector", {}).get(POOL_LABEL_KEY) for _, _, pod in pod_templates(obj)} - {None})
+
+
+class Cluster:
+    """One cluster's objects and how a request to `host` fares there in the `world`."""
+
+    def __init__(self, run, name: str, host: str, world: World):
+        self.run, self.name, self.host, self.world = run, name, host, world
+        self.objs = _objects(run, name)
+        self.gateway = run.result.inventories[name].get("gateway")
+
+    def listener(self, gateways: dict) -> tuple[str, str | None, str]:
+        """(what the client reaches, the listener name, broken reason). `gateways`: every cluster that
+        carries the host -> its gateway (a certificate's issuance depends on all of them)."""
+        gw = self.gateway
+        if self.name in self.world.clusters:
+            return "", None, f"cluster {self.name} is down"
+        if not gw:
+            return "", None, "the cluster has no inference Gateway (substrate.gateway is off and no gatewayRef)"
+        ref = f"Gateway {gw['namespace']}/{gw['name']}"
+        if not is_own_gateway(gw):
+            return f"{ref} (the cluster's own; listeners not checked)", None, ""
+        tls = gw.get("tls")
+        x = listeners(tls)[-1]
+        if tls and not tls_covers(tls["hostnames"], self.host):
+            return "", None, f"the HTTPS certificate of {ref} does not cover {self.host}"
+        if tls:
+            blocked = issuance_problems(self.host, gateways).get(self.name)
+            if blocked:
+                return "", None, f"{blocked}; without it {ref} has no HTTPS listener"
+        issuer = external_issuer(gw)
+        note = f" (certificate from {issuer}, which no modelplane stack creates: assumed to exist)" if issuer else ""
+        return f"{ref}, listener {x['name']} {x['protocol']}:{x['port']}{note}", x["name"], ""
+
+    def follow(self, route_ns: str, listener: str | None, path: str, prefix: list[str],
+               host: str | None = None) -> list[Hop]:
+        """The weighted links a request `path` (Host `host`, default the service's) takes from the
+        listener, each with its part."""
+        gw = (self.gateway["namespace"], self.gateway["name"])
+        host = host or self.host
+        route, i, rule = _rule(self.objs, host, gw, listener, path)
+        if rule is None or not rule.get("backendRefs"):
+            return [Hop(self.name, 0, list(prefix), broken=f"no HTTPRoute rule for {host} {path} on this "
+                                                              "cluster", weight=Fraction(1))]
+        base = [*prefix, f"HTTPRoute {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}"]
+        problems = rule_problems({"metadata": route["metadata"], "spec": {"rules": [rule]}})
+        refs = rule["backendRefs"]
+        total = sum(int(r.get("weight", 1)) for r in refs) or 1
+        out = []
+        for ref in refs:
+            hop = Hop(self.name, 0, list(base), weight=Fraction(int(ref.get("weight", 1)), total))
+            if problems:
+                hop.broken = problems[0]
+            else:
+                self._target(ref, route["metadata"]["namespace"], path, hop)
+            out.append(hop)
+        return out
+
+    def _target(self, ref: dict, route_ns: str, path: str, hop: Hop, depth: int = 0) -> None:
+        kind, ns, name = ref.get("kind"), ref.get("namespace", route_ns), ref.get("name")
+        if kind == "Service" and name == HOP_SERVICE and ns == ENVOY_NAMESPACE:
+            self._hop(ref, path, hop, depth)
+        elif kind == "InferencePool":
+            self._pool(ns, name, hop)
+        elif kind == "Service":
+            self._service(ns, name, hop)
+        elif kind == "Backend":
+            backend = self.objs.get(("Backend", ns, name))
+            if backend is None:
+                hop.broken = f"Backend {ns}/{name} is not rendered on this cluster"
+                return
+            fqdn = backend["spec"]["endpoints"][0]["fqdn"]
+            hop.path.append(f"Backend {ns}/{name} -> https://{fqdn['hostname']}:{int(fqdn['port'])} (provider)")
+            hop.lands = "provider"
+        else:
+            hop.broken = f"backendRef kind {kind} is not one modelplane routes to"
+
+    def _hop(self, ref: dict, path: str, hop: Hop, depth: int) -> None:
         header = next((h["value"] for f in ref.get("filters") or [] for h in
-                       (f.get("requestHeaderModifier") or {}).get("set") or [] if h["name"] == POOL_HEADER), None)
-        hop.path.append(f"loopback through the cluster's Envoy (listener http) with {POOL_HEADER}: {header}")
-        route, i, rule = _rule_for(_on(routes, "http"), header)
-        if rule is None or depth:
-            hop.broken = f"no route rule matches {POOL_HEADER}: {header}"
+                       (f.get("requestHeaderModifier") or {}).get("set") or [] if h["name"] == HOP_HEADER), None)
+        if depth:
+            hop.broken = "a hop Gateway rule sends the request back to the hop (a loop)"
+            return
+        # A cluster of this stack shows its substrate's objects; another stack's says so in its inventory.
+        local = any(k == "Gateway" for k, _, _ in self.objs)
+        rendered = ("Service", ENVOY_NAMESPACE, HOP_SERVICE) in self.objs and \
+            ("Gateway", GATEWAY_NAMESPACE, HOP_GATEWAY) in self.objs
+        if not (self.gateway or {}).get("hop") or (local and not rendered):
+            hop.broken = f"the hop Gateway ({ENVOY_NAMESPACE}/{HOP_SERVICE}) does not exist on this cluster"
+            return
+        hop.path.append(f"hop Gateway {GATEWAY_NAMESPACE}/{HOP_GATEWAY} with {HOP_HEADER}: {header}")
+        route, i, rule = _rule(self.objs, self.host, (GATEWAY_NAMESPACE, HOP_GATEWAY), "http", path, header)
+        if rule is None or len(rule.get("backendRefs") or []) != 1:
+            hop.broken = f"no hop Gateway rule matches {HOP_HEADER}: {header} (404)"
             return
         hop.path.append(f"HTTPRoute {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}")
-        _follow(objs, routes, rule["backendRefs"][0], route["metadata"]["namespace"], hop, depth + 1)
-    elif kind == "InferencePool":
-        owner = next((n for (k, n_ns, n) in objs if k == "LLMInferenceService" and n_ns == ns
-                      and inference_pool(n) == name), None)
-        svc = objs.get(("LLMInferenceService", ns, owner))
-        hop.path.append(f"InferencePool {ns}/{name} (its endpoint picker picks the pod)")
-        if svc is None or "scheduler" not in ((svc.get("spec") or {}).get("router") or {}):
-            hop.broken = f"no LLMInferenceService with router.scheduler creates InferencePool {ns}/{name}"
+        problems = rule_problems({"metadata": route["metadata"], "spec": {"rules": [rule]}})
+        if problems:
+            hop.broken = problems[0]
             return
-        what, hop.broken = _pods(objs, "LLMInferenceService", ns, owner)
-        hop.path.append(what)
-        hop.lands = "" if hop.broken else "gpu"
-    elif kind == "Service":
-        svc = objs.get(("Service", ns, name))
+        self._target(rule["backendRefs"][0], route["metadata"]["namespace"], path, hop, depth + 1)
+
+    def _pool(self, ns: str, name: str, hop: Hop) -> None:
+        pool = self.objs.get(("InferencePool", ns, name))
+        if pool is None:
+            hop.broken = f"InferencePool {ns}/{name} is not rendered on this cluster"
+            return
+        picker = pool["spec"]["endpointPickerRef"]["name"]
+        if ("Service", ns, picker) not in self.objs or ("Deployment", ns, picker) not in self.objs:
+            hop.broken = f"InferencePool {ns}/{name}'s endpoint picker {ns}/{picker} is not rendered"
+            return
+        members = [(n, svc) for (k, n_ns, n), svc in _sorted(self.objs)
+                   if k == "LLMInferenceService" and n_ns == ns and pool_ref(svc.get("spec") or {}) == name]
+        hop.path.append(f"InferencePool {ns}/{name} (endpoint picker {ns}/{picker}, {len(members)} replica(s))")
+        self._serving(ns, members, "LLMInferenceService", hop,
+                      "its endpoint picker finds no ready pod (503)")
+
+    def _service(self, ns: str, name: str, hop: Hop) -> None:
+        svc = self.objs.get(("Service", ns, name))
         if svc is None:
             hop.broken = f"Service {ns}/{name} is not rendered on this cluster"
             return
         selector = (svc.get("spec") or {}).get("selector") or {}
+        if all(selector.get(k) == v for k, v in WORKLOAD.items()):   # pods KServe makes for LLMInferenceServices
+            members = [(n, obj) for (k, wns, n), obj in _sorted(self.objs) if k == "LLMInferenceService"
+                       and wns == ns and (obj["metadata"].get("labels") or {}).get(DEPLOYMENT) == selector.get(DEPLOYMENT)]
+        else:
+            members = [(n, obj) for (k, wns, n), obj in _sorted(self.objs)
+                       if k in ("Deployment", "LeaderWorkerSet") and wns == ns and _selects(selector, obj)]
         hop.path.append(f"Service {ns}/{name}")
-        for (k, wns, wname), obj in sorted(objs.items(), key=lambda kv: tuple(map(str, kv[0]))):
-            if k in ("Deployment", "LeaderWorkerSet") and wns == ns and _selects(selector, obj):
-                what, hop.broken = _pods(objs, k, wns, wname)
-                hop.path.append(what)
-                hop.lands = "" if hop.broken else "gpu"
-                return
-        hop.broken = f"Service {ns}/{name} selects no rendered workload"
-    elif kind == "Backend":
-        backend = objs.get(("Backend", ns, name))
-        if backend is None:
-            hop.broken = f"Backend {ns}/{name} is not rendered on this cluster"
+        if not members:
+            hop.broken = f"Service {ns}/{name} selects no rendered workload"
             return
-        fqdn = backend["spec"]["endpoints"][0]["fqdn"]
-        hop.path.append(f"Backend {ns}/{name} -> https://{fqdn['hostname']}:{int(fqdn['port'])} (provider)")
-        hop.lands = "provider"
-    else:
-        hop.broken = f"backendRef kind {kind} is not one modelplane routes to"
+        self._serving(ns, members, members[0][1]["kind"], hop, "the Service has no ready endpoint (503)")
+
+    def _serving(self, ns: str, members: list, kind: str, hop: Hop, none_left: str) -> None:
+        if not members:
+            hop.broken = f"no {kind} serves it on this cluster"
+            return
+        alive = [(n, obj) for n, obj in members
+                 if not self.world.replica_down(ns, (obj.get("metadata") or {}).get("labels") or {})]
+        if not alive:
+            hop.broken = f"every replica behind it is down: {none_left}"
+            return
+        pins = []
+        for n, obj in alive:
+            pools = _pins(obj)
+            if not pools:
+                hop.broken = f"{kind} {ns}/{n} pins no GPU pool ({POOL_LABEL_KEY})"
+                return
+            pins.append(f"{n} on {', '.join(pools)}")
+        gone = len(members) - len(alive)
+        hop.path.append(f"GPU pods of {', '.join(pins)}" + (f" ({gone} replica(s) down, skipped)" if gone else ""))
+        hop.lands = "gpu"
+
+    def healthy(self, service: str, namespace: str, gateways: dict, check_host: str) -> tuple[bool, str]:
+        """Whether the DNS health check of the service passes here: the health route's rule, on the
+        listener clients use, reaches a ready pod. `check_host`: the Host the check sends."""
+        entered, listener, broken = self.listener(gateways)
+        if broken:
+            return False, broken
+        hops = self.follow(namespace, listener, health_path(service, namespace), [], check_host)
+        if any(h.lands for h in hops):
+            return True, ""
+        return False, next((h.broken for h in hops if h.broken), "the health route reaches nothing")
 
 
 def _selects(selector: dict, workload: dict) -> bool:
     spec = workload.get("spec") or {}
     template = spec.get("template") or (spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items() if k != "leaderworkerset.sigs.k8s.io/worker-index")
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items()
+                                  if k != "leaderworkerset.sigs.k8s.io/worker-index")
 
 
-def _listener(run, cluster: str, host: str) -> tuple[str, str, str]:
-    """(what the client reaches, the listener name, broken reason)."""
-    gateway = run.result.inventories[cluster].get("gateway")
-    if not gateway:
-        return "", "", "the cluster has no inference Gateway (substrate.gateway is off and no gatewayRef)"
-    ref = f"Gateway {gateway['namespace']}/{gateway['name']}"
-    if (gateway["name"], gateway["namespace"]) != (GATEWAY_NAME, GATEWAY_NAMESPACE):
-        return f"{ref} (the cluster's own; listeners not checked)", "http", ""
-    tls = gateway.get("tls")
-    x = listeners(tls)[-1]
-    if tls and not tls_covers(tls["hostnames"], host):
-        return "", "", f"the HTTPS certificate of {ref} does not cover {host}"
-    return f"{ref}, listener {x['name']} {x['protocol']}:{x['port']}", x["name"], ""
+def _checks(run, service: str, namespace: str) -> set[str] | None:
+    """Clusters whose DNS record of the service is health-checked (None: no DNS layer, all unchecked)."""
+    spec = run.result.spec
+    if spec.dns is None:
+        return None
+    names = {r.name for r in run.records if r.type in (ROUTE53_CHECK, CLOUD_DNS_CHECK)}
+    clusters = run.result.routes[f"{namespace}/{service}"].dns
+    if spec.dns.kind == "route53":
+        return {c for c in clusters if f"{namespace}-{service}-{c}" in names}
+    return set(clusters) if f"{namespace}-{service}" in names else set()
 
 
-def trace(run, host: str) -> Trace:
-    """Follow `host` through the plan `run`; raises TraceError for a host no service claims."""
+def _check_host(run, cluster: str) -> str:
+    """The Host a DNS health check sends: Route 53 the cluster's gateway record, Cloud DNS one name."""
+    from .render.stack import HEALTH_HOST, gateway_record
+
+    dns = run.result.spec.dns
+    return gateway_record(dns.zone.domain, cluster) if dns.kind == "route53" else f"{HEALTH_HOST}.{dns.zone.domain}"
+
+
+def _per_mille(weights: list[Fraction]) -> list[int]:
+    """Whole per-mille shares that add up to 1,000 (largest remainder; ties to the earlier hop)."""
+    total = sum(weights)
+    if not total:
+        return [0] * len(weights)
+    exact = [w / total * 1000 for w in weights]
+    out = [int(x) for x in exact]
+    order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - out[i]), i))
+    for i in order[:1000 - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def trace(run, host: str, down: list[str] | tuple = ()) -> Trace:
+    """Follow `host` through the plan `run` as if `down` were gone; raises TraceError for a host no
+    service claims or a --down name the stack does not have."""
     from .report import services
 
     entries = {s["hostname"]: s for s in services(run) if s["hostname"]}
     if host not in entries:
         known = ", ".join(sorted(entries)) or "none"
         raise TraceError(f"{host} is not the hostname of a service in stack {run.stack} (hostnames: {known})")
+    world = World(run, list(down))
     entry = entries[host]
     svc_ns, svc_name = entry["service"].split("/", 1)
-    out = Trace(host, entry["service"], entry["dns"], [])
-    for cluster, units in sorted(entry["clusters"].items()):
-        objs = _objects(run, cluster)
-        routes = _routes_for(objs, host)
-        base = Hop(cluster, 0)
-        entered, listener, broken = _listener(run, cluster, host)
-        base.path.append(entered or "no gateway")
-        route, i, rule = _rule_for(_on([r for r in routes if r["metadata"]["namespace"] == svc_ns], listener), None)
-        if broken or rule is None:
-            base.broken = broken or f"no HTTPRoute rule for {host} /v1/ on this cluster"
-            base.share = units
-            out.hops.append(base)
+    out = Trace(host, entry["service"], entry["dns"], [], list(down))
+    carried = sorted(entry["clusters"])
+    gateways = {c: run.result.inventories[c].get("gateway") for c in carried}
+    weights = {d["cluster"]: Fraction(d["weight"]) for d in entry["dns"]} if entry["dns"] else \
+        {c: Fraction(u) for c, u in entry["clusters"].items()}
+    checked = _checks(run, svc_name, svc_ns)
+    clusters = {c: Cluster(run, c, host, world) for c in carried}
+    # DNS: a record whose health check fails leaves the answers (all failing: all answered again).
+    failing = {}
+    for c in carried:
+        if checked is not None and c in checked:
+            ok, why = clusters[c].healthy(svc_name, svc_ns, gateways, _check_host(run, c))
+            if not ok:
+                failing[c] = why
+    if failing and len(failing) == len(carried):
+        # Route 53 treats a group whose every record is unhealthy as all healthy (Route 53 developer
+        # guide, "How Amazon Route 53 chooses records when health checking is configured").
+        out.notes.append("every record's health check fails: DNS answers with all of them again")
+        failing = {}
+    live = {c: w for c, w in weights.items() if c not in failing}
+    total = sum(live.values())
+    for c in carried:
+        cl = clusters[c]
+        share = live.get(c, Fraction(0)) / total if total else Fraction(0)
+        entered, listener, broken = cl.listener(gateways)
+        prefix = [entered or "no gateway"]
+        if c in failing:
+            out.hops.append(Hop(c, 0, [f"dropped from DNS, its health check fails: {failing[c]}"], weight=Fraction(0)))
             continue
-        problems = rule_problems(route)
-        base.path.append(f"HTTPRoute {svc_ns}/{route['metadata']['name']} rule {i} (PathPrefix /v1/)")
-        refs = rule.get("backendRefs") or []
-        for ref in refs:
-            # backendRef weights are the service's units (per mille) on this cluster (scheduler/traffic.py).
-            hop = Hop(cluster, ref.get("weight", units) if len(refs) > 1 else units, list(base.path))
-            if problems:
-                hop.broken = problems[0]
-            else:
-                _follow(objs, routes, ref, svc_ns, hop)
+        if broken:
+            out.hops.append(Hop(c, 0, prefix, broken=broken, weight=share))
+            continue
+        for hop in cl.follow(svc_ns, listener, "/v1/", prefix):
+            hop.weight *= share
             out.hops.append(hop)
+    for hop, n in zip(out.hops, _per_mille([h.weight for h in out.hops]), strict=True):
+        hop.share = n
     return out
 
 
 def render(t: Trace) -> list[str]:
     """The trace as lines for the terminal."""
-    lines = [f"trace {t.host} (service {t.service})"]
+    lines = [f"trace {t.host} (service {t.service})" + (f", as if {', '.join(t.down)} were down" if t.down else "")]
     for d in t.dns:
         lines.append(f"  DNS {d['weight']}% -> {d.get('target', 'your own records')} -> {d['cluster']} ({d['gateway']})")
+    for note in t.notes:
+        lines.append(f"  {note}")
     for h in t.hops:
+        if not h.lands and not h.broken:
+            lines.append(f"  {h.cluster} 0.0%: " + " -> ".join(h.path))
+            continue
         end = f"BROKEN: {h.broken}" if h.broken else {"gpu": "reaches GPU pods", "provider": "reaches the provider"}[h.lands]
         lines.append(f"  {h.cluster} {h.share / 10:.1f}%: " + " -> ".join(h.path) + f"  [{end}]")
     j = t.to_json()["reaches"]

@@ -137,6 +137,24 @@ STACKS = {
                                             'deletionProtection: false}', 'existing: {kubeconfigSecret: "apiVersion: v1'
                                             '\\nkind: Config\\nusers:\\n- user: {token: abc}"}'), 12,
                                         "existing.kubeconfigSecret: text of 55 characters (not shown)"),
+    # parallelism (issue 36): engine args against the topology, expert parallelism against the model
+    "engine-args-data-parallel": (sub("args: [--max-model-len=32768,", "args: [--data-parallel-size=8, --max-model-len=32768,"),
+                                  29, "--data-parallel-size=8 contradicts workers.topology.data (1)"),
+    "engine-args-tensor-alias": (sub("args: [--max-model-len=32768,", "args: [-tp, '2', --max-model-len=32768,"), 29,
+                                 "-tp 2 contradicts workers.topology.tensor (1)"),
+    "engine-args-expert-flag": (sub("args: [--max-model-len=32768,", "args: [--enable-expert-parallel, --max-model-len=32768,"),
+                                29, "--enable-expert-parallel asks for expert parallelism, which workers.topology does not have"),
+    "engine-args-prefill-pipeline": (sub("          args: [--max-model-len=65536,", "          args: [--pipeline_parallel_size=2, "
+                                         "--max-model-len=65536,"), 45,
+                                     "--pipeline_parallel_size=2 contradicts prefill.workers.topology.pipeline (1)"),
+    "expert-on-dense-model": (sub("workers: {count: 1, topology: {tensor: 8}}", "workers: {count: 1, topology: {tensor: 8, "
+                                 "expert: true}}"), 38, "hf://meta-llama/Llama-3.3-70B-Instruct is a dense model"),
+    "expert-with-one-rank": (sub("topology: {tensor: 1}}", "topology: {tensor: 1, expert: true}}"), 27,
+                             "expert: true shards the experts over tensor x data ranks, and both are 1"),
+    "nvl72-pool-beyond-one-domain": (sub("{name: l4, class: gke-l4-1x-g2, minNodes: 0, maxNodes: 4, zones: [us-central1-a]}",
+                                         "{name: l4, class: gke-gb200-4x-a4x, minNodes: 0, maxNodes: 36, zones: "
+                                         "[us-central1-a], capacity: {type: reservation, reservation: r}}"), 14,
+                                     "may grow to 36 nodes, but one NVLink domain of gke-gb200-4x-a4x holds 18"),
 }
 
 
@@ -325,3 +343,38 @@ def test_explain_of_an_unknown_deployment_writes_nothing_and_explain_goes_into_j
     doc = json.loads(result.stdout)
     assert doc["explain"]["deployment"] == "ml-team/llama-70b"
     assert {r["verdict"].split()[0] for r in doc["explain"]["rows"]} >= {"bound"}
+
+
+# Shapes the Filter refuses (issue 36): the plan places nothing, says why (also in --explain), and a
+# production stack exits 1 on placement-complete.
+UNPLACEABLE = {
+    # gpt-oss-20b's experts over 16 ranks on two A3 High nodes: their GPUDirect-TCPX carries no all-to-all
+    "expert-parallel-across-tcpx": ("workers: {count: 1, topology: {tensor: 1}}",
+                                    "workers: {count: 1, topology: {tensor: 1, data: 16, dataLocal: 8, expert: true}}",
+                                    "fabric", "expert parallelism over 2 nodes per worker exchanges tokens all-to-all"),
+    # 20 A4X nodes per worker, one NVLink domain holds 18
+    "worker-larger-than-its-nvlink-domain": ("workers: {count: 1, topology: {tensor: 1}}",
+                                             "nodeSelector: {cel: 'gpu.product == \"GB200\"'}\n      "
+                                             "workers: {count: 1, topology: {tensor: 1, data: 80, dataLocal: 4, expert: true}}",
+                                             "nvlinkDomain", "decode spans 20 nodes per worker; one NVLink domain of "
+                                             "gke-gb200-4x-a4x holds 18 nodes"),
+}
+A4X_POOL = ("        - {name: gb200, class: gke-gb200-4x-a4x, maxNodes: 18, zones: [us-central1-a],\n"
+            "           capacity: {type: reservation, reservation: a4x-rack}}\n")
+
+
+@pytest.mark.parametrize("name", sorted(UNPLACEABLE))
+def test_a_shape_the_filter_refuses_is_unplaced_with_its_reason(tmp_path, name):
+    old, new, reason, words = UNPLACEABLE[name]
+    body = sub(old, new).replace("      nodeSelector: {cel: 'gpu.memoryGiB >= 24'}\n", "", 1)
+    body = body.replace("      queues:\n", A4X_POOL + "      queues:\n", 1)
+    body = body.replace(CLUSTERS, "  modelplane:production: true\n" + CLUSTERS, 1)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(body)
+    result = plan("dev", "--config-file", path, "--explain", "gpt-oss-20b")
+    assert result.exit_code == 1 and "placement-complete (mandatory" in result.output, result.output
+    doc = json.loads(plan("dev", "--config-file", path, "--json", "--explain", "gpt-oss-20b").stdout)
+    [stuck] = [u for u in doc["unplaced"] if u["deployment"] == "ml-team/gpt-oss-20b"][:1]
+    assert any(r["reason"] == reason and words in r["detail"] for r in stuck["reasons"]), stuck
+    assert any(row["verdict"] == "rejected" and row["reason"] == reason and words in row["detail"]
+               for row in doc["explain"]["rows"])

@@ -60,3 +60,29 @@ def test_byo_classes_have_no_provisioning(catalog):
     for name in ("l4-1x", "h100-8x", "h200-8x", "mi300x-8x"):
         assert catalog.classes[name].provisioning is None
     assert catalog.classes["mi300x-8x"].device.driver == "gpu.amd.com"
+
+
+def test_gb200_nvl72_classes_are_arm_hosts_in_one_72_gpu_nvlink_domain(catalog):
+    a4x, p6e = catalog.classes["gke-gb200-4x-a4x"], catalog.classes["eks-gb200-4x-p6e"]
+    for c in (a4x, p6e):
+        caps = c.capabilities
+        assert (caps.gpu.product, caps.gpu.count, caps.gpu.memory_gib, caps.arch) == ("GB200", 4, 186, "arm64")
+        assert (caps.interconnect.nvlink_domain.gpus, caps.interconnect.nvlink_domain.nodes) == (72, 18)
+        assert c.domain_nodes == 18 and c.device.attributes["architecture"] == "Blackwell"
+    gke = a4x.provisioning.gke
+    assert (gke.machine_type, gke.accelerator.type, gke.accelerator_topology) == ("a4x-highgpu-4g", "nvidia-gb200", "1x72")
+    assert gke.capacity_types == ["reservation"] and gke.gpudirect == "rdma"     # G1: no Spot, no Flex-start
+    eks = p6e.provisioning.eks
+    assert (eks.instance_type, eks.ami_type, eks.capacity_types) == ("p6e-gb200.36xlarge", "AL2023_ARM_64_NVIDIA",
+                                                                     ["capacity-block"])
+
+
+def test_moe_models_split_their_checkpoint_into_routed_experts_and_the_rest(catalog):
+    """Routed experts = MoE layers x experts x 3 x hidden x expert intermediate x bytes (config.json)."""
+    r1 = catalog.models["hf://deepseek-ai/DeepSeek-R1"]
+    assert r1.moe.expert_params == 58 * 256 * 3 * 7168 * 2048
+    assert (round(r1.moe.expert_gib), round(r1.size_gib - r1.moe.expert_gib)) == (609, 32)
+    assert round(catalog.models["hf://moonshotai/Kimi-K2-Instruct"].moe.expert_gib) == 945
+    assert catalog.models["hf://meta-llama/Llama-3.3-70B-Instruct"].moe is None        # dense
+    for facts in catalog.models.values():
+        assert facts.moe is None or 0 < facts.expert_share < 1

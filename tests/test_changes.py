@@ -151,7 +151,7 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     assert ("create", "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-2") in by
     assert not any(c["action"] == "delete" for c in doc["changes"])
     l4 = next(c for c in doc["changes"] if c["name"] == "dev-gke-l4")
-    assert l4["forcedBy"] == ["nodeConfig.spot"]
+    assert l4["forcedBy"] == ["nodeConfig.reservationAffinity", "nodeConfig.spot"]   # Spot consumes no reservation
     assert l4["replicas"] == ["ml-team/gpt-oss-20b#0", "ml-team/gpt-oss-20b#1"]     # running on the old nodes
     assert doc["replicaChanges"] == [{"change": "added", "deployment": "ml-team/gpt-oss-20b", "replica": 2,
                                       "to": "dev-gke", "reason": "scale-up 2 -> 3 replicas"}]

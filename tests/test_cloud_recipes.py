@@ -213,25 +213,19 @@ def to_us_east_2(c):
     c["eks"]["region"] = "us-east-2"
 
 
-def test_7_capacity_blocks_are_refused_where_ec2_does_not_sell_them(tmp_path):
-    """Review #29: EC2 sells p5en Capacity Blocks only in us-east-2; a block pool elsewhere is an
-    input error naming the file, line, field and fix."""
+def test_7_capacity_blocks_outside_the_listed_regions_are_a_warning_not_a_refusal(tmp_path):
+    """Review #29, revised by the 2026-11-24 review (F6): the documented list (p5en: us-east-2) is
+    evidence, not a rule; a block pool elsewhere is planned, and the advisory capacity-block-region
+    policy names the list, its source and date, and how to check (tests/test_cloud_review.py)."""
     blocks = load_catalog().classes["eks-h200-8x-p5en"].provisioning.eks.capacity_blocks
     assert blocks.regions == ["us-east-2"] and blocks.source.startswith("https://docs.aws.amazon.com/")
     assert blocks.as_of.isoformat() == "2026-11-23"
     block = {"type": "capacity-block", "reservation": "cr-0123456789abcdef0"}
-    with pytest.raises(InputError) as err:
-        with_eks(tmp_path, lambda c: c["nodePools"][0].update(capacity=block))
-    (problem,) = [p for p in err.value.problems if p.rule == "pool-capacity"]
-    assert problem.file.endswith("Pulumi.variant.yaml") and problem.line
-    assert problem.path == "modelplane:clusters[0].nodePools[0].capacity.type"
-    assert "only in us-east-2" in problem.message and "not in us-east-1" in problem.message
-    assert "us-east-2" in problem.fix and "reservation" in problem.fix
-    # A class no readable EC2 page lists (g6e) is refused anywhere, with the way to add it.
-    with pytest.raises(InputError) as err:
-        with_eks(tmp_path, lambda c: c["nodePools"][2].update(capacity=block, subnetIds=["subnet-0c33c0ffee0000003"]))
-    (problem,) = [p for p in err.value.problems if p.rule == "pool-capacity"]
-    assert "no Region is known to sell g6e.12xlarge" in problem.message and "capacityBlocks" in problem.fix
+    run = with_eks(tmp_path, lambda c: c["nodePools"][0].update(capacity=block))
+    (warning,) = [v for v in evaluate(run) if v["policy"] == "capacity-block-region"]
+    assert warning["level"] == "advisory"
+    assert "eks-use1/h200" in warning["message"] and "in us-east-2" in warning["message"]
+    assert "not in us-east-1" in warning["message"] and "describe-capacity-block-offerings" in warning["message"]
 
 
 def test_7_the_example_stack_keeps_its_h200_pool_on_a_capacity_reservation(eks):
@@ -258,14 +252,12 @@ def test_7_capacity_block_groups_can_go_to_zero_for_upgrades(tmp_path):
 
 def test_7_efa_groups_get_a_cluster_placement_group(eks):
     """Review #26: eksctl (efaEnabled) and terraform-aws-eks create a cluster placement group for EFA
-    node groups; a capacity reservation or Capacity Block fixes placement itself."""
+    node groups; a capacity reservation or Capacity Block fixes placement itself, and a group over
+    several subnets gets none (2026-11-24 review F5: tests/test_cloud_review.py)."""
     groups = by_name(eks, "aws:ec2/placementGroup:PlacementGroup")
-    assert {n: g.inputs for n, g in groups.items()} == {
-        "eks-use1-h100": {"name": "eks-use1-h100", "strategy": "cluster"},
-        "eks-use1-l40s": {"name": "eks-use1-l40s", "strategy": "cluster"}}
-    for pool in ("h100", "l40s"):
-        assert eks_pool(eks, pool)[1]["placement"] == {"groupName": f"eks-use1-{pool}"}
-    assert "placement" not in eks_pool(eks, "h200")[1]
+    assert {n: g.inputs for n, g in groups.items()} == {"eks-use1-h100": {"name": "eks-use1-h100", "strategy": "cluster"}}
+    assert eks_pool(eks, "h100")[1]["placement"] == {"groupName": "eks-use1-h100"}
+    assert "placement" not in eks_pool(eks, "h200")[1] and "placement" not in eks_pool(eks, "l40s")[1]
 
 
 def test_7_efa_interfaces_follow_the_readable_ec2_layout(eks):

@@ -147,6 +147,117 @@ def test_native_prefill_without_a_router_is_reported_idle(tmp_path):
     assert report.document(kserve, [])["idlePrefill"] == []
 
 
+# --- Issue 36: DeepSeek-R1 with wide expert parallelism (stacks/Pulumi.example-wide-ep.yaml) ------------
+
+@pytest.fixture(scope="module")
+def wide_ep():
+    return offline.run("example-wide-ep")
+
+
+def test_deepseek_r1_places_as_wide_ep_on_h200_and_nvl72_and_never_on_a3_mega(wide_ep):
+    placed = {p.deployment: {r: (rp.pool, rp.nodes, rp.gpus_per_node) for r, rp in p.roles.items()}
+              for p in wide_ep.result.plan.placements}
+    assert placed == {
+        "ml/deepseek-r1-wide-ep": {"decode": ("h200", 2, 8), "prefill": ("h200", 2, 8)},   # DP16 + EP, KServe
+        "ml/deepseek-r1-wide-ep-native": {"decode": ("h200", 2, 8)},                       # DP16 + EP, native
+        "ml/deepseek-r1-dp8": {"decode": ("h200", 1, 8)},                                  # DP8 + EP, one node
+        "ml/deepseek-r1-nvl72": {"decode": ("gb200", 4, 4)},                               # DP16 + EP, NVL72
+    }
+    rejected = {(r.pool, r.role): r for r in wide_ep.result.plan.rejections["ml/deepseek-r1-wide-ep"]}
+    assert rejected[("mega", "decode")].reason == "fabric" and "gpudirect-tcpxo" in rejected[("mega", "decode")].detail
+
+
+def test_kserve_services_carry_parallelism_expert_and_the_data_parallel_worker(wide_ep):
+    svcs = {n: r.inputs["spec"] for n, r in objects(wide_ep, "LLMInferenceService").items()}
+    wide = svcs["deepseek-r1-wide-ep-0"]
+    for role in (wide, wide["prefill"]):
+        assert role["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 8, "expert": True} and "worker" in role
+    # one node, still KServe's data-parallel preset (a `worker`, LWS size 1): the single-node one drops data/expert
+    assert svcs["deepseek-r1-dp8-0"]["parallelism"] == {"tensor": 1, "data": 8, "dataLocal": 8, "expert": True}
+    assert "worker" in svcs["deepseek-r1-dp8-0"]
+    # the disk request is the real checkpoint (641 GiB x 1.1), not a lie that made the weights fit
+    requests = wide["template"]["containers"][0]["resources"]["requests"]
+    assert requests["ephemeral-storage"] == "706Gi"
+
+
+def test_native_lws_runs_vllm_data_parallel_with_expert_parallelism(wide_ep, tmp_path):
+    import json
+    import os
+    import subprocess
+
+    lws = objects(wide_ep, "LeaderWorkerSet")["deepseek-r1-wide-ep-native-0-decode"].inputs["spec"]
+    template = lws["leaderWorkerTemplate"]
+    assert template["size"] == 2
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "getent").write_text('#!/bin/sh\necho "10.8.0.1 $2"\n')
+    (stub / "vllm").write_text('#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n')
+    for f in stub.iterdir():
+        f.chmod(0o755)
+    argvs = []
+    for index, pod in enumerate((template["leaderTemplate"], template["workerTemplate"])):
+        command = pod["spec"]["containers"][0]["command"]
+        env = {"PATH": f"{stub}:{os.environ['PATH']}", "LWS_LEADER_ADDRESS": "leader.svc", "LWS_WORKER_INDEX": str(index)}
+        out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30, check=True).stdout
+        argvs.append(json.loads(out.strip().splitlines()[-1]))
+    for argv in argvs:
+        assert {"--tensor-parallel-size=1", "--data-parallel-size=16", "--data-parallel-size-local=8",
+                "--enable-expert-parallel"} <= set(argv)
+        assert argv[argv.index("--data-parallel-address") + 1] == "10.8.0.1"
+        assert argv[argv.index("--data-parallel-rpc-port") + 1] == "5555"
+    assert "--headless" not in argvs[0] and "--data-parallel-start-rank" not in argvs[0]
+    assert "--headless" in argvs[1] and argvs[1][argvs[1].index("--data-parallel-start-rank") + 1] == "8"
+
+
+def test_nvl72_pods_claim_an_imex_channel_of_their_compute_domain(wide_ep):
+    [domain] = objects(wide_ep, "ComputeDomain").values()
+    assert domain.inputs["apiVersion"] == "resource.nvidia.com/v1beta1"
+    channel = domain.inputs["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    spec = objects(wide_ep, "LLMInferenceService")["deepseek-r1-nvl72-0"].inputs["spec"]
+    assert spec["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 4, "expert": True}
+    for pod in (spec["template"], spec["worker"]):
+        assert {"name": "imex", "resourceClaimTemplateName": channel} in pod["resourceClaims"]
+        assert {"name": "imex"} in pod["containers"][0]["resources"]["claims"]
+        assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in \
+            pod["tolerations"]
+    # single-node workers (H200) share no memory across nodes: no ComputeDomain, no channel
+    assert all("imex" not in str(r.inputs) for n, r in objects(wide_ep, "LLMInferenceService").items() if "nvl72" not in n)
+
+
+def test_nvl72_clusters_run_the_dra_driver_s_compute_domains_and_keep_the_pool_in_one_domain(wide_ep):
+    driver = next(r for r in wide_ep.records if r.type == "kubernetes:helm.sh/v3:Release"
+                  and r.inputs["name"] == "dra-driver-nvidia-gpu")
+    assert driver.inputs["values"]["resources"]["computeDomains"] == {"enabled": True}
+    other = offline.run("infra-gke-us-central1")
+    driver = next(r for r in other.records if r.type == "kubernetes:helm.sh/v3:Release"
+                  and r.inputs["name"] == "dra-driver-nvidia-gpu")
+    assert driver.inputs["values"]["resources"]["computeDomains"] == {"enabled": False}
+    [policy] = [r for r in wide_ep.records if r.type == "gcp:compute/resourcePolicy:ResourcePolicy"]
+    assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}
+    gb200 = next(r for r in wide_ep.records if r.type == "gcp:container/nodePool:NodePool" and r.name == "gke-moe-gb200")
+    assert gb200.inputs["placementPolicy"]["type"] == "COMPACT" and policy.urn in gb200.dependencies
+    assert gb200.inputs["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-gb200"
+
+
+def test_the_pack_holds_placed_workers_to_the_all_to_all_and_nvlink_domain_rules(wide_ep):
+    """topology-fits re-checks what was placed with the Filter's own rules (scheduler/filter.py)."""
+    from types import SimpleNamespace
+
+    from modelplane.policy.stack import topology_fits
+    from helpers import stack_policy_args
+
+    resources = stack_policy_args(wide_ep)
+    assert topology_fits(resources) == []
+    md = next(r for r in resources if r.resource_type == "modelplane:index:ModelDeployment"
+              and r.props["spec"]["name"] == "deepseek-r1-wide-ep")
+    moved = {**md.props, "placements": [{**p, "roles": {r: {**rp, "pool": "mega"} for r, rp in p["roles"].items()}}
+                                        for p in md.props["placements"]]}
+    tampered = [SimpleNamespace(**{**vars(r), "props": moved}) if r is md else r for r in resources]
+    found = [m for m, _ in topology_fits(tampered)]
+    assert len(found) == 2 and all("needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain; pods on this pool talk "
+                                   "over gpudirect-tcpxo" in m for m in found)
+
+
 def test_the_served_model_name_is_namespace_slash_deployment_unless_model_name_says_otherwise():
     """Unique on a gateway many teams share (as the seed spec names it); model.name overrides it."""
     from modelplane.api import ModelDeployment

@@ -76,7 +76,8 @@ def pods(run, name):
         spec = r.inputs.get("spec") or {}
         if r.type.endswith(":LLMInferenceService") and r.inputs["metadata"]["name"].startswith(name):
             out += [(spec.get("annotations") or {}, spec[part]) for part in ("template", "worker") if part in spec]
-        if r.type.endswith((":LeaderWorkerSet", ":Deployment")) and r.inputs["metadata"]["name"].startswith(name):
+        if r.type.endswith((":LeaderWorkerSet", ":Deployment")) and r.inputs["metadata"]["name"].startswith(name) \
+                and not r.inputs["metadata"]["name"].endswith("-epp"):    # the endpoint picker runs no GPU
             templates = spec.get("leaderWorkerTemplate") or {"template": spec.get("template")}
             out += [(t["metadata"].get("annotations") or {}, t["spec"]) for t in templates.values()
                     if isinstance(t, dict) and "spec" in t]
@@ -102,6 +103,7 @@ def test_two_node_workers_place_on_a3_high_and_a3_mega(a3):
 @pytest.mark.parametrize("prefix", ["qwen-dp", "r1-pp"])
 def test_multi_node_pods_carry_the_gpudirect_networks_daemon_mounts_and_nccl_env(a3, site, prefix):
     recipe = load_catalog().gpudirect[KIND[site]]
+    release = recipe.release_for("1.34")
     daemon = f"{KIND[site]}-daemon"
     for annotations, pod in pods(a3, f"{prefix}-{site}"):
         interfaces = json.loads(annotations["networking.gke.io/interfaces"])
@@ -112,7 +114,7 @@ def test_multi_node_pods_carry_the_gpudirect_networks_daemon_mounts_and_nccl_env
         assert [d["path"] for d in devices][:8] == [f"/dev/nvidia{i}" for i in range(8)]
         assert ({"path": "/dev/dmabuf_import_helper"} in devices) == (site == "mega")
         (sidecar,) = pod["initContainers"]
-        assert sidecar["name"] == daemon and sidecar["image"] == recipe.daemon_image
+        assert sidecar["name"] == daemon and sidecar["image"] == release.daemon_image
         assert sidecar["restartPolicy"] == "Always"                        # a native sidecar
         assert {"mountPath": "/usr/local/nvidia/lib64", "name": "gpudirect-libraries"} in sidecar["volumeMounts"]
         assert "NET_ADMIN" in sidecar["securityContext"]["capabilities"]["add"]
@@ -122,10 +124,17 @@ def test_multi_node_pods_carry_the_gpudirect_networks_daemon_mounts_and_nccl_env
         env = {e["name"]: e["value"] for e in engine["env"] if "value" in e}
         names = [e["name"] for e in engine["env"]]
         assert len(names) == len(set(names))             # env is keyed by name: the recipe replaces
-        assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
-        if prefix == "r1-pp":
+        assert env["NCCL_NET"] == recipe.nccl_net and env["NCCL_DEBUG"] == "WARN"       # fail closed, visibly
+        if prefix == "r1-pp":    # the deployment's own library path, with the plugin's directory first
             assert env["VLLM_LOGGING_LEVEL"] == "INFO"
-        assert recipe.nccl_env.items() <= env.items()
+            assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64:/opt/other"
+        else:                    # the image's own (it lists /usr/local/nvidia/lib64 already)
+            assert "LD_LIBRARY_PATH" not in env
+            assert engine["image"] == recipe.kserve_image == "ghcr.io/llm-d/llm-d-cuda-ubuntu:v0.8.0"
+            assert engine["securityContext"] == {"capabilities": {"add": ["IPC_LOCK", "SYS_RAWIO", "NET_RAW"]}}
+        if prefix == "r1-pp":
+            assert engine["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+        assert release.nccl_env.items() <= env.items()
         mounts = {m["mountPath"]: m["name"] for m in engine["volumeMounts"]}
         assert mounts["/usr/local/nvidia/lib64"] == "gpudirect-libraries"
         if site == "high":      # the NCCL plugin reaches the receive-datapath manager over a socket in /tmp
@@ -166,7 +175,9 @@ def test_the_cluster_gets_network_objects_installers_and_the_nri_injector(a3, sc
     files = {r.name: r.inputs["file"] for r in a3.records if r.type == "kubernetes:yaml/v2:ConfigFile"}
     pinned = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/" \
              "992db81257553607f1477945f1b3219632991829/"
-    assert files["gke-a3high-nccl-tcpx-installer"] == pinned + "gpudirect-tcpx/nccl-tcpx-installer.yaml"
+    tcpx_2026 = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/" \
+                "98c85a6e581d7ec53329f9ab1de5f8626b637dbb/"      # GKE 1.34: plugin v3.1.12 (release Jun 22, 2026)
+    assert files["gke-a3high-nccl-tcpx-installer"] == tcpx_2026 + "gpudirect-tcpx/nccl-tcpx-installer.yaml"
     assert files["gke-a3mega-nccl-tcpxo-installer"] == pinned + "gpudirect-tcpxo/nccl-tcpxo-installer.yaml"
     for cluster in ("gke-a3high", "gke-a3mega"):
         assert files[f"{cluster}-nri-device-injector"] == pinned + "nri_device_injector/nri-device-injector.yaml"

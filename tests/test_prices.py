@@ -159,8 +159,10 @@ def test_prices_lists_what_a_stack_pays_with_age_and_marks():
     assert "upper bound" in rows["eks-use1/l40s"] and "spot" in rows["eks-use1/l40s"]
     assert "upper bound" not in rows["eks-use1/h100"]
     assert "contract" in rows["gke-usc1/h200"]
-    # the 2025-06-01 g6e row is past any threshold: its age is flagged
-    assert "(> 90 d)" in rows["eks-use1/l40s"] and "2025-06-01" in rows["eks-use1/l40s"]
+    # the g6e row is a dated Price List quote now (2026-11-24 review F12): confirmed
+    assert "2026-09-29" in rows["eks-use1/l40s"] and "unconfirmed" not in rows["eks-use1/l40s"]
+    # the Cyclenerd build's A3 Mega rows use A3 High's vCPU/memory SKUs (F11): marked
+    assert "unconfirmed" in rows["gke-euw4/h100"] and "(> 90 d)" in rows["gke-euw4/h100"]
     assert "modelplane prices refresh" in result.output
 
 

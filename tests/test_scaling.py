@@ -69,7 +69,8 @@ def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(
     deployments = objects(inplace, "Deployment")
     assert deployments["deepseek-0-decode"].inputs["spec"]["replicas"] == 3
     assert deployments["deepseek-0-prefill"].inputs["spec"]["replicas"] == 5
-    assert set(deployments) == {"deepseek-0-decode", "deepseek-0-prefill"}   # no endpoint picker as a role (M-c)
+    # No endpoint picker as a role (M-c); the one picker per model and cluster is qwen's (KServe, docs/routing.md).
+    assert set(deployments) == {"deepseek-0-decode", "deepseek-0-prefill", "qwen-epp"}
     assert objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
     row = next(r for r in inplace.result.plan.progress if r["deployment"] == "ml/deepseek")
     assert (row["target"], row["placed"], row["percent"]) == (10, 8, 80.0)
@@ -182,7 +183,7 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     run = offline.run("example-inplace", None, [small, *others])
     p = next(p for p in run.result.plan.placements if p.deployment == "ml/deepseek")
     assert {r: rp.workers for r, rp in p.roles.items()} == {"decode": 3, "prefill": 5} and run.result.plan.moves == []
-    deployments = objects(run, "Deployment")
+    deployments = {k: v for k, v in objects(run, "Deployment").items() if not k.endswith("-epp")}
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
     # M-b: the order is one of submission; the workloads skip Pulumi's await, and the plan says so.

@@ -214,3 +214,82 @@ def test_filter_rejections_are_only_built_when_asked_and_are_complete():
     plan = schedule([d], [cluster("c", pool("h100", product="H100"), pool("small", gpus=4), pool("h200"))])
     assert where(plan) == [(0, "c", {"decode": "h200"})]
     assert [(r.pool, r.reason) for r in plan.rejections["ml/kimi"]] == [("h100", "nodeSelector"), ("small", "shape")]
+
+
+# --- Issue 36: mixtures of experts (memory per rank), the all-to-all fabric, NVLink domains --------------
+
+from modelplane.api import load_catalog  # noqa: E402
+from modelplane.scheduler import DOMAIN, FABRIC, MEMORY, Cluster, Demand, Pool, Role  # noqa: E402
+
+H100, H200, GB200 = 81559, 143771, 189471          # usable MiB per GPU, as the driver reports it
+
+
+def r1(tensor=1, data=1, data_local=1, pipeline=1, expert=False, weights=None, experts=None) -> Role:
+    """DeepSeek-R1 as the catalog describes it (641 GiB, 609 GiB of routed experts), in one worker."""
+    facts = load_catalog().models["hf://deepseek-ai/DeepSeek-R1"]
+    w = facts.size_gib if weights is None else weights
+    e = w * facts.expert_share if experts is None else experts
+    return Role("decode", "", 1, pipeline * data // data_local, tensor * data_local, w, tensor * pipeline, e,
+                tensor * pipeline * data, expert)
+
+
+def one(role: Role, *pools: Pool):
+    return schedule([Demand("ml/r1", 1, (role,))], [Cluster("c", pools)])
+
+
+def test_deepseek_r1_tp8_dp2_fits_two_8x_h100_nodes_per_rank_not_per_copy():
+    """Issue 36 acceptance: 32 GiB non-expert / 8 + 609 GiB experts / 16 = 42 GiB per GPU on 80 GB."""
+    plan = one(r1(tensor=8, data=2), Pool("h100", "eks-h100-8x-p5", 8, 2, {}, "efa", H100))
+    assert [(p.roles["decode"].pool, p.roles["decode"].nodes, p.roles["decode"].gpus_per_node)
+            for p in plan.placements] == [("h100", 2, 8)]
+
+
+@pytest.mark.parametrize("topology,pool_,fits", [
+    ({"data": 8, "data_local": 8, "expert": True}, Pool("h200", "a3ultra", 8, 1, {}, "roce", H200), True),  # 108 GiB
+    ({"data": 8, "data_local": 8, "expert": True}, Pool("h100", "a3high", 8, 1, {}, "roce", H100), False),  # > 72 GiB
+    ({"data": 16, "data_local": 8, "expert": True}, Pool("h100", "p5", 8, 2, {}, "efa", H100), True),      # 70 GiB
+    ({"data": 16, "data_local": 4, "expert": True}, Pool("gb", "a4x", 4, 18, {}, "roce", GB200, None, 18), True),
+])
+def test_moe_memory_is_non_expert_per_tensor_plus_experts_per_worker(topology, pool_, fits):
+    plan = one(r1(**topology), pool_)
+    assert bool(plan.placements) is fits
+    if not fits:
+        [reason] = plan.unplaced[0].reasons
+        assert reason.reason == MEMORY and reason.detail == (
+            "decode: 32 GiB of non-expert weights / 1 + 609 GiB of experts / 8 = 108.1 GiB per GPU exceed 90% of "
+            "80 GiB (a3high)")
+
+
+def test_a_dense_copy_that_does_not_fit_one_data_rank_is_refused_with_the_arithmetic():
+    """Llama 3.1 405B FP8 (382 GiB, dense) as TP4 x DP2: every data rank holds all of it."""
+    dense = Role("decode", "", 1, 2, 4, 382.0, 4, 0.0, 8, False)
+    plan = one(dense, Pool("h100", "h100-8x", 8, 4, {}, "infiniband", H100))
+    [reason] = plan.unplaced[0].reasons
+    assert reason.reason == MEMORY and reason.detail == (
+        "decode: 382 GiB of weights exceed 90% of 4 x 80 GiB (h100-8x): each data-parallel rank holds the whole "
+        "model, 95.5 GiB per GPU")
+
+
+@pytest.mark.parametrize("fabric,domain,placed", [
+    ("roce", 0, True), ("efa", 0, True), ("infiniband", 0, True),      # RDMA
+    ("gpudirect-tcpx", 0, False), ("gpudirect-tcpxo", 0, False),       # GPUDirect over TCP: no all-to-all
+    ("gpudirect-tcpxo", 18, True),                                     # one NVLink domain carries it
+])
+def test_expert_parallelism_across_nodes_needs_rdma_or_one_nvlink_domain(fabric, domain, placed):
+    plan = one(r1(data=16, data_local=8, expert=True), Pool("p", "cls", 8, 2, {}, fabric, H200, None, domain))
+    assert bool(plan.placements) is placed
+    if not placed:
+        [reason] = plan.unplaced[0].reasons
+        assert reason.reason == FABRIC and "needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain" in reason.detail
+    # on one node the all-to-all stays on NVLink: any fabric will do
+    assert one(r1(data=8, data_local=8, expert=True), Pool("p", "cls", 8, 1, {}, fabric, H200)).placements
+
+
+def test_a_worker_stays_inside_one_nvlink_domain():
+    gb = Pool("gb", "gke-gb200-4x-a4x", 4, 18, {}, "roce", GB200, None, 18)
+    assert one(r1(data=72, data_local=4, expert=True), gb).placements          # 18 nodes: the whole rack
+    plan = one(r1(data=76, data_local=4, expert=True), gb)                     # 19 nodes
+    [reason] = plan.unplaced[0].reasons
+    assert reason.reason == DOMAIN and reason.detail == (
+        "decode spans 19 nodes per worker; one NVLink domain of gke-gb200-4x-a4x holds 18 nodes, and a worker "
+        "stays inside one")

@@ -111,3 +111,60 @@ def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count)
     options = [[p for p in per_role[r.name] if free[("c", p.name)] >= r.nodes] for r in d.roles]
     reference = _best_product(d, "c", options, free, count) if all(options) else None
     assert _best(d, "c", per_role, free, count) == reference
+
+
+# --- Issue 36: expert parallelism and NVLink domains ----------------------------------------------------
+
+from modelplane.scheduler import Cluster, Demand, Pool, Role  # noqa: E402
+from modelplane.scheduler.filter import memory_problem  # noqa: E402
+from modelplane.scheduler.model import RDMA_FABRICS  # noqa: E402
+
+FABRICS = ["tcp", "gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa"]
+
+
+@st.composite
+def moe_fleet(draw):
+    pools = tuple(Pool(f"p{i}", f"cls{i}", draw(st.sampled_from([4, 8])), draw(st.integers(1, 20)), {},
+                       draw(st.sampled_from(FABRICS)), draw(st.sampled_from([81559, 143771, 189471])), None,
+                       draw(st.sampled_from([0, 0, 9, 18])))
+                  for i in range(draw(st.integers(1, 4))))
+    roles = []
+    for name in ("decode", "prefill")[:draw(st.integers(1, 2))]:
+        tensor, local = draw(st.sampled_from([1, 2, 4])), draw(st.sampled_from([1, 2, 4]))
+        data = local * draw(st.integers(1, 6))
+        weights = draw(st.floats(10, 1000))
+        experts = weights * draw(st.sampled_from([0.0, 0.5, 0.95]))
+        roles.append(Role(name, "", draw(st.integers(1, 2)), data // local, tensor * local, weights, tensor,
+                          experts, tensor * data, draw(st.booleans()) and experts > 0))
+    return [Demand("ml/m", draw(st.integers(1, 3)), tuple(roles))], [Cluster("c", pools)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(moe_fleet())
+def test_placed_workers_keep_to_their_nvlink_domain_and_all_to_all_fabric(sc):
+    demands, clusters = sc
+    pools = {p.name: p for p in clusters[0].pools}
+    roles = {r.name: r for r in demands[0].roles}
+    for placement in schedule(demands, clusters).placements:
+        for name, rp in placement.roles.items():
+            role, pool_ = roles[name], pools[rp.pool]
+            assert not pool_.domain_nodes or role.nodes_per_worker <= pool_.domain_nodes
+            if role.expert and role.nodes_per_worker > 1:
+                assert pool_.fabric in RDMA_FABRICS or pool_.domain_nodes >= role.nodes_per_worker
+            assert memory_problem(role, pool_) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(10, 2000), st.sampled_from([0.0, 0.3, 0.95]), st.sampled_from([1, 2, 4, 8]),
+       st.integers(1, 8), st.sampled_from([81559, 143771]))
+def test_more_data_ranks_never_need_more_memory_per_gpu_and_a_dense_rank_never_less(weights, share, tensor, data, mib):
+    """A mixture of experts shards its experts over every data rank (more ranks, less per GPU); a dense
+    model's data ranks are whole copies (the rule does not depend on data)."""
+    pool_ = Pool("p", "cls", 8, 64, {}, "roce", mib)
+
+    def fits(d):
+        return memory_problem(Role("decode", "", 1, d, tensor, weights, tensor, weights * share, tensor * d), pool_) is None
+    if fits(data):
+        assert fits(data * 2)
+    if share == 0.0:
+        assert fits(data) == fits(1)

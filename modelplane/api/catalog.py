@@ -21,9 +21,20 @@ class Gpu(Model):
     features: list[str] = []
 
 
+class NvlinkDomain(Model):
+    """GPUs of several nodes on one NVLink fabric (GB200 NVL72: 72 GPUs in 18 nodes). modelplane
+    keeps a node pool of such a class inside one domain (rule pool-domain), so a multi-node worker
+    placed on the pool never leaves it; its pods share memory over NVLink through an IMEX channel
+    of a DRA ComputeDomain."""
+
+    gpus: int = Field(ge=2, le=1024)
+    nodes: int = Field(ge=2, le=256)
+
+
 class Interconnect(Model):
     type: Literal["nvswitch", "nvlink", "pcie", "xgmi", "none"]
     bandwidth_gbs: int | None = Field(default=None, alias="bandwidthGBs", ge=0)  # per GPU, both directions summed
+    nvlink_domain: NvlinkDomain | None = None   # absent: NVLink ends at the node
 
 
 class Network(Model):
@@ -35,6 +46,7 @@ class Capabilities(Model):
     gpu: Gpu
     interconnect: Interconnect
     network: Network
+    arch: Literal["arm64"] | None = None   # the CPU architecture when it is not amd64 (Grace: arm64)
 
 
 class Device(Model):
@@ -77,6 +89,9 @@ class GkeProvisioning(Model):
     # without a reservation; Spot, Flex-start or a reservation only).
     capacity_types: list[CapacityType] = ["on-demand", "spot", "reservation", "flex-start"]
     local_ssd_count: int | None = Field(default=None, ge=1, le=32)   # local SSDs used as ephemeral storage
+    # A4X: the HIGH_THROUGHPUT workload policy's accelerator topology ("1x72": one NVL72 domain),
+    # the node pool's placement policy (Cluster Toolkit examples/gke-a4x, modules/compute/resource-policy).
+    accelerator_topology: str | None = Field(default=None, pattern=r"^[0-9]+x[0-9]+$")
 
     def node_disk_gib(self) -> int:
         """Ephemeral storage a pod on this node can fill (local SSD, else the boot disk)."""
@@ -129,21 +144,75 @@ class InferenceClass(Model):
                 f"provisioning.gke.accelerator.count is {gke.accelerator.count} but "
                 f"capabilities.gpu.count is {self.capabilities.gpu.count}",
                 f"{gke.machine_type} comes with a fixed GPU count: make both equal")
+        domain = self.capabilities.interconnect.nvlink_domain
+        if domain and domain.gpus != domain.nodes * self.capabilities.gpu.count:
+            raise invalid(f"capabilities.interconnect.nvlinkDomain has {domain.gpus} GPUs, but {domain.nodes} nodes of "
+                          f"{self.capabilities.gpu.count} GPUs hold {domain.nodes * self.capabilities.gpu.count}",
+                          "make gpus equal nodes x gpu.count")
         return self
+
+    @property
+    def domain_nodes(self) -> int:
+        """Nodes of one NVLink domain (0: NVLink ends at the node)."""
+        domain = self.capabilities.interconnect.nvlink_domain
+        return domain.nodes if domain else 0
 
     def clouds(self) -> list[str]:
         p = self.provisioning
         return [c for c, block in (("gke", p and p.gke), ("eks", p and p.eks)) if block]
 
 
+class MoeFacts(Model):
+    """A mixture-of-experts checkpoint's routed experts, from its published config.json: every
+    expert is a gated MLP (gate, up and down projections: 3 x hidden x expertIntermediateSize
+    parameters), in every layer but the first `denseLayers`."""
+
+    layers: int = Field(ge=1, le=1000)                       # num_hidden_layers
+    dense_layers: int = Field(default=0, ge=0, le=1000)      # first_k_dense_replace: layers with a dense MLP
+    routed_experts: int = Field(ge=2, le=100_000)            # n_routed_experts / num_local_experts
+    hidden_size: int = Field(ge=1)
+    expert_intermediate_size: int = Field(ge=1)              # moe_intermediate_size / intermediate_size
+    bytes_per_param: float = Field(gt=0, le=8, allow_inf_nan=False)   # the experts' dtype (FP8: 1, MXFP4: 0.53)
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _layers(self):
+        if self.dense_layers >= self.layers:
+            raise invalid(f"denseLayers ({self.dense_layers}) leaves no MoE layer of {self.layers}",
+                          "denseLayers counts the first layers with a dense MLP (first_k_dense_replace)")
+        return self
+
+    @property
+    def expert_params(self) -> int:
+        return (self.layers - self.dense_layers) * self.routed_experts * 3 * self.hidden_size * self.expert_intermediate_size
+
+    @property
+    def expert_gib(self) -> float:
+        return self.expert_params * self.bytes_per_param / 1024**3
+
+
 class ModelFacts(Model):
-    """What the catalog knows of a model checkpoint (catalog/models.yaml)."""
+    """What the catalog knows of a model checkpoint (catalog/models.yaml). `moe`: a mixture of
+    experts (absent: a dense model, every data-parallel rank holds all of it)."""
 
     uri: str
     size_gib: float = Field(alias="sizeGiB", gt=0, allow_inf_nan=False)
     gated: bool = False
     source: str = ""
+    moe: MoeFacts | None = None
     unconfirmed: list[str] = []
+
+    @model_validator(mode="after")
+    def _experts_inside(self):
+        if self.moe and self.moe.expert_gib >= self.size_gib:
+            raise invalid(f"moe describes {self.moe.expert_gib:.0f} GiB of routed experts, not less than sizeGiB "
+                          f"({self.size_gib:g})", "check the moe facts against the model's config.json, and sizeGiB")
+        return self
+
+    @property
+    def expert_share(self) -> float:
+        """The routed experts' share of the checkpoint's bytes (0: dense)."""
+        return self.moe.expert_gib / self.size_gib if self.moe else 0.0
 
 
 PricedCapacity = Literal["on-demand", "spot", "reservation", "flex-start", "capacity-block", "internal"]
@@ -164,17 +233,42 @@ class Price(Model):
     unconfirmed: bool = False
 
 
+class GpuDirectRelease(Model):
+    """One release of Google's GPUDirect stack: the NCCL plugin installer, the daemon and the NCCL
+    settings that go together, and the GKE minors it is paired with."""
+
+    from_gke: str | None = Field(default=None, pattern=r"^1\.\d+$")   # this minor and later; None: every minor
+    released: date
+    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
+    daemon_image: str = Field(min_length=1)
+    nccl_env: dict[str, str]
+    source: str = Field(min_length=1)
+
+
 class GpuDirectRecipe(Model):
-    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the per-pod daemon and NCCL's settings
-    (catalog/gpudirect.yaml says where each comes from)."""
+    """GPUDirect-TCPX or -TCPXO on GKE: the GPU NICs, the plugin NCCL must load, the engine images
+    that can load it, and the releases per GKE minor (catalog/gpudirect.yaml says where each comes from)."""
 
     nics: int = Field(ge=1, le=16)          # GPU NICs per node, each on its own VPC
-    daemon_image: str = Field(min_length=1)
-    installer: str = Field(min_length=1)    # the substrate.yaml entry of the NCCL plugin installer
-    nccl_env: dict[str, str]
+    nccl_net: str = Field(min_length=1)     # the plugin's registered name: engines pin NCCL_NET to it
+    min_glibc: str | None = None            # the C library the plugin needs in the workload
+    kserve_image: str | None = None         # the engine image KServe runs here when the deployment names none
+    refused_images: dict[str, str] = {}     # image repository -> why it cannot load the plugin
+    releases: list[GpuDirectRelease] = Field(min_length=1)
     min_gke_version: dict[str, str] = {}    # lowest GKE patch per minor ("1.32": "1.32.11-gke.1174000")
     source: str = Field(min_length=1)
     as_of: date
+
+    def release_for(self, version: str | None) -> GpuDirectRelease:
+        """The release Google pairs with a GKE version: the one with the highest `fromGke` at or
+        below its minor (unknown version: the newest)."""
+        def minor(v: str) -> tuple[int, int]:
+            major, rest = v.split(".")[:2]
+            return int(major), int(rest)
+        ordered = sorted(self.releases, key=lambda r: minor(r.from_gke) if r.from_gke else (0, 0), reverse=True)
+        if version is None:
+            return ordered[0]
+        return next((r for r in ordered if r.from_gke is None or minor(r.from_gke) <= minor(version)), ordered[-1])
 
 
 class CatalogFile(Model):

@@ -172,11 +172,60 @@ class IssuerRef(Model):
     kind: Literal["ClusterIssuer", "Issuer"] = "ClusterIssuer"   # an Issuer lives in modelplane-gateway
 
 
+LETS_ENCRYPT = ("https://acme-v02.api.letsencrypt.org/directory",
+                "https://acme-staging-v02.api.letsencrypt.org/directory")
+# Let's Encrypt refuses contacts at names reserved for documentation and testing (RFC 2606, RFC 6761):
+# boulder's policy returns `invalidContact` for them (letsencrypt/boulder#3748).
+_RESERVED_MAIL = re.compile(r"(^|\.)(example\.(com|net|org)|[^.]+\.(example|test|invalid|localhost|local))$|"
+                            r"^(example|test|invalid|localhost|local)$")
+
+
+class Route53Solver(Model):
+    """DNS-01 in a Route 53 hosted zone, with the cluster's own AWS identity (EKS Pod Identity)."""
+
+    hosted_zone_id: str = Field(pattern=r"^Z[A-Z0-9]{1,31}$")   # the zone that holds the hostnames
+    region: AwsRegion = "us-east-1"   # the region cert-manager's AWS client signs for (Route 53 is global)
+
+
+class CloudDnsSolver(Model):
+    """DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity)."""
+
+    project: GcpProject   # the project that holds the managed zone
+
+
+class Dns01(Model):
+    """Solve ACME challenges with DNS records instead of HTTP: any cluster can answer, wildcards work."""
+
+    route53: Route53Solver | None = None
+    cloud_dns: CloudDnsSolver | None = None
+
+    @model_validator(mode="after")
+    def _one_zone(self):
+        require_one(self, ("route53", "cloud_dns"), "dns01 needs exactly one of route53 or cloudDns",
+                    "route53: {hostedZoneId: Z...} on an EKS cluster, or cloudDns: {project: ...} on a GKE cluster")
+        return self
+
+
 class Acme(Model):
-    """An ACME account modelplane registers (a ClusterIssuer solving HTTP-01 through the Gateway)."""
+    """An ACME account modelplane registers: a ClusterIssuer solving HTTP-01 through the Gateway, or
+    DNS-01 in the stack's zone with the cluster's own cloud identity (`dns01`)."""
 
     email: str = Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")   # the account's contact
-    server: str = "https://acme-v02.api.letsencrypt.org/directory"   # the ACME directory URL
+    server: str = LETS_ENCRYPT[0]     # the ACME directory URL
+    dns01: Dns01 | None = None        # DNS-01 instead of HTTP-01 (required when DNS splits a name across clusters)
+
+    @model_validator(mode="after")
+    def _contact(self):
+        domain = self.email.rsplit("@", 1)[1].lower()
+        if self.server in LETS_ENCRYPT and _RESERVED_MAIL.search(domain):
+            raise invalid(f"Let's Encrypt refuses the contact {self.email}: {domain} is reserved for documentation "
+                          "(RFC 2606), so the account never registers and no certificate issues",
+                          "use an address at a domain you receive mail for")
+        return self
+
+    @property
+    def solver(self) -> str:
+        return "dns01" if self.dns01 else "http01"
 
 
 _HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,63}$"
@@ -195,9 +244,9 @@ class GatewayTls(Model):
         require_one(self, ("issuer_ref", "acme"), "exactly one of issuerRef, acme is required",
                     "name an existing issuer (issuerRef: {name: ...}) or give an ACME account (acme: {email: ...})")
         wild = [h for h in self.hostnames if h.startswith("*.")]
-        if self.acme is not None and wild:
+        if self.acme is not None and self.acme.dns01 is None and wild:
             raise invalid(f"ACME HTTP-01 cannot issue wildcard names ({', '.join(wild)})",
-                          "list each service hostname, or use issuerRef with a DNS-01 issuer for a wildcard")
+                          "list each service hostname, or solve DNS-01: acme.dns01: {route53: {hostedZoneId: ...}}")
         return self
 
     def covers(self, host: str) -> bool:
@@ -225,6 +274,30 @@ def https_problems(service: str, host: str | None, gateways: dict[str, dict]) ->
     return out
 
 
+def issuance_problems(host: str | None, gateways: dict[str, dict]) -> dict[str, str]:
+    """cluster -> why its certificate for `host` cannot issue: ACME HTTP-01 on a name that weighted DNS
+    also sends to another cluster. cert-manager answers the challenge only on the cluster that holds
+    it (cert-manager@v1.21.1 pkg/issuer/acme/http/httproute.go), and Let's Encrypt checks from
+    several vantage points, each resolving the name itself, so most checks land elsewhere and fail.
+    `gateways`: every cluster that carries the host -> the inventory's gateway."""
+    if not host or len(gateways) < 2:
+        return {}
+    out = {}
+    for cluster, gw in sorted(gateways.items()):
+        tls = (gw or {}).get("tls") or {}
+        if tls.get("acme") == "http01" and tls_covers(tls.get("hostnames") or [], host):
+            others = ", ".join(c for c in sorted(gateways) if c != cluster)
+            out[cluster] = (f"the certificate for {host} on cluster {cluster} cannot issue: ACME HTTP-01 is answered "
+                            f"only by the cluster that holds the challenge, and DNS also sends {host} to {others}")
+    return out
+
+
+def external_issuer(gw: dict | None) -> str | None:
+    """The issuer a cluster's certificate names but modelplane does not create (it must exist)."""
+    ref = ((gw or {}).get("tls") or {}).get("issuerRef")
+    return f"{ref.get('kind', 'ClusterIssuer')} {ref['name']}" if ref else None
+
+
 class InferenceCluster(Model):
     """A GKE or EKS cluster modelplane builds, or an existing one it adopts, with its GPU pools."""
 
@@ -247,6 +320,21 @@ class InferenceCluster(Model):
                                      or not self.substrate.cert_manager):
             raise invalid("tls configures modelplane's own Gateway and needs its cert-manager",
                           "keep substrate.gateway and substrate.certManager on, or terminate TLS on your own Gateway")
+        return self
+
+    @model_validator(mode="after")
+    def _dns01_identity(self):
+        dns01 = self.tls.acme.dns01 if self.tls and self.tls.acme else None
+        if dns01 is None:
+            return self
+        # cert-manager answers DNS-01 with the cluster's own cloud identity: EKS Pod Identity for Route 53,
+        # GKE Workload Identity for Cloud DNS; another cloud's zone would need long-lived keys.
+        wanted = "eks" if dns01.route53 else "gke"
+        if self.source != wanted:
+            zone = "route53" if dns01.route53 else "cloudDns"
+            raise invalid(f"tls.acme.dns01.{zone} needs a{'n' if wanted == 'eks' else ''} {wanted.upper()} cluster "
+                          f"(cert-manager uses the cluster's own cloud identity), this one is {self.source}",
+                          "solve DNS-01 in the cloud the cluster runs in, or name your own issuer with tls.issuerRef")
         return self
 
     @model_validator(mode="after")

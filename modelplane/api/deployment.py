@@ -27,19 +27,30 @@ Args = Annotated[list[str], AfterValidator(_plain_args)]
 
 
 class Topology(Model):
-    """Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each."""
+    """Flat parallelism axes. Per worker: pipeline*data/dataLocal nodes, tensor*dataLocal GPUs each.
+    `expert` (KServe's spelling, spec.parallelism.expert): a mixture-of-experts model's experts are
+    sharded over the tensor x data ranks (vLLM --enable-expert-parallel) instead of tensor-split."""
 
     tensor: int = Field(default=1, ge=1, le=64)
     pipeline: int = Field(default=1, ge=1, le=64)
     data: int = Field(default=1, ge=1, le=256)
     data_local: int = Field(default=1, ge=1, le=64)
+    expert: bool = False
 
     @model_validator(mode="after")
     def _divisible(self):
         if self.data % self.data_local:
             raise invalid(f"data ({self.data}) is not a multiple of dataLocal ({self.data_local})",
                           "make data a multiple of dataLocal (data ranks are spread evenly over nodes)")
+        if self.expert and self.expert_size == 1:
+            raise invalid("expert: true shards the experts over tensor x data ranks, and both are 1",
+                          "set data (e.g. data: 8, dataLocal: 8 for one 8-GPU node) or tensor above 1, or drop expert")
         return self
+
+    @property
+    def expert_size(self) -> int:
+        """GPUs the experts (or, without `expert`, the expert layers' tensor split) are sharded over."""
+        return self.tensor * self.data
 
     @property
     def nodes_per_worker(self) -> int:

@@ -18,16 +18,22 @@ The scheduler scores the *effective* fabric, the renderers add the wiring, and t
   device mounts and NCCL's settings (catalog/gpudirect.yaml; Cluster Toolkit gke-node-pool
   gpu_direct.tf, container-engine-accelerators gpudirect-tcpx(o)). A recipe missing from the
   catalog, or a control plane below the recipe's GKE floor, leaves the pool at TCP.
+  Engines pin NCCL to the plugin (NCCL_NET), so one that cannot load it stops instead of talking
+  TCP; a multi-node worker whose engine image is known not to load it is not placed there.
 - EKS with EFA: the launch template attaches the EFA interfaces, the EFA device plugin
   (aws/eks-charts aws-efa-k8s-device-plugin) advertises them as `vpc.amazonaws.com/efa`, and pods
   request all of a node's interfaces (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).
+  EFA's OS-bypass traffic stays within one subnet (AWS ParallelCluster efa-v3: "with other instances
+  in the same subnet"), so a node group over several subnets is TCP between nodes, and eksctl
+  refuses EFA groups with more than one subnet (eksctl@99984adb pkg/apis/eksctl.io/v1alpha5/
+  validation.go L882-885).
 - Existing clusters: the owner built the fabric the class declares.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, InferenceClass
+from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, GpuDirectRelease, InferenceClass
 
 GKE_DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
 RDMA_DEVICE_CLASS = "mrdma.google.com"
@@ -44,6 +50,7 @@ class FabricWiring:
     efa_interfaces: int = 0       # EFA devices a pod takes (all of the node's)
     gpudirect: str | None = None  # tcpx | tcpxo: pods carry the GPUDirect networks and daemon
     recipe: GpuDirectRecipe | None = None
+    release: GpuDirectRelease | None = None   # the recipe's release for the cluster's GKE minor
 
     @property
     def wired(self) -> bool:
@@ -57,11 +64,22 @@ class FabricWiring:
             out["nicDeviceClass"] = self.nic_device_class
         if self.efa_interfaces:
             out["efaInterfaces"] = self.efa_interfaces
-        if self.gpudirect and self.recipe:
+        if self.gpudirect and self.recipe and self.release:
             # What pods need matches what the infra stack installed, so it travels with the pool.
-            out["gpudirect"] = {"kind": self.gpudirect, "nics": self.recipe.nics,
-                                "daemonImage": self.recipe.daemon_image, "ncclEnv": dict(self.recipe.nccl_env)}
+            rel = self.release
+            out["gpudirect"] = {"kind": self.gpudirect, **engine_facts(self.recipe), "released": rel.released.isoformat(),
+                                "daemonImage": rel.daemon_image, "ncclEnv": dict(rel.nccl_env)}
         return out
+
+
+def engine_facts(recipe: GpuDirectRecipe) -> dict:
+    """What a GPUDirect pool asks of the engine: its plugin, and the images that can (not) load it."""
+    out = {"nics": recipe.nics, "ncclNet": recipe.nccl_net}
+    if recipe.kserve_image:
+        out["kserveImage"] = recipe.kserve_image
+    if recipe.refused_images:
+        out["refusedImages"] = dict(recipe.refused_images)
+    return out
 
 
 def gke_version_key(version: str) -> tuple[int, ...]:
@@ -85,9 +103,10 @@ def gpudirect_version_gap(recipe: GpuDirectRecipe, version: str) -> str | None:
 
 
 def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDirectRecipe] | None = None,
-                  version: str | None = None) -> FabricWiring:
+                  version: str | None = None, subnets: int = 1) -> FabricWiring:
     """The wiring a pool of `cls` gets on a `gke`, `eks` or `existing` cluster. `gpudirect`: the
-    catalog's TCPX/TCPXO recipes; `version`: the GKE control-plane version."""
+    catalog's TCPX/TCPXO recipes; `version`: the GKE control-plane version; `subnets`: how many
+    subnets an EKS node group spans."""
     declared = cls.capabilities.network.fabric
     if declared not in MULTI_NODE_FABRICS:
         return FabricWiring(declared, declared, "none")
@@ -106,8 +125,40 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
         if floor:
             return FabricWiring(declared, "tcp", "none",
                                 note=f"GPUDirect-{kind.upper()} needs GKE {floor} or later; gke.version is {version}")
-        return FabricWiring(declared, declared, f"gke-gpudirect-{kind}", gpudirect=kind, recipe=recipe)
+        return FabricWiring(declared, declared, f"gke-gpudirect-{kind}", gpudirect=kind, recipe=recipe,
+                            release=recipe.release_for(version))
     eks = cls.provisioning.eks
+    if declared == "efa" and eks.efa_interfaces and subnets > 1:
+        return FabricWiring(declared, "tcp", "none",
+                            note=f"EFA traffic stays within one subnet and this node group spans {subnets}; "
+                                 "give the pool one subnet (subnetIds) to wire it")
     if declared == "efa" and eks.efa_interfaces:
         return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces)
     return FabricWiring(declared, "tcp", "none", note="the class attaches no EFA interfaces")
+
+
+def carries(fabric: dict, multi_node: bool, disaggregated: bool) -> bool:
+    """Whether a role's pods need their pool's fabric wiring (`fabric`: the inventory's). Every
+    multi-node worker does. Single-node pods of a disaggregated replica only on RDMA fabrics (RoCE
+    NIC claims, EFA): NIXL moves the KV cache over RDMA NICs itself (UCX, libfabric) and never loads
+    NCCL's net plugins, which is all GPUDirect-TCPX(O) is (their NICs are device networks, one pod
+    per node)."""
+    return multi_node or (disaggregated and not fabric.get("gpudirect"))
+
+
+def image_refusal(gpudirect: dict, image: str | None, kserve_default: str | None = None) -> str | None:
+    """Why an engine image cannot load a GPUDirect pool's NCCL plugin (`gpudirect`: the pool's
+    fabric.gpudirect or engine_facts), or None. `image` None: KServe's presets choose it, and the
+    pool replaces their `kserve_default` with its kserveImage where it has one."""
+    if image is None:
+        image = gpudirect.get("kserveImage") or kserve_default
+    if image is None:
+        return None
+    repository = image.split("@")[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    why = (gpudirect.get("refusedImages") or {}).get(repository)
+    if why is None:
+        return None
+    fix = f"; use {gpudirect['kserveImage']}" if gpudirect.get("kserveImage") else ""
+    return f"image {image} cannot load the {gpudirect['ncclNet']} NCCL plugin: {why}{fix}"

@@ -10,12 +10,13 @@ from pydantic import Field, ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
 from .base import Model
-from .collisions import check_names
+from .collisions import check_names, check_objects
 from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
 from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from, shown
+from .parallelism import check_expert_model
 from .project import current, data_dir
 from .rules import check_cluster, check_deployment, check_services, duplicates
 from .substrate import check_substrate
@@ -93,6 +94,13 @@ class Catalog:
             return md.model.size_gib
         facts = self.models.get(md.model.uri)
         return facts.size_gib if facts else 0.0
+
+    def expert_gib(self, md) -> float:
+        """Of the deployment's weights, the routed experts of a mixture-of-experts model (the
+        catalog's share of them, so a `model.sizeGiB` of the same checkpoint scales both); 0 for a
+        dense or unknown model."""
+        facts = self.models.get(md.model.uri)
+        return self.weights_gib(md) * facts.expert_share if facts else 0.0
 
 
 def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple | None = None) -> Catalog:
@@ -265,7 +273,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 f"no secret config key '{NAMESPACE}:{cluster.existing.kubeconfig_secret}' in this stack",
                 f"run: pulumi config set --secret {NAMESPACE}:{cluster.existing.kubeconfig_secret} "
                 f"\"$(cat kubeconfig)\" --stack <stack>")
-    for f in check_names(spec.clusters, spec.deployments):
+    for f in [*check_names(spec.clusters, spec.deployments), *check_objects(spec.deployments, spec.services)]:
         add(f.path[0], f.path[1:], f.message, f.fix)
     local = {c.name for c in spec.clusters}
     for i, md in enumerate(spec.deployments):
@@ -277,6 +285,9 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 add("deployments", (i, "adopt", j, "cluster"), f"no cluster {a.cluster!r} in this stack",
                     f"did you mean {guess!r}?" if guess else f"use one of {sorted(local)}", "adopt")
     _model_credentials(spec, catalog, secret_keys, add)
+    for i, md in enumerate(spec.deployments):
+        for f in check_expert_model(md, catalog.models.get(md.model.uri)):
+            add("deployments", (i, *f.path), f.message, f.fix, f.rule)
     _node_selectors(spec, catalog, add)
     for i, name in duplicates([p.name for p in spec.providers]):
         add("providers", (i, "name"), f"provider {name!r} is declared twice", "rename one or merge them")

@@ -103,12 +103,14 @@ def check_roles(md: ModelDeployment) -> list[Finding]:
     return out
 
 
-# Images of the Gateway API Inference Extension endpoint picker (llm-d's build and the upstream one).
-# It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
+# Images of the Gateway API Inference Extension endpoint picker: llm-d's scheduler, its 2026 name
+# (KServe v0.20.0's scheduler preset runs ghcr.io/llm-d/llm-d-router-endpoint-picker, llm-d/llm-d#1819)
+# and GAIE's reference picker. It is an Envoy ext-proc gRPC server bound to one InferencePool: it exits at start without
 # --pool-name (gateway-api-inference-extension v1.0.0 cmd/epp/runner/runner.go L467-469, the
 # version llm-d-inference-scheduler v0.3.0 builds on) and needs an InferencePool, RBAC to watch
 # it and a Gateway that calls it, none of which an extra role has.
-ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "registry.k8s.io/gateway-api-inference-extension/epp")
+ENDPOINT_PICKERS = ("ghcr.io/llm-d/llm-d-inference-scheduler", "ghcr.io/llm-d/llm-d-router-endpoint-picker",
+                    "registry.k8s.io/gateway-api-inference-extension/epp")
 
 
 def image_repo(image: str) -> str:
@@ -213,8 +215,8 @@ ROOT_IMAGES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
 
 
 def check_engines(md: ModelDeployment) -> list[Finding]:
-    """What each backend can run: KServe's presets (non-root image; pipeline parallelism only through
-    our preset, render/presets.py: whole models, data 1), the native backend's own launch (an image)."""
+    """What each backend can run: KServe's presets (non-root image; pipeline parallelism through our
+    presets, render/presets.py, with data 1), the native backend's own launch (an image)."""
     out = []
     for role, (_, workers, engine) in md.gpu_roles().items():
         at = () if role == "decode" else ("prefill",)
@@ -230,14 +232,11 @@ def check_engines(md: ModelDeployment) -> list[Finding]:
                                "leave engine.image out to run the preset's image (ghcr.io/llm-d/llm-d-cuda), or use "
                                "backend: native"))
         t = workers.topology
-        if t.pipeline > 1 and (md.disaggregated or t.data > 1):
-            why = ("a disaggregated deployment would need KServe's decode/prefill pipeline-parallel presets, which "
-                   "no release ships" if md.disaggregated else
-                   "KServe picks its data-parallel preset whenever data is set, so pipeline and data cannot combine")
+        if t.pipeline > 1 and t.data > 1:
             out.append(Finding("kserve-multi-node", (*at, "workers", "topology", "pipeline"),
-                               f"role {role!r} asks for pipeline parallelism {t.pipeline}; on the kserve backend "
-                               "pipeline parallelism runs through modelplane's own pipeline-parallel preset, which "
-                               f"serves a whole (not disaggregated) model with data 1: {why}",
+                               f"role {role!r} asks for pipeline parallelism {t.pipeline} with data {t.data}; KServe "
+                               "refuses an LLMInferenceService with both (llm_inference_service_validation.go "
+                               "L283-289 @ v0.20.0), and picks its data-parallel preset whenever data is set",
                                "use backend: native (LeaderWorkerSet with a Ray cluster), drop data (pipeline x "
                                "tensor per node), or spread over nodes with data/dataLocal instead of pipeline"))
     return out
@@ -259,9 +258,11 @@ def native_prefill_idle(md: ModelDeployment) -> Finding | None:
 
 
 def check_deployment(md: ModelDeployment) -> list[Finding]:
-    from .scaling_rules import check_adopt, check_scaling   # they build on Finding and duplicates above
+    from .parallelism import check_engine_args     # these build on Finding and duplicates above
+    from .scaling_rules import check_adopt, check_scaling
 
-    return check_roles(md) + check_bands(md) + check_engines(md) + check_scaling(md) + check_adopt(md)
+    return (check_roles(md) + check_bands(md) + check_engines(md) + check_engine_args(md) + check_scaling(md)
+            + check_adopt(md))
 
 
 def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass]) -> list[Finding]:
@@ -296,6 +297,7 @@ def check_cluster(cluster: InferenceCluster, classes: dict[str, InferenceClass])
                                f"list the zones of {cluster.region} that offer this GPU, e.g. [{cluster.region}-a]"))
         out += _placement_findings(cluster, pool, i, cls)
         out += _capacity_findings(cluster, pool, i, cls)
+        out += _domain_findings(cluster, pool, i, cls)
         if pool.capacity.type == "capacity-block" and cluster.source != "eks":
             out.append(Finding("pool-capacity", ("nodePools", i, "capacity", "type"),
                                "capacity blocks are an EC2 feature", "use reservation, spot or flex-start on GKE"))
@@ -333,8 +335,6 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
                            f"{machine} (class {cls.name}) is not sold as {pool.capacity.type} capacity",
                            f"use one of {', '.join(prov.capacity_types)} (e.g. capacity: {{type: reservation, "
                            f"reservation: <name>}})"))
-    if cluster.source == "eks" and prov is not None and pool.capacity.type == "capacity-block":
-        out += _capacity_block_findings(cluster, pool, i, cls, prov)
     if cluster.source == "eks" and cluster.dra and cluster.substrate.dra_driver:
         if prov is not None and prov.ami_type.startswith("BOTTLEROCKET"):
             # EKS lists Bottlerocket as supported by the NVIDIA DRA driver; modelplane does not render
@@ -355,20 +355,54 @@ def _capacity_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceCl
     return out
 
 
-def _capacity_block_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass, prov) -> list[Finding]:
-    """A Capacity Block can only be bought where EC2 sells the instance type that way."""
-    where = ("nodePools", i, "capacity", "type")
-    other = "use capacity: {type: reservation, reservation: cr-…} (an On-Demand Capacity Reservation), on-demand or spot"
+# The NVIDIA DRA driver's IMEX channel class (render/dra.py names the same fact for the renderers).
+CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
+
+
+def _domain_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:
+    """A pool of a multi-node NVLink class is one NVLink domain, so that a multi-node worker placed
+    on it never leaves the domain: GKE keeps the VMs of a pool with the 1x72 workload policy in one
+    NVL72 domain, and an EKS node group draws on one UltraServer's Capacity Block. Its workers claim
+    IMEX channels of a DRA ComputeDomain, which needs the NVIDIA DRA driver's ComputeDomain part."""
+    domain = cls.capabilities.interconnect.nvlink_domain
+    if domain is None:
+        return []
+    out = []
+    if pool.max_nodes > domain.nodes:
+        out.append(Finding("pool-domain", ("nodePools", i, "maxNodes"),
+                           f"pool {pool.name!r} may grow to {pool.max_nodes} nodes, but one NVLink domain of {cls.name} "
+                           f"holds {domain.nodes} ({domain.gpus} GPUs), and a pool is kept inside one domain",
+                           f"set maxNodes to {domain.nodes} or fewer, and add one pool per further NVLink domain"))
+    provided = cluster.substrate.dra_driver.enabled or (cluster.existing is not None
+                                                       and CHANNEL_DEVICE_CLASS in cluster.existing.device_classes)
+    if not (cluster.dra and provided):
+        out.append(Finding("pool-domain", ("nodePools", i, "class"),
+                           f"{cls.name} shares GPU memory across the nodes of an NVLink domain only through the IMEX "
+                           "channels of DRA ComputeDomains (NVIDIA DRA driver), which this cluster does not run",
+                           "set dra: true with the substrate's draDriver (modelplane turns its ComputeDomain part on), "
+                           f"or list {CHANNEL_DEVICE_CLASS} in existing.deviceClasses if your own driver provides it"))
+    return out
+
+
+def capacity_block_gap(cls: InferenceClass, region: str, prices) -> str | None:
+    """Why a Capacity Block pool of `cls` in `region` may not find a block to buy, or None. Evidence
+    that EC2 sells it there: the region in the class's capacityBlocks (a documented list, with its
+    source and date), or a capacity-block price for it (`modelplane prices refresh` records the
+    offerings DescribeCapacityBlockOfferings returns). EC2 adds instance types and Regions faster
+    than a static list follows (p6-b200 is sold mainly as blocks), so this is a warning, never a
+    refusal (the advisory policy `capacity-block-region`)."""
+    prov = cls.provisioning.eks if cls.provisioning else None
+    if prov is None or (cls.name, region, "capacity-block") in prices:
+        return None
     blocks = prov.capacity_blocks
+    if blocks is not None and region in blocks.regions:
+        return None
+    check = (f"check with `aws ec2 describe-capacity-block-offerings --instance-type {prov.instance_type} "
+             f"--instance-count 1 --capacity-duration-hours 24 --region {region}` or `modelplane prices refresh`")
     if blocks is None:
-        return [Finding("pool-capacity", where, f"no Region is known to sell {prov.instance_type} (class {cls.name}) "
-                        "as a Capacity Block", f"{other}, or add provisioning.eks.capacityBlocks (regions, source, "
-                        "asOf) to the class once EC2 lists it")]
-    if cluster.region not in blocks.regions:
-        return [Finding("pool-capacity", where, f"EC2 sells {prov.instance_type} Capacity Blocks only in "
-                        f"{', '.join(blocks.regions)} ({blocks.source}, read {blocks.as_of}), not in {cluster.region}",
-                        f"put the pool on a cluster in {' or '.join(blocks.regions)}, or {other}")]
-    return []
+        return f"no list of Regions selling {prov.instance_type} as Capacity Blocks is known; {check}"
+    return (f"EC2 lists {prov.instance_type} Capacity Blocks in {', '.join(blocks.regions)} ({blocks.source}, read "
+            f"{blocks.as_of}), not in {region}; {check}")
 
 
 def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:

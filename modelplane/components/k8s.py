@@ -28,6 +28,9 @@ _TYPED = {
     ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota, ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
     ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
 }
 
 _UPPER = re.compile(r"([A-Z])")

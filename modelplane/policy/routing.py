@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from pydantic import ValidationError
 
-from ..api.cluster import https_problems
+from ..api.cluster import external_issuer, https_problems, issuance_problems
 from ..api.rules import check_services
 from ..api.service import ModelService, Provider
 from .registry import ADVISORY, policy
@@ -100,4 +100,42 @@ def service_https(resources, config=None):
         gateways = {c: g for c, g in (r.props.get("gateways") or {}).items() if c in carried}
         for problem in https_problems(f"{spec['namespace']}/{spec['name']}", spec.get("hostname"), gateways):
             out.append((f"{problem} (fix: set tls on the cluster with hostnames that cover it)", r.urn))
+    return out
+
+
+def _carried(r) -> dict:
+    carried = (r.props.get("routes") or {}).get("clusters") or {}
+    return {c: g for c, g in (r.props.get("gateways") or {}).items() if c in carried}
+
+
+@policy("certificate-issuable", "Every certificate a service hostname depends on can issue: ACME HTTP-01 is "
+        "refused for a name that weighted DNS sends to more than one cluster (only the cluster holding the "
+        "challenge answers it); solve DNS-01 there instead.", "stack",
+        fix="solve DNS-01 for names weighted DNS sends to several clusters (tls.acme.dns01, or an issuerRef to a "
+            "DNS-01 issuer), or serve the name from one cluster")
+def certificate_issuable(resources, config=None):
+    out = []
+    for r in _services(resources):
+        spec = r.props["spec"]
+        for problem in issuance_problems(spec.get("hostname"), _carried(r)).values():
+            out.append((f"{spec['namespace']}/{spec['name']}: {problem} (fix: set tls.acme.dns01 on that cluster, "
+                        "e.g. dns01: {route53: {hostedZoneId: ...}} on EKS or {cloudDns: {project: ...}} on GKE)", r.urn))
+    return out
+
+
+@policy("certificate-issuer-external", "A certificate signed by an issuer this stack does not create (tls.issuerRef) "
+        "issues only if that issuer exists on the cluster; reported so it is checked before `up`.", "stack",
+        level=ADVISORY,
+        fix="create the (Cluster)Issuer tls.issuerRef names on that cluster before `up`, or let modelplane create "
+            "one (tls.acme)")
+def certificate_issuer_external(resources, config=None):
+    out, seen = [], set()
+    for r in _services(resources):
+        for cluster, gw in sorted(_carried(r).items()):
+            issuer = external_issuer(gw)
+            if issuer and cluster not in seen:
+                seen.add(cluster)
+                out.append((f"cluster {cluster} signs its HTTPS certificate with {issuer}, which no modelplane stack "
+                            f"creates (fix: make sure it exists: kubectl get {issuer.split()[0].lower()} "
+                            f"{issuer.split()[1]})", r.urn))
     return out

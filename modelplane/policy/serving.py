@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 
 from ..api.deployment import ModelDeployment
-from ..api.fabric import EFA_RESOURCE
+from ..api.fabric import EFA_RESOURCE, carries, image_refusal
+from ..api.parallelism import check_engine_args
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
 from ..render.gpudirect import DAEMON, INTERFACES_ANNOTATION
+from ..render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from ..fleet import idle_prefill
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
 from .resource import pod_templates
-from .stack import _key, _spec_findings, deployments, pools_of, replicas
+from .stack import _key, _spec_findings, deployments, inventories, pools_of, replicas
 
 
 def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
@@ -35,29 +37,44 @@ def _pods_by_replica(resources) -> dict[tuple, dict[str, list[dict]]]:
     return out
 
 
-def _gpudirect_wired(pod_meta: dict, pod: dict, gpudirect: dict) -> bool:
-    """The pod names every GPU network and runs the daemon the NCCL plugin talks to."""
+def _gpudirect_missing(pod_meta: dict, pod: dict, gpudirect: dict) -> str | None:
+    """What a pod of a multi-node worker on a GPUDirect pool lacks: every GPU network and the daemon
+    the plugin talks to, NCCL pinned to the plugin (else a plugin that fails to load leaves NCCL on
+    TCP with no error), an engine image that can load it."""
     try:
         interfaces = json.loads((pod_meta.get("annotations") or {}).get(INTERFACES_ANNOTATION, "[]"))
     except ValueError:
-        return False
+        interfaces = []
     names = {c.get("name") for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]}
-    return len(interfaces) == gpudirect["nics"] + 1 and DAEMON[gpudirect["kind"]] in names
+    if len(interfaces) != gpudirect["nics"] + 1 or DAEMON[gpudirect["kind"]] not in names:
+        return f"the GPU networks and the {DAEMON[gpudirect['kind']]} sidecar"
+    for c in pod.get("containers") or []:
+        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+        if env.get("NCCL_NET") != gpudirect["ncclNet"]:
+            return f"NCCL_NET={gpudirect['ncclNet']} in container {c.get('name')} (NCCL would fall back to TCP silently)"
+        # no image: KServe's presets choose theirs
+        why = image_refusal(gpudirect, c.get("image") or KSERVE_PRESET_IMAGE)
+        if why:
+            return f"an engine image that loads the plugin ({why})"
+    return None
 
 
-def _wired(pod_meta: dict, pod: dict, fabric: dict) -> bool:
+def _missing(pod_meta: dict, pod: dict, fabric: dict) -> str | None:
     if fabric.get("gpudirect"):
-        return _gpudirect_wired(pod_meta, pod, fabric["gpudirect"])
+        return _gpudirect_missing(pod_meta, pod, fabric["gpudirect"])
     if fabric.get("nicDeviceClass"):
-        return any(c.get("name") == NIC_CLAIM_NAME for c in pod.get("resourceClaims") or [])
-    if fabric.get("efaInterfaces"):
-        return all(EFA_RESOURCE in ((c.get("resources") or {}).get("limits") or {}) for c in pod.get("containers") or [])
-    return True
+        if not any(c.get("name") == NIC_CLAIM_NAME for c in pod.get("resourceClaims") or []):
+            return f"a claim on {fabric['nicDeviceClass']}"
+    elif fabric.get("efaInterfaces"):
+        if not all(EFA_RESOURCE in ((c.get("resources") or {}).get("limits") or {}) for c in pod.get("containers") or []):
+            return f"{EFA_RESOURCE}: {fabric.get('efaInterfaces')}"
+    return None
 
 
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
-        "NICs (GKE DRANET), request its EFA interfaces or attach its GPUDirect networks and daemon.", "stack",
+        "NICs (GKE DRANET), request its EFA interfaces or, for multi-node workers on GPUDirect-TCPX(O), attach its "
+        "networks and daemon, pin NCCL_NET to its plugin and run an image that can load it.", "stack",
         fix="place multi-node or disaggregated workers on a pool whose class's fabric modelplane wires "
             "(nodeSelector), or make each worker fit one node (workers.topology)")
 def fabric_wired(resources, config=None):
@@ -68,7 +85,7 @@ def fabric_wired(resources, config=None):
         for role, rp in p["roles"].items():
             fabric = (pools.get(rp["pool"]) or {}).get("fabric") or {}
             multi_node = int(rp["nodes"]) > int(rp["workers"])
-            if not (multi_node or disaggregated) or not fabric:
+            if not fabric or not carries(fabric, multi_node, disaggregated):
                 continue
             where = f"{_key(spec)} replica {int(p['replica'])} {role} on {p['cluster']}/{rp['pool']}"
             if multi_node and fabric.get("effective") not in MULTI_NODE_FABRICS:
@@ -80,23 +97,20 @@ def fabric_wired(resources, config=None):
                 continue
             index = _pods_by_replica(resources) if index is None else index
             pods = index.get((spec["namespace"], spec["name"], str(int(p["replica"]))), {})
-            missing = [pod for pod_meta, pod in pods.get(role, []) if not _wired(pod_meta, pod, fabric)]
+            missing = [why for pod_meta, pod in pods.get(role, []) if (why := _missing(pod_meta, pod, fabric))]
             if missing:
-                how = (f"a claim on {fabric['nicDeviceClass']}" if fabric.get("nicDeviceClass")
-                       else f"the GPU networks and the {DAEMON[fabric['gpudirect']['kind']]} sidecar"
-                       if fabric.get("gpudirect") else f"{EFA_RESOURCE}: {fabric.get('efaInterfaces')}")
-                out.append((f"{where}: {len(missing)} pod template(s) lack {how}, so the {fabric['effective']} "
+                out.append((f"{where}: {len(missing)} pod template(s) lack {missing[0]}, so the {fabric['effective']} "
                             "fabric carries none of its traffic", r.urn))
     return out
 
 
-@policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and have no "
-        "pipeline parallelism other than modelplane's preset (whole models, data 1); the native backend needs an image.",
-        "stack",
-        fix="on backend: kserve use a non-root vLLM image and no pipeline parallelism beyond modelplane's preset; "
-            "on backend: native set engine.image")
+@policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and run "
+        "pipeline parallelism only through modelplane's presets, with data 1; the native backend needs an image; "
+        "engine.args set no parallel size or expert parallelism other than the topology's.", "stack",
+        fix="on backend: kserve use a non-root vLLM image and pipeline parallelism only with data 1; on backend: "
+            "native set engine.image; leave parallel sizes and expert parallelism to workers.topology, not engine.args")
 def engines(resources, config=None):
-    return _spec_findings(resources, check_engines)
+    return _spec_findings(resources, lambda md: check_engines(md) + check_engine_args(md))
 
 
 @policy("flex-start-serving", "Serving on flex-start capacity: flex-start VMs run for at most seven days, then GKE "
@@ -113,6 +127,21 @@ def flex_start_serving(resources, config=None):
             where = ", ".join(f"{p['cluster']}/{name}" for name in flex)
             out.append((f"{_key(spec)} replica {int(p['replica'])} runs on flex-start pool(s) {where}: each node "
                         "lives at most 7 days", r.urn))
+    return out
+
+
+@policy("capacity-block-region", "Capacity Block pools are in a Region where EC2 is known to sell the instance type "
+        "as Capacity Blocks (the class's capacityBlocks list, or an offering `modelplane prices refresh` recorded); "
+        "elsewhere `up` may find no block to buy.", "stack", level=ADVISORY,
+        fix="use a Region the class's capacityBlocks lists (or that `modelplane prices refresh` found offering "
+            "Capacity Blocks), or another capacity type for the pool")
+def capacity_block_region(resources, config=None):
+    out = []
+    for name, inv in sorted(inventories(resources).items()):
+        for pool in inv.get("pools", []):
+            if pool.get("capacityBlockNote"):
+                out.append((f"{name}/{pool['name']} ({pool['class']}, Capacity Block in {inv.get('region')}): "
+                            f"{pool['capacityBlockNote']}", None))
     return out
 
 

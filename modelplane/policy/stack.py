@@ -9,6 +9,8 @@ from ..api.scaling_rules import check_adopt, check_scaling
 from ..render.dra import CLAIM_NAME
 from ..render.kai import gang_pods
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
+from ..scheduler.filter import all_to_all_problem, domain_problem
+from ..scheduler.model import Pool, Role, domain_nodes
 from .registry import ADVISORY, policy
 
 MODEL_DEPLOYMENT = "modelplane:index:ModelDeployment"
@@ -27,6 +29,17 @@ def replicas(resources):
     for r, spec, placements, clusters in deployments(resources):
         for p in placements:
             yield r, spec, p, clusters.get(p["cluster"]) or {}
+
+
+def inventories(resources) -> dict[str, dict]:
+    """Every cluster inventory the stack has: its InferenceClusters' and its deployments' targets."""
+    out = {}
+    for r in resources:
+        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
+            out[r.props["inventory"]["name"]] = r.props["inventory"]
+    for _, _, _, clusters in deployments(resources):
+        out.update(clusters)
+    return out
 
 
 def pools_of(inv: dict) -> dict[str, dict]:
@@ -121,9 +134,10 @@ def _role_topology(spec, role):
 
 
 @policy("topology-fits", "Every worker fits its pool: GPUs per node within the class, the declared shape "
-        "intact, and multi-node workers only on pools with a multi-node fabric.", "stack",
-        fix="make workers.topology fit the pool's GPUs per node, or select (nodeSelector) a pool whose class has a "
-            "multi-node fabric")
+        "intact, multi-node workers only on pools with a multi-node fabric and inside the pool's NVLink domain, "
+        "expert parallelism across nodes only over RDMA or one NVLink domain.", "stack",
+        fix="make workers.topology fit the pool's GPUs per node (and its NVLink domain), or select (nodeSelector) a "
+            "pool whose class has a multi-node fabric (RDMA for expert parallelism across nodes)")
 def topology_fits(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
@@ -147,6 +161,14 @@ def topology_fits(resources, config=None):
             if per_worker > 1 and fabric not in MULTI_NODE_FABRICS:
                 out.append((f"{where}: a {per_worker}-node worker needs a multi-node fabric "
                             f"({', '.join(sorted(MULTI_NODE_FABRICS))}); pool {rp['pool']} has {fabric}", r.urn))
+            # the scheduler's Filter rules, on what was placed (one definition: scheduler/filter.py)
+            block = spec if role == "decode" else spec.get("prefill") or {}
+            expert = bool(((block.get("workers") or {}).get("topology") or {}).get("expert"))
+            worker = Role(role, "", workers, per_worker, gpn, expert=expert)
+            target = Pool(rp["pool"], pool["class"], int(pool["gpusPerNode"]), 0, fabric=fabric or "tcp",
+                          domain_nodes=domain_nodes(pool.get("capabilities") or {}))
+            out += [(f"{where}: {problem}", r.urn) for problem in (domain_problem(worker, target),
+                                                                   all_to_all_problem(worker, target)) if problem]
     return out
 
 
@@ -329,18 +351,15 @@ def cost_budget(resources, config=None):
     cfg = config or {}
     if cfg.get("maxHourlyCost") is None and not cfg.get("namespaces"):
         return []
-    inventories, placements, minimums = {}, [], {}
-    for r in resources:
-        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
-            inventories[r.props["inventory"]["name"]] = r.props["inventory"]
-    for _, spec, mine, clusters in deployments(resources):
-        inventories.update(clusters)
+    placements, minimums = [], {}
+    invs = inventories(resources)
+    for _, spec, mine, _ in deployments(resources):
         placements += mine
         try:
             minimums[_key(spec)] = minimum_workers(ModelDeployment.model_validate(spec, strict=False))
         except ValueError:
             pass    # the `roles` policy reports a spec that does not validate
-    cost = fleet_cost(placements, inventories, minimums, set(inventories))
+    cost = fleet_cost(placements, invs, minimums, set(invs))
     out = []
 
     def unpriced(row):

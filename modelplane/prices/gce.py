@@ -23,11 +23,11 @@ GIB_PER_LOCAL_SSD = 375
 
 @dataclass(frozen=True)
 class Machine:
-    """What one machine type is billed for. `gpu` names the GPU SKU ("Nvidia H100 80GB");
-    `family` the core/RAM SKUs ("A3"), None when the GPU SKU is a whole-machine slice."""
+    """What one machine type is billed for. `gpu` names the GPU SKU ("Nvidia H100 80GB"), or the
+    names it goes by; `family` the core/RAM SKUs ("A3"), None when the GPU SKU is a whole-machine slice."""
 
     gpus: int
-    gpu: str
+    gpu: str | tuple[str, ...]
     family: str | None
     vcpus: int = 0
     memory_gib: float = 0
@@ -36,11 +36,17 @@ class Machine:
 
 # Shapes from Compute Engine's accelerator-optimized machine tables
 # (docs.cloud.google.com/compute/docs/accelerator-optimized-machines, updated 2026-04-13).
-# A2 Ultra bills the A2 core and RAM SKUs; A3 Mega the A3 ones with its own "Mega" GPU SKU.
+# A2 Ultra bills the A2 core and RAM SKUs. A3 Mega bills its own: "A3Plus Instance Core/Ram" and
+# a GPU SKU named "Nvidia H100 80GB Mega" in some regions and "Nvidia H100 80GB Plus" in others
+# ("Nvidia H100 Mega 80GB" on DWS). Wording read in public SKU-matching code (skypilot-org/skypilot
+# sky/catalog/data_fetchers/fetch_gcp.py: "H100-MEGA has two different descriptions in SKUs in
+# different regions"; cloudpilot-ai instanceprice familyMatchers a3plus) and SKU exports (2026),
+# not in a live list; a machine whose SKUs are missing is reported unpriced, never priced at A3 High's.
 MACHINES = {
     "a2-ultragpu-8g": Machine(8, "Nvidia Tesla A100 80GB", "A2", 96, 1360, 3000),
     "a3-highgpu-8g": Machine(8, "Nvidia H100 80GB", "A3", 208, 1872, 6000),
-    "a3-megagpu-8g": Machine(8, "Nvidia H100 80GB Mega", "A3", 208, 1872, 6000),
+    "a3-megagpu-8g": Machine(8, ("Nvidia H100 80GB Mega", "Nvidia H100 80GB Plus", "Nvidia H100 Mega 80GB"), "A3Plus",
+                             208, 1872, 6000),
     "g2-standard-4": Machine(1, "Nvidia L4", "G2", 4, 16),
     "g2-standard-48": Machine(4, "Nvidia L4", "G2", 48, 192),
     # A3 Ultra bills its own "A3Ultra Instance Core/Ram" and "H200 141GB GPU" SKUs: wording read in
@@ -112,8 +118,9 @@ def _find(skus: list[dict], region: str, usage: str, group: str, wordings: tuple
 def components(machine: Machine, capacity_type: str) -> list[tuple]:
     """(component, usage type, resource group, description prefixes, amount, unit) the machine is billed for."""
     usage, pre, gpu_pre, gpu_tail, (ssd_usage, ssd) = _WORDING[capacity_type]
-    gpu = f"{gpu_pre}{machine.gpu}{' GPU' if machine.family else ''}{gpu_tail}"
-    out = [("gpu", usage, "GPU", (gpu,), machine.gpus, "unit")]
+    names = (machine.gpu,) if isinstance(machine.gpu, str) else machine.gpu
+    gpus = tuple(f"{gpu_pre}{name}{' GPU' if machine.family else ''}{gpu_tail}" for name in names)
+    out = [("gpu", usage, "GPU", gpus, machine.gpus, "unit")]
     if machine.family:
         def family(what):
             wordings = (f"{pre}{machine.family} Instance {what} running in ",)

@@ -21,8 +21,12 @@ GATEWAY_NAMESPACE = "modelplane-gateway"
 GATEWAY_NAME = "inference"
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 ENVOY_NAMESPACE = "envoy-gateway-system"     # the envoyGateway release's namespace; its proxies run here
-LOOPBACK_SERVICE = "modelplane-gateway-loopback"
-LOOPBACK_PORT = 80
+# The hop Gateway: where a pool's weighted share of a shared cluster goes to reach its own rule
+# (render/routing.py). Its Envoy has a ClusterIP Service only, so no client outside the cluster reaches
+# it, and its routes never send anything back to the hop, so nothing can loop.
+HOP_GATEWAY = "inference-hop"
+HOP_SERVICE = "modelplane-hop"
+HOP_PORT = 80
 # Envoy Gateway v1.8.1 binds a listener on a privileged port 10000 higher in the proxy container
 # (internal/gatewayapi/listener.go, wellKnownPortShift in translator.go).
 ENVOY_HTTP_CONTAINER_PORT = 80 + 10000
@@ -58,10 +62,17 @@ class ClusterFacts:
     efa: bool = False                    # some pool attaches EFA interfaces
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
     latest_driver: bool = False          # GKE DRA: some pool's GPU needs GKE's LATEST driver (H200, B200)
-    gpudirect_installers: tuple[str, ...] = ()   # GKE: substrate keys of the TCPX/TCPXO NCCL plugin installers
+    gpudirect_installers: tuple[tuple[str, str], ...] = ()   # GKE: (tcpx | tcpxo, substrate key of its installer)
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
+    dns01_account: str = ""              # GKE: the Google service account cert-manager uses for DNS-01
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
+    compute_domains: bool = False        # some pool is one multi-node NVLink domain (DRA ComputeDomains)
+
+
+def is_own_gateway(gateway: dict | None) -> bool:
+    """Whether a cluster's inference Gateway is the one modelplane installs (not a gatewayRef)."""
+    return bool(gateway) and (gateway["name"], gateway["namespace"]) == (GATEWAY_NAME, GATEWAY_NAMESPACE)
 
 
 def _on(facts: ClusterFacts, key: str) -> bool:
@@ -91,13 +102,19 @@ def envoy_gateway_values() -> dict:
 
 
 def dra_driver_values(facts: ClusterFacts) -> dict:
-    """dra-driver-nvidia-gpu v0.4.1: GPUs only (no ComputeDomain controller, which prefers a
-    control-plane node that GKE and EKS do not have), the kubelet plugin on every GPU node
-    (selected by nvidia.com/gpu.present, tolerating the GPU taint), the driver root of the node
-    image: COS on GKE, the host root on EKS AL2023."""
+    """dra-driver-nvidia-gpu v0.4.1: GPUs, and ComputeDomains (IMEX channels over multi-node NVLink)
+    where some pool is an NVLink domain (GB200 NVL72); the kubelet plugin on every GPU node
+    (selected by nvidia.com/gpu.present, tolerating every taint: the GPU taint, GKE's arm64 one), the
+    driver root of the node image: COS on GKE, the host root on EKS AL2023 (docs/install.md @ v0.4.1).
+    The ComputeDomain controller (a Deployment) only prefers a control-plane node (values.yaml:
+    preferred affinity) and tolerates no GPU taint, so on GKE and EKS it runs on the system pool, as
+    Cluster Toolkit's A4X install keeps it (modules/management/kubectl-apply/main.tf: off GPU nodes,
+    nvidiaDriverRoot /home/kubernetes/bin/nvidia, the kubelet plugin tolerating the GPU and arm64
+    taints); on GKE its system-node-critical priority is admitted by the namespace's ResourceQuota
+    (dra-driver-quota)."""
     root = GKE_DRIVER_ROOT if facts.source == "gke" else facts.driver_root
     return {"nvidiaDriverRoot": root, "gpuResourcesEnabledOverride": True,
-            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": facts.compute_domains}},
             "kubeletPlugin": {"tolerations": TOLERATE_ALL}}
 
 
@@ -115,8 +132,8 @@ ACME_ISSUER = "modelplane-acme"
 
 
 def listeners(tls: dict | None) -> list[dict]:
-    """The inference Gateway's listeners: HTTP :80 always (the loopback hop and, with TLS, the
-    redirect and ACME HTTP-01 answers), HTTPS :443 terminating with the cert-manager Secret."""
+    """The inference Gateway's listeners: HTTP :80 always (with TLS: the redirect and ACME HTTP-01
+    answers), HTTPS :443 terminating with the cert-manager Secret."""
     out = [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}]
     if tls:
         out.append({"name": "https", "protocol": "HTTPS", "port": 443,
@@ -125,15 +142,28 @@ def listeners(tls: dict | None) -> list[dict]:
     return out
 
 
+def acme_solver(acme: dict) -> dict:
+    """HTTP-01 through this Gateway's HTTP listener (cert-manager's gatewayHTTPRoute solver), or DNS-01
+    in the stack's zone with the cluster's ambient cloud identity: Route 53 through EKS Pod Identity,
+    Cloud DNS through GKE Workload Identity (no keys in the issuer)."""
+    dns01 = acme.get("dns01")
+    if dns01 and dns01.get("route53"):
+        r53 = dns01["route53"]
+        return {"dns01": {"route53": {"region": r53.get("region", "us-east-1"), "hostedZoneID": r53["hostedZoneId"]}}}
+    if dns01:
+        return {"dns01": {"cloudDNS": {"project": dns01["cloudDns"]["project"]}}}
+    return {"http01": {"gatewayHTTPRoute": {"parentRefs": [
+        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
+         "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+
+
 def tls_objects(tls: dict) -> list[dict]:
     """The Certificate the HTTPS listener serves, and the ACME ClusterIssuer when modelplane makes one
     (HTTP-01 answered through this Gateway's HTTP listener: cert-manager's gatewayHTTPRoute solver)."""
     out = []
     if tls.get("acme"):
         acme = tls["acme"]
-        solver = {"http01": {"gatewayHTTPRoute": {"parentRefs": [
-            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
-             "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}
+        solver = acme_solver(acme)
         out.append({"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": meta(ACME_ISSUER, None, MANAGED_BY),
                     "spec": {"acme": {"email": acme["email"],
                                       "server": acme.get("server", "https://acme-v02.api.letsencrypt.org/directory"),
@@ -150,31 +180,62 @@ def tls_objects(tls: dict) -> list[dict]:
 
 def gateway_objects(tls: dict | None = None) -> list[dict]:
     """The GatewayClass of Envoy Gateway, the cluster's inference Gateway (HTTP :80, and HTTPS :443
-    when `tls` is set) and the loopback Service. Pulumi waits until the Gateway has an address,
-    which the DNS layer points at."""
+    when `tls` is set), the hop Gateway with its EnvoyProxy (ClusterIP only) and the Service in front
+    of the hop Gateway's Envoy. Pulumi waits until the inference Gateway has an address, which the DNS
+    layer points at."""
     gateway_class = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                      "metadata": meta(GATEWAY_CLASS, None, MANAGED_BY),
                      "spec": {"controllerName": ENVOY_CONTROLLER}}
     gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": meta(GATEWAY_NAME, GATEWAY_NAMESPACE, MANAGED_BY,
                                 {"pulumi.com/waitFor": "jsonpath={.status.addresses[0].value}"}),
-               "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners(tls)}}
-    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []), gateway,
-            loopback_service()]
+               "spec": {"gatewayClassName": GATEWAY_CLASS, "infrastructure": _proxy_ref(GATEWAY_NAME),
+                        "listeners": listeners(tls)}}
+    return [namespace(GATEWAY_NAMESPACE), gateway_class, *(tls_objects(tls) if tls else []),
+            envoy_proxy(GATEWAY_NAME, "LoadBalancer"), gateway, *hop_gateway_objects()]
 
 
-def loopback_service() -> dict:
-    """A fixed name for the inference Gateway's own Envoy pods, so a service route can send a pool's
-    weighted share back through them (render/routing.py). Envoy Gateway names its generated
-    Service with a hash, but labels every proxy pod with its owning Gateway
-    (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector)."""
+ENVOY_REPLICAS = 2   # a lost Envoy pod must not take a cluster's traffic with it
+
+
+def envoy_proxy(name: str, service_type: str) -> dict:
+    """The Envoy fleet behind one Gateway: two replicas, and its Service type. Envoy Gateway v1.8.1
+    takes a Gateway's `infrastructure.parametersRef` EnvoyProxy from the Gateway's namespace
+    (internal/gatewayapi/contexts.go L103-110; api/v1alpha1/envoyproxy_types.go envoyDeployment,
+    envoyService)."""
+    return {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy",
+            "metadata": meta(name, GATEWAY_NAMESPACE, MANAGED_BY),
+            "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
+                "envoyDeployment": {"replicas": ENVOY_REPLICAS}, "envoyService": {"type": service_type}}}}}
+
+
+def _proxy_ref(name: str) -> dict:
+    return {"parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy", "name": name}}
+
+
+def hop_gateway_objects() -> list[dict]:
+    """A second Gateway for the hop, on an Envoy of its own whose Service is ClusterIP only: no
+    client outside the cluster reaches it, and none of its routes sends anything back to it."""
+    hop = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+           "metadata": meta(HOP_GATEWAY, GATEWAY_NAMESPACE, MANAGED_BY),
+           "spec": {"gatewayClassName": GATEWAY_CLASS, "infrastructure": _proxy_ref(HOP_GATEWAY),
+                    "listeners": [{"name": "http", "protocol": "HTTP", "port": HOP_PORT,
+                                   "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
+    return [envoy_proxy(HOP_GATEWAY, "ClusterIP"), hop, hop_service()]
+
+
+def hop_service() -> dict:
+    """A fixed name for the hop Gateway's Envoy pods, which the service routes send a pool's share
+    to. Envoy Gateway names its generated Service with a hash but labels every proxy pod with its
+    owning Gateway (internal/infrastructure/kubernetes/proxy/resource_provider.go, stableSelector);
+    a listener on port 80 binds container port 10080 (internal/gatewayapi/listener.go)."""
     selector = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
                 "app.kubernetes.io/managed-by": "envoy-gateway",
-                "gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+                "gateway.envoyproxy.io/owning-gateway-name": HOP_GATEWAY,
                 "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(LOOPBACK_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(HOP_SERVICE, ENVOY_NAMESPACE, MANAGED_BY),
             "spec": {"type": "ClusterIP", "selector": selector,
-                     "ports": [{"name": "http", "port": LOOPBACK_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
+                     "ports": [{"name": "http", "port": HOP_PORT, "targetPort": ENVOY_HTTP_CONTAINER_PORT,
                                 "protocol": "TCP"}]}}
 
 
@@ -191,13 +252,19 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
     if gateway or kserve:
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
-    acme = bool(facts.tls and facts.tls.get("acme"))
+    acme = (facts.tls or {}).get("acme") or {}
+    http01 = bool(acme) and not acme.get("dns01")
     if _on(facts, "certManager") and (kserve or facts.tls):
         # HTTP-01 through the Gateway needs cert-manager's Gateway API support, which it turns on only
-        # when the Gateway API CRDs exist at start (config.enableGatewayAPI, cert-manager >= 1.15).
+        # when the Gateway API CRDs exist at start. `config.gatewayAPI.enabled` is the v1.21 spelling
+        # (cert-manager@v1.21.1 pkg/apis/config/controller/v1alpha1/types.go deprecates enableGatewayAPI).
+        values = {"crds": {"enabled": True}}
+        if http01:
+            values["config"] = {"gatewayAPI": {"enabled": True}}
+        if facts.dns01_account:   # GKE Workload Identity: the Google account cert-manager acts as
+            values["serviceAccount"] = {"annotations": {"iam.gke.io/gcp-service-account": facts.dns01_account}}
         add(Addon("cert-manager", "release", "KServe's webhooks and the Gateway's HTTPS certificate",
-                  key="certManager", after=("gateway-api-crds",) if acme else (SYSTEM,),
-                  values={"crds": {"enabled": True}, **({"config": {"enableGatewayAPI": True}} if acme else {})}))
+                  key="certManager", after=("gateway-api-crds",) if http01 else (SYSTEM,), values=values))
     if _on(facts, "lws"):
         add(Addon("lws", "release", "LeaderWorkerSet: multi-node workers", key="lws"))
     if kserve:
@@ -216,9 +283,9 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
-        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfig, which "
-                  "KServe looks up by name for pipeline > 1 and no release ships (render/presets.py)",
-                  after=("kserve-webhook-ready",), objects=(presets.pipeline_parallel(kserve_ns),)))
+        add(Addon("kserve-pipeline-preset", "objects", "our pipeline-parallel LLMInferenceServiceConfigs (whole "
+                  "model, decode and prefill roles), which KServe looks up by name for pipeline > 1 and no release "
+                  "ships (render/presets.py)", after=("kserve-webhook-ready",), objects=presets.all_presets(kserve_ns)))
     if gateway:
         add(Addon("envoy-gateway-crds", "release", "Envoy Gateway's own CRDs (Backend, HTTPRouteFilter)",
                   after=("gateway-api-crds",), key="envoyGatewayCrds",
@@ -277,8 +344,8 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
                   objects=tuple(gd.network_objects(facts.name, facts.gpu_nics))))
         add(Addon("nri-device-injector", "manifests", "injects the GPU devices into the tcpx(o)-daemon sidecar "
                   "(devices.gke.io/container.* annotation)", key="nriDeviceInjector"))
-        for key in facts.gpudirect_installers:
-            add(Addon(f"nccl-{key.removesuffix('Installer')}-installer", "manifests", "installs the GPUDirect NCCL "
+        for kind, key in facts.gpudirect_installers:   # the release for the cluster's GKE minor
+            add(Addon(f"nccl-{kind}-installer", "manifests", "installs the GPUDirect NCCL "
                       "plugin into /home/kubernetes/bin/nvidia/lib64 on the A3 nodes", key=key))
     if facts.source == "eks" and facts.efa:
         add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ..api.rules import CHANNEL_DEVICE_CLASS  # noqa: F401  (the one definition; renderers import it from here)
 from .names import meta
 
 CLAIM_NAME = "gpus"
@@ -65,3 +66,20 @@ def nic_claim_template(name: str, namespace: str, lbls: dict, device_class: str)
         "name": NIC_CLAIM_NAME,
         "exactly": {"deviceClassName": device_class, "allocationMode": "All"},
     })
+
+
+# NVIDIA DRA driver v0.4.1 ComputeDomain (resource.nvidia.com/v1beta1, CRD in schemas/): the
+# controller creates the ResourceClaimTemplate named in spec.channel, whose claims allocate an IMEX
+# channel from CHANNEL_DEVICE_CLASS (deployments/helm/dra-driver-nvidia-gpu/templates/
+# deviceclass-compute-domain-default-channel.yaml); pods that hold one share GPU memory with the
+# other pods of the domain over multi-node NVLink.
+CHANNEL_CLAIM_NAME = "imex"
+
+
+def compute_domain(name: str, namespace: str, lbls: dict, claim_template: str) -> dict:
+    """One ComputeDomain per GPU role of a replica (the driver's docs: each workload its own).
+    numNodes 0: with the driver's default IMEXDaemonsWithDNSNames gate the daemons start as pods
+    land and the field only feeds status (the CRD's description of numNodes)."""
+    return {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+            "metadata": meta(name, namespace, lbls),
+            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": claim_template}}}}

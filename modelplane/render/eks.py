@@ -3,7 +3,7 @@ the IAM the cluster autoscaler needs (EKS Pod Identity).
 
 Recipes (docs/cloud-recipes.md has the sources): GPU node groups take a launch template that
 stripes the instance store into RAID0 for the model download (AL2023 nodeadm), attaches every EFA
-interface of EFA classes (in a cluster placement group on on-demand and Spot capacity), targets a
+interface of EFA classes (in a cluster placement group on on-demand and Spot capacity in one subnet), targets a
 Capacity Block and requires IMDSv2. The cluster autoscaler
 owns the node groups' desired size once they exist, so Pulumi ignores changes to it.
 """
@@ -21,6 +21,9 @@ from .kubeconfig import TAINT_EFFECT, eks_kubeconfig
 
 _CAPACITY = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK", "reservation": "ON_DEMAND"}
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"   # kube-system; the substrate's chart uses this name
+# The cert-manager chart names its controller's ServiceAccount after the release (`cert-manager`),
+# in the release's namespace (catalog/substrate.yaml certManager).
+CERT_MANAGER_NAMESPACE = CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager"
 MIME_BOUNDARY = "MODELPLANE"
 
 # What the cluster autoscaler calls (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md);
@@ -62,11 +65,15 @@ def node_config_user_data() -> str:
     return base64.b64encode(doc.encode()).decode()
 
 
-def wants_placement_group(pool, eks) -> bool:
+def wants_placement_group(pool, eks, subnets: int) -> bool:
     """A cluster placement group for EFA groups on on-demand or Spot capacity, as eksctl (efaEnabled)
     and terraform-aws-eks (EFA support) create; none for a Capacity Block (EC2 places its instances
-    close together already) or a capacity reservation (the reservation fixes placement)."""
-    return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot")
+    close together already) or a capacity reservation (the reservation fixes placement), and none
+    for a group over several subnets: a cluster placement group lives in one Availability Zone
+    (EC2 Auto Scaling CreateAutoScalingGroup.PlacementGroup: "You cannot specify multiple
+    Availability Zones and a cluster placement group"). Such a group's EFA does not count as a
+    multi-node fabric either (api/fabric.py)."""
+    return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot") and subnets == 1
 
 
 def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=(),
@@ -136,20 +143,42 @@ def efa_security_group(c: InferenceCluster, cluster: str) -> dict:
             "tags": {"Name": f"{c.name}-efa"}}
 
 
-def _autoscaler_identity(c: InferenceCluster, graph: Graph, cluster: str, parent: str) -> list:
-    """The cluster autoscaler's IAM role, bound to its ServiceAccount through EKS Pod Identity."""
+def cert_manager_dns_policy(zone_id: str) -> dict:
+    """What cert-manager's route53 DNS-01 solver calls (cert-manager docs, "Route53": the IAM policy):
+    read changes, edit and list the zone's records, find zones by name."""
+    return {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "route53:GetChange", "Resource": "arn:aws:route53:::change/*"},
+        {"Effect": "Allow", "Action": ["route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"],
+         "Resource": f"arn:aws:route53:::hostedzone/{zone_id}"},
+        {"Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"}]}
+
+
+def _pod_identities(c: InferenceCluster, graph: Graph, cluster: str, parent: str) -> dict[str, list]:
+    """IAM roles bound to in-cluster ServiceAccounts through EKS Pod Identity (its agent add-on first):
+    the cluster autoscaler's, and cert-manager's when it answers DNS-01 in Route 53. Addon name ->
+    the association its release waits for."""
+    wanted = []
+    if c.substrate.autoscaler:
+        wanted.append(("cluster-autoscaler", "autoscaler", "kube-system", AUTOSCALER_SERVICE_ACCOUNT, AUTOSCALER_POLICY))
+    dns01 = c.tls.acme.dns01 if c.tls and c.tls.acme else None
+    if dns01 and dns01.route53:
+        wanted.append(("cert-manager", "cert-manager", CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT,
+                       cert_manager_dns_policy(dns01.route53.hosted_zone_id)))
+    if not wanted:
+        return {}
     name = Ref(cluster, "name")
     agent = graph.add(Node("aws:eks/addon:Addon", f"{c.name}-pod-identity-agent",
                            {"clusterName": name, "addonName": "eks-pod-identity-agent"}, parent))
-    role = graph.add(Node(ROLE, f"{c.name}-autoscaler",
-                          {"assumeRolePolicy": _assume("pods.eks.amazonaws.com", True)}, parent))
-    policy = graph.add(Node(POLICY, f"{c.name}-autoscaler",
-                            {"role": Ref(role, "id"), "policy": json.dumps(AUTOSCALER_POLICY)}, parent))
-    assoc = graph.add(Node("aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{c.name}-autoscaler",
-                           {"clusterName": name, "namespace": "kube-system",
-                            "serviceAccount": AUTOSCALER_SERVICE_ACCOUNT, "roleArn": Ref(role, "arn")},
-                           parent, depends_on=(agent, policy)))
-    return [assoc]
+    out = {}
+    for addon, short, namespace, account, document in wanted:
+        role = graph.add(Node(ROLE, f"{c.name}-{short}",
+                              {"assumeRolePolicy": _assume("pods.eks.amazonaws.com", True)}, parent))
+        policy = graph.add(Node(POLICY, f"{c.name}-{short}",
+                                {"role": Ref(role, "id"), "policy": json.dumps(document)}, parent))
+        out[addon] = [graph.add(Node("aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{c.name}-{short}",
+                                     {"clusterName": name, "namespace": namespace, "serviceAccount": account,
+                                      "roleArn": Ref(role, "arn")}, parent, depends_on=(agent, policy)))]
+    return out
 
 
 def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> EksBuild:
@@ -189,7 +218,8 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> E
         groups = [Ref(cluster, "vpcConfig.clusterSecurityGroupId"), Ref(efa, "id")]
     for pool in sorted(c.node_pools, key=lambda p: p.name):
         pg = None
-        if wants_placement_group(pool, catalog.classes[pool.class_].provisioning.eks):
+        subnets = list(pool.subnet_ids or e.subnet_ids)
+        if wants_placement_group(pool, catalog.classes[pool.class_].provisioning.eks, len(subnets)):
             pg = Ref(graph.add(Node("aws:ec2/placementGroup:PlacementGroup", f"{c.name}-{pool.name}",
                                     {"name": f"{c.name}-{pool.name}", "strategy": "cluster"}, parent)), "name")
         lt = graph.add(Node("aws:ec2/launchTemplate:LaunchTemplate", f"{c.name}-{pool.name}",
@@ -197,10 +227,10 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str) -> E
         # The autoscaler sets desired sizes; an `up` must not reset them to minNodes.
         graph.add(Node(NODE_GROUP, f"{c.name}-{pool.name}", {
             "clusterName": name, "nodeRoleArn": Ref(node_role, "arn"),
-            "subnetIds": list(pool.subnet_ids or e.subnet_ids), **node_group_args(c, catalog, pool),
+            "subnetIds": subnets, **node_group_args(c, catalog, pool),
             "launchTemplate": {"id": Ref(lt, "id"), "version": Apply(str, (Ref(lt, "latestVersion"),))}},
             parent, depends_on=after, ignore_changes=("scalingConfig.desiredSize",)))
-    deps = {"cluster-autoscaler": _autoscaler_identity(c, graph, cluster, parent)} if c.substrate.autoscaler else {}
+    deps = _pod_identities(c, graph, cluster, parent)
     kubeconfig = Secret(Apply(partial(eks_kubeconfig, e.region), (
         name, Ref(cluster, "endpoint"), Ref(cluster, "certificateAuthority.data"))))
     return EksBuild(kubeconfig, [system], deps)

@@ -10,6 +10,9 @@ Each input follows a documented recipe (docs/cloud-recipes.md has the sources):
 - A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): one VPC, subnet and internal firewall rule per GPU
   NIC, multi-networking on the cluster, the VPCs as the pool's additional node networks.
 - Local SSDs as ephemeral storage where the machine carries them (the model download goes there).
+- A4X (GB200 NVL72): a HIGH_THROUGHPUT workload policy with the class's accelerator topology
+  (1x72) as the pool's COMPACT placement policy, which keeps its VMs in one NVLink domain
+  (Cluster Toolkit examples/gke-a4x/gke-a4x.yaml, modules/compute/resource-policy).
 """
 from __future__ import annotations
 
@@ -89,8 +92,9 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     }
     if gke.local_ssd_count:
         node_config["ephemeralStorageLocalSsdConfig"] = {"localSsdCount": gke.local_ssd_count}
-    if cap.type == "spot":
+    if cap.type == "spot":   # Spot VMs consume no reservation (Cluster Toolkit@1047080 gke-node-pool/main.tf L435-437)
         node_config["spot"] = True
+        node_config["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
     if cap.type == "flex-start":
         node_config["flexStart"] = True
         node_config["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
@@ -121,6 +125,12 @@ def node_pool_args(c: InferenceCluster, catalog: Catalog, pool) -> dict:
     return args
 
 
+def workload_policy_args(c: InferenceCluster, pool, topology: str) -> dict:
+    """The A4X pool's workload policy (Compute Engine resource policy, regional)."""
+    return {"name": f"{c.name}-{pool.name}-nvl", "project": c.gke.project, "region": c.gke.region,
+            "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": topology}}
+
+
 def cluster_args(c: InferenceCluster, multi_networking: bool = False) -> dict:
     """Cluster inputs: the pinned control-plane version and Dataplane V2 (which managed DRANET
     and multi-networking need and which can only be chosen when the cluster is created);
@@ -147,6 +157,7 @@ def system_pool_args(c: InferenceCluster) -> dict:
 
 
 CLUSTER, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
+RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 NETWORK, SUBNET, FIREWALL = "gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork", \
     "gcp:compute/firewall:Firewall"
 
@@ -168,8 +179,49 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str):
     system = graph.add(Node(POOL, f"{c.name}-system", {**system_pool_args(c), "cluster": name}, parent,
                             depends_on=after))
     for pool in sorted(c.node_pools, key=lambda p: p.name):
-        graph.add(Node(POOL, f"{c.name}-{pool.name}", {**node_pool_args(c, catalog, pool), "cluster": name}, parent,
-                       depends_on=after))
+        args = {**node_pool_args(c, catalog, pool), "cluster": name}
+        topology = catalog.classes[pool.class_].provisioning.gke.accelerator_topology
+        if topology:
+            policy = workload_policy_args(c, pool, topology)
+            key = graph.add(Node(RESOURCE_POLICY, policy["name"], policy, parent))
+            args["placementPolicy"] = {"type": "COMPACT", "policyName": Ref(key, "name")}
+        graph.add(Node(POOL, f"{c.name}-{pool.name}", args, parent, depends_on=after))
     kubeconfig = Secret(Apply(gke_kubeconfig, (name, Ref(cluster, "endpoint"),
                                                Ref(cluster, "masterAuth.clusterCaCertificate"))))
-    return kubeconfig, [system]
+    return kubeconfig, [system], _dns01_identity(c, graph, parent)
+
+
+# cert-manager's controller ServiceAccount: the chart names it after the release, in its namespace.
+CERT_MANAGER_KSA = ("cert-manager", "cert-manager")
+
+
+def dns01_account(c: InferenceCluster) -> tuple[str, str] | None:
+    """(account id, email) of the Google service account cert-manager acts as for Cloud DNS DNS-01,
+    or None. Account ids are 6-30 characters."""
+    dns01 = c.tls.acme.dns01 if c.tls and c.tls.acme else None
+    if not (c.gke and dns01 and dns01.cloud_dns):
+        return None
+    account = f"{c.name[:24].rstrip('-')}-dns01"
+    return account, f"{account}@{c.gke.project}.iam.gserviceaccount.com"
+
+
+def _dns01_identity(c: InferenceCluster, graph: Graph, parent: str) -> dict[str, list]:
+    """GKE Workload Identity for cert-manager's Cloud DNS solver (cert-manager docs, "Google
+    CloudDNS", Workload Identity): a Google service account allowed to edit DNS in the zone's
+    project, which cert-manager's Kubernetes ServiceAccount may impersonate (its chart annotates
+    the ServiceAccount with the account's email, see render/addons.py)."""
+    found = dns01_account(c)
+    if found is None:
+        return {}
+    account_id, email = found
+    project = c.gke.project
+    account = graph.add(Node("gcp:serviceaccount/account:Account", f"{c.name}-dns01", {
+        "accountId": account_id, "project": project, "displayName": f"cert-manager DNS-01 on {c.name}"}, parent))
+    dns = graph.add(Node("gcp:projects/iAMMember:IAMMember", f"{c.name}-dns01-dns", {
+        "project": c.tls.acme.dns01.cloud_dns.project, "role": "roles/dns.admin", "member": f"serviceAccount:{email}"},
+        parent, depends_on=(account,)))
+    ns, ksa = CERT_MANAGER_KSA
+    bind = graph.add(Node("gcp:serviceaccount/iAMMember:IAMMember", f"{c.name}-dns01-workload-identity", {
+        "serviceAccountId": Ref(account, "name"), "role": "roles/iam.workloadIdentityUser",
+        "member": f"serviceAccount:{project}.svc.id.goog[{ns}/{ksa}]"}, parent))
+    return {"cert-manager": [dns, bind]}

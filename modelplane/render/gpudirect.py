@@ -1,9 +1,9 @@
 """GPUDirect-TCPX (A3 High) and GPUDirect-TCPXO (A3 Mega) on GKE: the GPU networks' names and
 ranges, their multi-networking objects, and what every pod of a multi-node worker carries.
 
-Recipe: GoogleCloudPlatform/container-engine-accelerators@992db812 gpudirect-tcpx/nccl-test-latest.yaml
-and gpudirect-tcpxo/nccl-test-latest.yaml (annotations, daemon, mounts), gpudirect-tcpxo/best-practice.md
-(the daemon as a native sidecar, its startup probe); Cluster Toolkit@1047080 modules/network/multivpc
+Recipe: GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx/nccl-test-latest.yaml (@98c85a6e;
+IPC_LOCK on the workload container) and gpudirect-tcpxo/nccl-test-latest.yaml (@992db812) (annotations,
+daemon, mounts), gpudirect-tcpxo/best-practice.md (the daemon as a native sidecar, its startup probe); Cluster Toolkit@1047080 modules/network/multivpc
 and modules/scheduler/gke-cluster/templates (the VPCs, GKENetworkParamSet and Network objects,
 named vpc1..vpcN as the samples' annotations expect). Versions and NCCL settings: catalog/gpudirect.yaml,
 through the pool's `fabric.gpudirect` in the inventory (what the infra stack installed).
@@ -117,9 +117,31 @@ def daemon(kind: str, image: str) -> dict:
     return out
 
 
-def engine_env(nccl_env: dict) -> list[dict]:
-    """NCCL finds the GPUDirect plugin on LD_LIBRARY_PATH and reads its settings from the environment."""
-    return [{"name": "LD_LIBRARY_PATH", "value": LIB_DIR}, *({"name": k, "value": v} for k, v in nccl_env.items())]
+# NCCL prints nothing, not even why it left the plugin, unless NCCL_DEBUG is set; WARN is what
+# Google's TCPXO releases set. A deployment may raise these (INFO shows "Using network <plugin>").
+DEBUG_DEFAULTS = {"NCCL_DEBUG": "WARN"}
+DEBUG_VARS = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")
+
+
+def engine_env(gpudirect: dict, env) -> list[dict]:
+    """The engine's env on a GPUDirect pool: NCCL pinned to the plugin (NCCL_NET: a plugin that does
+    not load stops NCCL instead of leaving it on TCP sockets), the release's NCCL settings (they
+    replace same-named entries of `env`), NCCL_DEBUG unless `env` sets it. The image's
+    LD_LIBRARY_PATH is kept: NCCL finds the plugin there because every known engine image lists
+    LIB_DIR (docs/cloud-recipes.md); an LD_LIBRARY_PATH the deployment sets gets LIB_DIR first."""
+    nccl = {"NCCL_NET": gpudirect["ncclNet"], **gpudirect["ncclEnv"]}
+    forced = {k: v for k, v in nccl.items() if k not in DEBUG_VARS}
+    mine = [e for e in env if e["name"] not in forced]
+    names = {e["name"] for e in mine}
+    out = []
+    for e in mine:
+        if e["name"] == "LD_LIBRARY_PATH" and "value" in e and LIB_DIR not in e["value"].split(":"):
+            e = {**e, "value": f"{LIB_DIR}:{e['value']}" if e["value"] else LIB_DIR}
+        out.append(e)
+    out += [{"name": k, "value": v} for k, v in forced.items()]
+    defaults = {**DEBUG_DEFAULTS, **{k: v for k, v in nccl.items() if k in DEBUG_VARS}}
+    out += [{"name": k, "value": v} for k, v in defaults.items() if k not in names]
+    return out
 
 
 def engine_mounts(kind: str) -> list[dict]:

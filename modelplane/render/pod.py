@@ -7,14 +7,22 @@ from dataclasses import dataclass
 from ..api.deployment import EnvVar
 from ..api.fabric import EFA_RESOURCE
 from . import gpudirect as gd
-from .dra import CLAIM_NAME, NIC_CLAIM_NAME
+from .dra import CHANNEL_CLAIM_NAME, CLAIM_NAME, NIC_CLAIM_NAME
 from .names import GPU_RESOURCE, HF_TOKEN_KEY, HF_TOKEN_SECRET, KAI_SCHEDULER, MODEL_SERVICE_ACCOUNT, POOL, \
     gpu_toleration
+
+# Wired engines register pinned host memory with the NIC or the GPUDirect plugin: IPC_LOCK lifts the
+# memlock limit (container-engine-accelerators@98c85a6e gpudirect-tcpx/nccl-test-latest.yaml; NVIDIA/aicr
+# docs/user/fabric-attached-training.md: "Without IPC_LOCK, NCCL may fail to register pinned buffers").
+WIRED_CAPABILITIES = ("IPC_LOCK",)
 
 # Host resources a GPU worker asks for, per GPU on the node (the engine's tokenizer, scheduler and
 # weight loading run on the CPU); requests only, so the pod is Burstable, never BestEffort.
 CPU_PER_GPU = 2
 MEMORY_GI_PER_GPU = 8
+# GKE taints Arm nodes (A4X's Grace hosts) so that only pods tolerating it land there; llm-d's
+# A4X manifests carry this toleration (guides/wide-ep-lws/manifests/modelserver/gke-a4x).
+ARM64_TOLERATION = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,13 @@ class GpuWiring:
     nic_claim_template: str | None = None   # RDMA NICs through DRA (GKE managed DRANET)
     efa: int = 0                       # EFA interfaces through the EFA device plugin
     gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
+    channel_claim_template: str | None = None   # an IMEX channel of the role's ComputeDomain (multi-node NVLink)
+    arm64: bool = False                # the pool's hosts are Arm (Grace)
+
+    @property
+    def wired(self) -> bool:
+        """The pods carry a node-to-node fabric (GPUDirect, RDMA NIC claims or EFA interfaces)."""
+        return bool(self.gpudirect or self.nic_claim_template or self.efa)
 
 
 def env_list(env: list[EnvVar]) -> list[dict]:
@@ -68,7 +83,8 @@ def resources(gpu: GpuWiring, weights_gib: float) -> dict:
     if gpu.efa:
         limits[EFA_RESOURCE] = requests[EFA_RESOURCE] = gpu.efa
     out = {}
-    claims = [c for c, t in ((CLAIM_NAME, gpu.claim_template), (NIC_CLAIM_NAME, gpu.nic_claim_template)) if t]
+    claims = [c for c, t in ((CLAIM_NAME, gpu.claim_template), (NIC_CLAIM_NAME, gpu.nic_claim_template),
+                             (CHANNEL_CLAIM_NAME, gpu.channel_claim_template)) if t]
     if claims:
         out["claims"] = [{"name": c} for c in claims]
     if limits:
@@ -78,9 +94,11 @@ def resources(gpu: GpuWiring, weights_gib: float) -> dict:
 
 
 def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, *, args=(), command=(),
-              env=(), port: int | None = None, health_path: str = "/health") -> dict:
+              env=(), port: int | None = None, health_path: str = "/health",
+              capabilities: tuple[str, ...] = WIRED_CAPABILITIES) -> dict:
     """The engine container. Without `port` it has neither ports nor probes (KServe's presets own
-    them, and multi-node workers never serve HTTP)."""
+    them, and multi-node workers never serve HTTP). `capabilities`: what a wired engine adds (the
+    list replaces the one a KServe preset adds, so KServe passes the presets' whole list)."""
     out = {"name": name}
     if image:
         out["image"] = image
@@ -88,14 +106,14 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
-    if gpu.gpudirect:   # the recipe's values replace same-named ones (env is a list keyed by name)
-        recipe = gd.engine_env(gpu.gpudirect["ncclEnv"])
-        names = {e["name"] for e in recipe}
-        env = [*(e for e in env if e["name"] not in names), *recipe]
+    if gpu.gpudirect:
+        env = gd.engine_env(gpu.gpudirect, env)
     if env:
         out["env"] = list(env)
     if port is not None:
         out["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    if gpu.wired:
+        out["securityContext"] = {"capabilities": {"add": list(capabilities)}}
     out["resources"] = resources(gpu, weights_gib)
     if port is not None:
         out["readinessProbe"] = {"httpGet": {"path": health_path, "port": port}, "periodSeconds": 10,
@@ -115,10 +133,12 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
         spec["initContainers"] = [gd.daemon(gpu.gpudirect["kind"], gpu.gpudirect["daemonImage"])]
     spec["containers"] = [main]
     spec["nodeSelector"] = {POOL: pool}
-    spec["tolerations"] = [gpu_toleration(gpu.driver)]
+    spec["tolerations"] = [gpu_toleration(gpu.driver), *([ARM64_TOLERATION] if gpu.arm64 else [])]
     claims = [{"name": CLAIM_NAME, "resourceClaimTemplateName": gpu.claim_template}] if gpu.claim_template else []
     if gpu.nic_claim_template:
         claims.append({"name": NIC_CLAIM_NAME, "resourceClaimTemplateName": gpu.nic_claim_template})
+    if gpu.channel_claim_template:
+        claims.append({"name": CHANNEL_CLAIM_NAME, "resourceClaimTemplateName": gpu.channel_claim_template})
     if claims:
         spec["resourceClaims"] = claims
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]

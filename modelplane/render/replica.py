@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from ..api.deployment import ExtraRole, ModelDeployment
+from ..api.fabric import carries
 from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
-from . import kai, keda, kserve, native, presets
-from .dra import claim_template, nic_claim_template
+from . import kai, keda, kserve, native, picker, presets
+from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
 from .pod import pod_annotations as wiring_annotations
@@ -31,13 +32,14 @@ def _check_keda(md: ModelDeployment, inv: dict) -> None:
 
 
 def _check_pipeline_preset(md: ModelDeployment, inv: dict) -> None:
-    """KServe finds the pipeline-parallel preset by name; only our KServe substrate installs it."""
+    """KServe finds the pipeline-parallel presets by name; only our KServe substrate installs them."""
     pipelined = md.backend == "kserve" and any(w.topology.pipeline > 1 for _, w, _ in md.gpu_roles().values())
     if pipelined and not inv.get("kserve", {}).get("enabled", True):
+        names = (presets.DECODE_NAME, presets.PREFILL_NAME) if md.disaggregated else (presets.NAME,)
         raise RenderError(f"deployment {md.key} runs pipeline parallelism on the kserve backend, which needs the "
-                          f"LLMInferenceServiceConfig {presets.NAME}; cluster {inv['name']} brings its own KServe "
-                          "(substrate.kserve: false), so modelplane does not install it there: apply "
-                          "modelplane.render.presets.pipeline_parallel('kserve') on that cluster, or use backend: native")
+                          f"LLMInferenceServiceConfig {' / '.join(names)}; cluster {inv['name']} brings its own "
+                          "KServe (substrate.kserve: false), so modelplane does not install it there: apply "
+                          "modelplane.render.presets.all_presets('kserve') on that cluster, or use backend: native")
 
 
 def _autoscaled(workload: dict, auto, lbls: dict, reserved: int | None = None) -> list[dict]:
@@ -74,8 +76,9 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, repli
 
 def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus_per_node: int,
            nodes_per_worker: int) -> tuple[GpuWiring, list[dict]]:
-    """How the role's pods get GPUs (DRA claim or device plugin) and, for multi-node or
-    disaggregated replicas on a wired fabric, the NICs; plus the claim templates this needs."""
+    """How the role's pods get GPUs (DRA claim or device plugin) and, where the role needs the
+    pool's fabric (api.fabric.carries: multi-node workers; disaggregated replicas on RDMA), its
+    NICs; plus the claim templates this needs."""
     device, fabric = pool["device"], pool.get("fabric", {})
     base = replica_name(md.name, idx)
     lbls = labels(md.name, idx, role, pool["name"])
@@ -84,7 +87,7 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
     if inv["dra"]["enabled"] and device["driver"] in inv["dra"]["deviceClasses"]:
         gpu_claim = f"{base}-{role}-gpus"
         objects.append(claim_template(gpu_claim, md.namespace, lbls, device, gpus_per_node))
-    needs_fabric = nodes_per_worker > 1 or md.disaggregated
+    needs_fabric = carries(fabric, nodes_per_worker > 1, md.disaggregated)
     efa, gpudirect = 0, None
     if needs_fabric and fabric.get("nicDeviceClass"):
         nic_claim = f"{base}-{role}-nics"
@@ -92,7 +95,19 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
     if needs_fabric:
         efa = int(fabric.get("efaInterfaces", 0))
         gpudirect = fabric.get("gpudirect")
-    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect), objects
+    channel, caps = None, pool.get("capabilities", {})
+    if nodes_per_worker > 1 and caps.get("interconnect", {}).get("nvlinkDomain"):
+        # A multi-node worker inside one NVLink domain shares GPU memory through an IMEX channel.
+        if CHANNEL_DEVICE_CLASS not in inv["dra"]["deviceClasses"]:
+            raise RenderError(f"deployment {md.key}: {role} spans {nodes_per_worker} nodes of pool {pool['name']} on "
+                              f"cluster {inv['name']}, one NVLink domain, whose pods need an IMEX channel of a DRA "
+                              f"ComputeDomain; the cluster has no {CHANNEL_DEVICE_CLASS} device class: set dra: true "
+                              "with the substrate's draDriver (modelplane turns its ComputeDomain part on), or list "
+                              "the class in existing.deviceClasses if your own NVIDIA DRA driver provides it")
+        channel = f"{base}-{role}-imex"
+        objects.append(compute_domain(f"{base}-{role}-nvlink", md.namespace, lbls, channel))
+    arm64 = caps.get("arch") == "arm64"
+    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect, channel, arm64), objects
 
 
 def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
@@ -102,6 +117,21 @@ def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
     if gpu.nic_claim_template:   # the presets find the RoCE HCAs and set NCCL_IB_HCA / UCX_NET_DEVICES
         env.append({"name": "KSERVE_INFER_ROCE", "value": "true"})
     return env
+
+
+def render_cluster_entry(md: ModelDeployment, inv: dict) -> list[dict]:
+    """What every replica of a deployment on one cluster shares, so requests spread over all of them
+    by readiness and load: KServe's shared InferencePool and its endpoint picker (render/picker.py);
+    on the native backend one Service over the serving pods of every replica there. A cluster
+    without a Gateway gets none: nothing routes to it (KServe keeps a picker per replica there)."""
+    if inv.get("gateway") is None:
+        return []
+    if md.backend == "kserve":
+        return picker.picker_objects(md.name, md.namespace, md.disaggregated)
+    _, workers, engine = md.gpu_roles()["decode"]
+    selector = {DEPLOYMENT: md.name, ROLE: "decode"}
+    return [native.service(native.shared_service(md.name), md.namespace, labels(md.name), selector, engine.port,
+                           leader_only=workers.topology.nodes_per_worker > 1)]
 
 
 def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights_gib: float = 0.0,
@@ -136,8 +166,10 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
             if len(served) > 1:   # the presets serve model.name; later flags win, so list them all
                 args += kserve.quote_args(["--served-model-name", *served,
                                            f"publishers/{md.namespace}/models/{served[0]}"])
-            main = container(kserve.CONTAINER, engine.image, gpu, weights_gib, args=args,
-                             env=_kserve_env(md, engine, gpu))
+            # On a GPUDirect pool, an image that can load the plugin (the presets' cannot load TCPXO's)
+            image = engine.image or (gpu.gpudirect or {}).get("kserveImage")
+            main = container(kserve.CONTAINER, image, gpu, weights_gib, args=args, env=_kserve_env(md, engine, gpu),
+                             capabilities=presets.WORKER_CAPABILITIES)
             pod = pod_spec(main, gpu, rp.pool, use_kai)
             workloads[role] = kserve.workload(rp.workers, topology, pod, {**lbls, **pod_labels}, pod_annotations)
             if role in autos:   # the loader refuses this; a program that skips it must not get spec.scaling
@@ -150,7 +182,8 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         name = f"{base}-{role}"
         work_name = workload_name(md, idx, placement.cluster, role)
         if topology.nodes_per_worker > 1:
-            lead_cmd, work_cmd = native.ray_commands(args)
+            lead_cmd, work_cmd = (native.ray_commands(args) if native.uses_ray(topology) else
+                                  native.data_parallel_commands(args, topology.data_local))
             leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
                                         port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),
@@ -169,7 +202,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         objects.append(kserve.llm_inference_service(meta(workload_name(md, idx, placement.cluster), md.namespace,
                                                          labels(md.name, idx)), md.model.uri,
                                                     served[0], workloads["decode"], workloads.get("prefill"),
-                                                    inv.get("gateway")))
+                                                    inv.get("gateway"), picker.pool_name(md.name)))
     # InPlace: bound extra roles follow the decode workers this replica was placed with.
     bound = resolve(md.scaling.binding_map(), placement.roles["decode"].workers) if md.in_place else {}
     for role in md.roles:

@@ -1,40 +1,51 @@
 """Routing objects (pure): a service's entry on one cluster, and the per-provider backend.
 
 On every cluster that carries a share of a service (scheduler/traffic.py):
-- an `HTTPRoute` (gateway.networking.k8s.io/v1) on the cluster's inference Gateway: the service's
-  hostname, `/v1/` paths, backendRefs to the InferencePool KServe made for each replica there
-  (`<replica>-inference-pool`; the pool's endpoint picker then chooses the pod and the
-  prefill/decode pair) or, on the native backend, the replica's Service; and to providers.
-  Envoy AI Gateway v1.0.0 programs an InferencePool only as the single backend of its rule
-  (`internal/extensionserver/post_route_modify.go`: "at most one inferencepool can be referenced
-  per route rule"; a failed hook stops Envoy Gateway from publishing any route of the Gateway),
-  and a pool's rule hands every request to its endpoint picker, so a weight beside a pool is
-  never honoured. When a cluster's share goes to more than one target and one of them is a
-  pool, the weighted split therefore happens one hop earlier: the service route's weighted
-  backendRefs send a pool's share back through the cluster's own Envoy (the loopback Service)
-  with a header naming the pool, and a second route, `<service>-pools`, sends each header to its
-  pool in a rule of its own (see docs/routing.md);
+- an `HTTPRoute` (gateway.networking.k8s.io/v1) `<service>` on the cluster's inference Gateway: the
+  service's hostname, `/v1/` paths, weighted backendRefs, one per target there: a deployment's
+  shared InferencePool (KServe: its endpoint picker spreads requests over every ready pod of every
+  replica there, render/picker.py), a native deployment's Service over its serving pods, or a
+  provider's Backend;
+- where a cluster's share is split between several targets and one of them needs a rule of its
+  own (an InferencePool: Envoy AI Gateway v1.0.0 programs a pool only as the single backend of its
+  rule, internal/extensionserver/post_route_modify.go; a provider whose base path is not /v1: Envoy
+  Gateway applies a path rewrite only at rule level), the weighted rule sends that target's share
+  to the cluster's hop Gateway (render/addons.py: a second Envoy, ClusterIP only) with a header
+  naming the target, and `<service>-hop` on the hop Gateway holds one rule per such target, which
+  strips the header. The hop Gateway's routes never lead back to it, so nothing can loop, and no
+  client outside the cluster can reach it;
+- with TLS, `<service>-http` on the `http` listener answers every request of the host with a 308
+  to https (308 keeps the method and body, RFC 9110 15.4.9);
+- `<service>-health` (with DNS): what a DNS health check probes, on the listener clients use;
+- a `BackendTrafficPolicy` sizing Envoy's circuit breakers for long LLM streams;
 - a `ReferenceGrant` in each deployment namespace other than the service's (cross-namespace
-  backendRefs need one);
+  backendRefs need one), and one in Envoy Gateway's namespace for the hop Service;
 - per provider: an Envoy Gateway `Backend` (the provider's host, TLS verified against the system
-  CAs with SNI), an `HTTPRouteFilter` that rewrites Host to the provider and injects the API key
-  from a Secret (Envoy Gateway credentialInjection: the Secret's `credential` key holds the header
-  value), and that Secret when the key comes from a secret stack config value.
-Requests pass through unchanged, so every target serves the model name clients send.
+  CAs with SNI), the provider's Host set by a core `URLRewrite` on its backendRef (Envoy Gateway
+  v1.8.1 turns it into the weighted cluster's host_rewrite_literal, internal/xds/translator/route.go
+  L374-380, but drops the hostname of a backend-level HTTPRouteFilter), and an `HTTPRouteFilter`
+  injecting the API key from a Secret (credentialInjection works per backend: cluster.go L1046).
+Requests pass through unchanged otherwise, so every target serves the model name clients send.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..api.service import CREDENTIAL_KEY
-from .addons import ENVOY_NAMESPACE, LOOPBACK_PORT, LOOPBACK_SERVICE
-from .kserve import inference_pool, workload_service
+from . import native, picker
+from .addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_PORT, HOP_SERVICE, is_own_gateway
 from .names import MANAGED_BY, SecretValue, meta
 
 SERVICE_LABEL = "modelplane.ai/service"
 ENVOY = "gateway.envoyproxy.io"
 GATEWAY_API = "gateway.networking.k8s.io"
 INFERENCE_POOL_GROUP = "inference.networking.k8s.io"
-KSERVE_POOL_PORT = 8000       # the port KServe's own route uses for its InferencePool
-POOL_HEADER = "x-modelplane-pool"   # set on the loopback hop; names the pool a request goes to
+KSERVE_POOL_PORT = 8000       # the port KServe's own route uses for an InferencePool backendRef
+HOP_HEADER = "x-modelplane-target"   # set on the way to the hop Gateway; names the target, stripped there
+# Envoy's circuit breakers default to 1,024 connections and requests per upstream cluster; an LLM
+# stream holds one for minutes, and the hop funnels every pool share through one cluster. Room for
+# more in flight than any vLLM replica runs or queues by default (--max-num-seqs <= 1024).
+STREAMS_PER_REPLICA = 2048
 
 
 def _labels(service: str) -> dict:
@@ -45,117 +56,186 @@ def backend_name(service: str, provider: str) -> str:
     return f"{service}-{provider}"
 
 
-def deployment_ref(namespace: str, replica_name: str, backend: str, port: int, weight: int, route_ns: str) -> dict:
-    """A replica as a weighted backend: KServe's InferencePool, or the native decode Service."""
-    if backend == "kserve":
-        ref = {"group": INFERENCE_POOL_GROUP, "kind": "InferencePool", "name": inference_pool(replica_name),
+@dataclass(frozen=True)
+class Target:
+    """One weighted target of a service on a cluster: its backendRef (without weight), whether it
+    needs a rule of its own when it shares the cluster, and the filters that rule carries."""
+
+    ref: dict
+    weight: int
+    own_rule: bool = False
+    rule_filters: tuple = field(default=(), compare=False)
+
+    def key(self, route_ns: str) -> str:
+        """What the hop header says: `<namespace>.<name>` of the target (unique on a Gateway)."""
+        return f"{self.ref.get('namespace', route_ns)}.{self.ref['name']}"
+
+    def weighted(self) -> dict:
+        return {**self.ref, "weight": self.weight}
+
+
+def deployment_target(md, weight: int, route_ns: str) -> Target:
+    """A deployment on one cluster: KServe's shared InferencePool (picked by its endpoint picker), or
+    the native deployment's Service over its serving pods."""
+    if md.backend == "kserve":
+        ref = {"group": INFERENCE_POOL_GROUP, "kind": "InferencePool", "name": picker.pool_name(md.name),
                "port": KSERVE_POOL_PORT}
     else:
-        ref = {"kind": "Service", "name": decode_service(replica_name), "port": port}
-    if namespace != route_ns:
-        ref["namespace"] = namespace
-    return {**ref, "weight": weight}
+        ref = {"kind": "Service", "name": native.shared_service(md.name), "port": md.engine.port}
+    if md.namespace != route_ns:
+        ref["namespace"] = md.namespace
+    return Target(ref, weight, own_rule=md.backend == "kserve")
 
 
-def decode_service(replica_name: str) -> str:
-    """A native replica's entry: the Service in front of its decode (or unified) pods."""
-    return f"{replica_name}-decode"
+def provider_target(service: str, provider, weight: int) -> Target:
+    """A provider's Backend with its Host (a core URLRewrite on the backendRef) and, with an API key,
+    the credential filter. A base path other than /v1 is rewritten by its own rule."""
+    name = backend_name(service, provider.name)
+    filters = []
+    if provider.api_key is not None:
+        filters.append({"type": "ExtensionRef", "extensionRef": {"group": ENVOY, "kind": "HTTPRouteFilter",
+                                                                 "name": name}})
+    rewrite = {"hostname": provider.host}
+    if provider.base_path == "/v1":
+        ref = {"group": ENVOY, "kind": "Backend", "name": name, "port": 443,
+               "filters": [{"type": "URLRewrite", "urlRewrite": rewrite}, *filters]}
+        return Target(ref, weight)
+    rewrite["path"] = {"type": "ReplacePrefixMatch", "replacePrefixMatch": f"{provider.base_path}/"}
+    ref = {"group": ENVOY, "kind": "Backend", "name": name, "port": 443, **({"filters": filters} if filters else {})}
+    return Target(ref, weight, own_rule=True, rule_filters=({"type": "URLRewrite", "urlRewrite": rewrite},))
 
 
-def provider_ref(service: str, provider: str, weight: int) -> dict:
-    name = backend_name(service, provider)
-    return {"group": ENVOY, "kind": "Backend", "name": name, "port": 443, "weight": weight,
-            "filters": [{"type": "ExtensionRef", "extensionRef": {"group": ENVOY, "kind": "HTTPRouteFilter",
-                                                                  "name": name}}]}
-
-
-def _rule(backend_refs: list[dict], header: str | None = None) -> dict:
-    match = {"path": {"type": "PathPrefix", "value": "/v1/"}}
+def _match(path: str = "/v1/", header: str | None = None) -> dict:
+    match = {"path": {"type": "PathPrefix", "value": path}}
     if header is not None:
-        match["headers"] = [{"type": "Exact", "name": POOL_HEADER, "value": header}]
-    # LLM responses stream for minutes: no gateway timeout (KServe's own route does the same).
-    return {"matches": [match], "backendRefs": backend_refs, "timeouts": {"request": "0s", "backendRequest": "0s"}}
+        match["headers"] = [{"type": "Exact", "name": HOP_HEADER, "value": header}]
+    return match
 
 
-def http_route(service: str, namespace: str, hostname: str | None, gateway: dict, backend_refs: list[dict],
-               name: str | None = None, rules: list[dict] | None = None, listener: str | None = None) -> dict:
+# LLM responses stream for minutes: no gateway timeout (KServe's own route does the same).
+NO_TIMEOUT = {"request": "0s", "backendRequest": "0s"}
+
+
+def _rule(backend_refs: list[dict], filters=(), match: dict | None = None) -> dict:
+    rule = {"matches": [match or _match()]}
+    if filters:
+        rule["filters"] = list(filters)
+    return {**rule, "backendRefs": backend_refs, "timeouts": dict(NO_TIMEOUT)}
+
+
+def http_route(service: str, namespace: str, hostname: str | None, gateway: dict, rules: list[dict],
+               name: str | None = None, listener: str | None = None) -> dict:
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"]}
     if listener:
         parent["sectionName"] = listener
     spec = {"parentRefs": [parent]}
     if hostname:
         spec["hostnames"] = [hostname]
-    spec["rules"] = rules if rules is not None else [_rule(backend_refs)]
+    spec["rules"] = rules
     return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
             "metadata": meta(name or service, namespace, _labels(service)), "spec": spec}
 
 
 REDIRECT = {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-            "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
+            "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 308}}]}
+HOP_GATEWAY_REF = {"name": HOP_GATEWAY, "namespace": GATEWAY_NAMESPACE}
 
 
 def is_pool(ref: dict) -> bool:
     return ref.get("kind") == "InferencePool"
 
 
-def pool_key(ref: dict, route_ns: str) -> str:
-    """The header value that names one pool: `<namespace>.<pool>` (unique on a Gateway)."""
-    return f"{ref.get('namespace', route_ns)}.{ref['name']}"
+def needs_hop(targets: list[Target]) -> bool:
+    """Whether a cluster's targets split its share and one of them needs a rule of its own."""
+    return len(targets) > 1 and any(t.own_rule for t in targets)
 
 
-def loopback_ref(ref: dict, route_ns: str) -> dict:
-    """A pool's weighted share as a hop back through the cluster's Envoy, tagged with the pool."""
-    return {"kind": "Service", "name": LOOPBACK_SERVICE, "namespace": ENVOY_NAMESPACE, "port": LOOPBACK_PORT,
-            "weight": ref["weight"],
+def hop_ref(target: Target, route_ns: str) -> dict:
+    """A target's weighted share on its way to the hop Gateway, tagged with the target."""
+    return {"kind": "Service", "name": HOP_SERVICE, "namespace": ENVOY_NAMESPACE, "port": HOP_PORT,
+            "weight": target.weight,
             "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
-                "set": [{"name": POOL_HEADER, "value": pool_key(ref, route_ns)}]}}]}
+                "set": [{"name": HOP_HEADER, "value": target.key(route_ns)}]}}]}
 
 
-def needs_hop(refs: list[dict]) -> bool:
-    """Whether a cluster's backendRefs split between a pool and other targets (the loopback hop)."""
-    return len(refs) > 1 and any(is_pool(r) for r in refs)
+STRIP_HOP = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"remove": [HOP_HEADER]}}
+
+
+def split_rule(targets: list[Target], route_ns: str, match: dict | None = None, filters=()) -> dict:
+    """One rule over a cluster's targets: a single target directly (with its own rule filters), or a
+    weighted split with own-rule targets through the hop."""
+    if len(targets) == 1:
+        t = targets[0]
+        return _rule([t.weighted()], [*filters, *t.rule_filters], match)
+    hop = needs_hop(targets)
+    refs = [hop_ref(t, route_ns) if hop and t.own_rule else t.weighted() for t in targets]
+    return _rule(refs, filters, match)
+
+
+def hop_rules(targets: list[Target], route_ns: str) -> list[dict]:
+    """The hop Gateway's rules for one service: per own-rule target, any path with its header."""
+    return [_rule([{**t.ref, "weight": 1}], [STRIP_HOP, *t.rule_filters], _match("/", t.key(route_ns)))
+            for t in targets if t.own_rule]
 
 
 def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: dict,
-                   refs: list[dict]) -> list[dict]:
-    """The HTTPRoutes of one service on one cluster. One rule when its targets can share one: a
-    single target, or weighted Services and provider Backends. With a pool among several targets,
-    the service route splits by weight (each pool's share through the loopback hop) and
-    `<service>-pools` holds one rule per pool, matched on the hop's header."""
-    pools = [r for r in refs if is_pool(r)]
-    hop = needs_hop(refs)
-    split = [loopback_ref(r, namespace) if is_pool(r) and hop else r for r in refs]
-    per_pool = [_rule([{**r, "weight": 1}], pool_key(r, namespace)) for r in pools] if hop else []
-    if gateway.get("tls"):
-        # Clients come in on HTTPS; on HTTP the host's requests are redirected, except the loopback
-        # hop's (they carry the pool header, a more specific match in the same virtual host).
-        return [http_route(service, namespace, hostname, gateway, split, listener="https"),
-                http_route(service, namespace, hostname, gateway, [], name=f"{service}-http",
-                           rules=[*per_pool, REDIRECT], listener="http")]
-    out = [http_route(service, namespace, hostname, gateway, split)]
-    if hop:
-        out.append(http_route(service, namespace, hostname, gateway, [], name=f"{service}-pools", rules=per_pool))
+                   targets: list[Target]) -> list[dict]:
+    """The HTTPRoutes of one service on one cluster: the service route (on `https` with TLS), with
+    TLS the redirect on `http`, and where the split needs the hop, `<service>-hop` on the hop
+    Gateway."""
+    tls = bool(gateway.get("tls"))
+    out = [http_route(service, namespace, hostname, gateway, [split_rule(targets, namespace)],
+                      listener="https" if tls else None)]
+    if tls:
+        out.append(http_route(service, namespace, hostname, gateway, [REDIRECT], name=f"{service}-http",
+                              listener="http"))
+    if needs_hop(targets):
+        if not gateway.get("hop"):
+            raise HopError(service, namespace, gateway)
+        out.append(http_route(service, namespace, hostname, HOP_GATEWAY_REF, hop_rules(targets, namespace),
+                              name=f"{service}-hop", listener="http"))
     return out
 
 
+class HopError(ValueError):
+    """A split that needs the hop Gateway on a cluster that serves through a Gateway of its own."""
+
+    def __init__(self, service: str, namespace: str, gateway: dict):
+        super().__init__(f"service {namespace}/{service} splits its share on a cluster that serves through its own "
+                         f"Gateway {gateway['namespace']}/{gateway['name']} (gatewayRef) between targets that need a "
+                         "rule each (an InferencePool, or a provider whose base path is not /v1); that needs "
+                         "modelplane's hop Gateway, which only modelplane's own Gateway substrate has")
+
+
+def circuit_breaker(service: str, namespace: str, routes: list[str], replicas: int) -> dict:
+    """Envoy Gateway's circuit breakers for the service's routes on one cluster, sized for long streams."""
+    n = max(1, replicas) * STREAMS_PER_REPLICA
+    return {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "BackendTrafficPolicy",
+            "metadata": meta(service, namespace, _labels(service)),
+            "spec": {"targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": r} for r in routes],
+                     "circuitBreaker": {"maxConnections": n, "maxPendingRequests": n, "maxParallelRequests": n}}}
+
+
 HEALTH_PREFIX = "/modelplane/health"
-KSERVE_WORKLOAD_PORT = 8000   # KServe's `<name>-kserve-workload-svc`, which its own catch-all rules use
 
 
 def health_path(service: str, namespace: str) -> str:
     return f"{HEALTH_PREFIX}/{namespace}/{service}"
 
 
-def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, refs: list[dict]) -> dict:
-    """What a DNS health check asks on one cluster: the service's replicas there answer vLLM's
-    `/health`, reached through their Services (KServe's workload Service, the native decode Service)
-    so the check sees the pods without the endpoint picker. One rule, no pool: a plain weighted split."""
-    rule = {"matches": [{"path": {"type": "Exact", "value": health_path(service, namespace)}}],
-            "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath",
-                                                                         "replaceFullPath": "/health"}}}],
-            "backendRefs": refs}
+def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, targets: list[Target]) -> dict:
+    """What a DNS health check asks on one cluster, on the listener clients use (so a missing
+    certificate fails it): `GET <health path>` rewritten to `/health` and sent where the service's
+    requests go on this cluster — a KServe deployment's InferencePool (its picker answers with a
+    ready pod, and 500 when it has none: gateway-api-inference-extension@v1.0.0
+    pkg/epp/handlers/request.go L35-55), its decode pods for P/D (a ready prefill pod must not make
+    the cluster look healthy), a native deployment's Service."""
+    rewrite = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/health"}}}
+    match = {"path": {"type": "Exact", "value": health_path(service, namespace)}}
+    rule = split_rule(targets, namespace, match, [rewrite])
+    tls = bool(gateway.get("tls"))
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
-              "sectionName": "http"}
+              "sectionName": "https" if tls else "http"}
     return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
             "metadata": meta(f"{service}-health", namespace, _labels(service)),
             "spec": {"parentRefs": [parent], "hostnames": hostnames, "rules": [rule]}}
@@ -163,8 +243,10 @@ def health_route(service: str, namespace: str, hostnames: list[str], gateway: di
 
 def rule_problems(route: dict) -> list[str]:
     """What Envoy Gateway + AI Gateway would refuse or mis-route in one HTTPRoute: a rule with more
-    than one InferencePool, or an InferencePool beside another backend (its endpoint picker takes
-    every request, so the other weights are never served)."""
+    than one InferencePool; an InferencePool beside another backend (its endpoint picker takes every
+    request, so the other weights are never served); a provider Backend that would receive the
+    client's Host (only a core URLRewrite hostname on its backendRef, or on its own rule, reaches a
+    weighted backend) or a path rewrite on a backendRef, which Envoy Gateway v1.8.1 drops."""
     out = []
     name = (route.get("metadata") or {}).get("name")
     for i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
@@ -176,6 +258,15 @@ def rule_problems(route: dict) -> list[str]:
         elif pools and len(refs) > 1:
             out.append(f"HTTPRoute {name} rule {i} mixes InferencePool {pools[0]} with {len(refs) - 1} other "
                        "backend(s); the pool's endpoint picker takes every request, so their weights are never served")
+        rule_host = any((f.get("urlRewrite") or {}).get("hostname") for f in rule.get("filters") or [])
+        for ref in refs:
+            rewrites = [f.get("urlRewrite") or {} for f in ref.get("filters") or [] if f.get("type") == "URLRewrite"]
+            if any("path" in r for r in rewrites):
+                out.append(f"HTTPRoute {name} rule {i}: backendRef {ref.get('name')} rewrites the path, which Envoy "
+                           "Gateway drops on a weighted backend; give it a rule of its own")
+            if ref.get("kind") == "Backend" and not rule_host and not any(r.get("hostname") for r in rewrites):
+                out.append(f"HTTPRoute {name} rule {i}: provider Backend {ref.get('name')} would receive the client's "
+                           "Host; set a URLRewrite hostname on its backendRef")
     return out
 
 
@@ -187,64 +278,64 @@ def reference_grant(from_namespace: str, to_namespace: str) -> dict:
                      "to": [{"group": INFERENCE_POOL_GROUP, "kind": "InferencePool"}, {"group": "", "kind": "Service"}]}}
 
 
-def loopback_grant(service: str, from_namespace: str) -> dict:
-    """Lets one service's route send a pool's share to the loopback Service (one grant per service,
-    so services never share an object)."""
+def hop_grant(service: str, from_namespace: str) -> dict:
+    """Lets one service's route send shares to the hop Service (one grant per service, so services
+    never share an object)."""
     return {"apiVersion": f"{GATEWAY_API}/v1beta1", "kind": "ReferenceGrant",
-            "metadata": meta(f"modelplane-loopback-{from_namespace}-{service}", ENVOY_NAMESPACE, _labels(service)),
+            "metadata": meta(f"modelplane-hop-{from_namespace}-{service}", ENVOY_NAMESPACE, _labels(service)),
             "spec": {"from": [{"group": GATEWAY_API, "kind": "HTTPRoute", "namespace": from_namespace}],
-                     "to": [{"group": "", "kind": "Service", "name": LOOPBACK_SERVICE}]}}
+                     "to": [{"group": "", "kind": "Service", "name": HOP_SERVICE}]}}
 
 
 def provider_objects(service: str, namespace: str, provider) -> list[dict]:
-    """Backend, HTTPRouteFilter and (for a config-key API key) the credential Secret."""
+    """Backend and, with an API key, the credential HTTPRouteFilter and (for a config-key API key)
+    its Secret."""
     name = backend_name(service, provider.name)
     lbls = _labels(service)
-    backend = {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "Backend", "metadata": meta(name, namespace, lbls),
-               "spec": {"endpoints": [{"fqdn": {"hostname": provider.host, "port": provider.port}}],
-                        "tls": {"sni": provider.host, "wellKnownCACertificates": "System"}}}
-    rewrite = {"hostname": {"type": "Backend"}}
-    if provider.base_path != "/v1":
-        rewrite["path"] = {"type": "ReplaceRegexMatch",
-                           "replaceRegexMatch": {"pattern": "^/v1", "substitution": provider.base_path}}
-    spec = {"urlRewrite": rewrite}
-    objects = [backend]
+    objects = [{"apiVersion": f"{ENVOY}/v1alpha1", "kind": "Backend", "metadata": meta(name, namespace, lbls),
+                "spec": {"endpoints": [{"fqdn": {"hostname": provider.host, "port": provider.port}}],
+                         "tls": {"sni": provider.host, "wellKnownCACertificates": "System"}}}]
     key = provider.api_key
-    if key is not None:
-        secret = f"{name}-credential" if key.secret else key.secret_key_ref.name
-        spec["credentialInjection"] = {"header": key.header, "overwrite": True,
-                                       "credential": {"valueRef": {"name": secret}}}
-        if key.secret:
-            prefix = f"{key.scheme} " if key.scheme else ""
-            objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": meta(secret, namespace, lbls),
-                            "type": "Opaque", "stringData": {CREDENTIAL_KEY: SecretValue(key.secret, prefix)}})
-    objects.insert(1, {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "HTTPRouteFilter",
-                       "metadata": meta(name, namespace, lbls), "spec": spec})
+    if key is None:
+        return objects
+    secret = f"{name}-credential" if key.secret else key.secret_key_ref.name
+    objects.append({"apiVersion": f"{ENVOY}/v1alpha1", "kind": "HTTPRouteFilter", "metadata": meta(name, namespace, lbls),
+                    "spec": {"credentialInjection": {"header": key.header, "overwrite": True,
+                                                     "credential": {"valueRef": {"name": secret}}}}})
+    if key.secret:
+        prefix = f"{key.scheme} " if key.scheme else ""
+        objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": meta(secret, namespace, lbls),
+                        "type": "Opaque", "stringData": {CREDENTIAL_KEY: SecretValue(key.secret, prefix)}})
     return objects
 
 
-def _replica_name(md, b) -> str:
-    from .names import replica_name, workload_name   # local: names imports nothing of routing
+def cluster_targets(svc, routes, deployments: dict, providers: dict) -> dict[str, list[Target]]:
+    """cluster -> the service's targets there, in the order traffic.py lists its backends."""
+    out: dict[str, list[Target]] = {}
+    for b in routes.backends:
+        if b.kind == "deployment":
+            target = deployment_target(deployments[b.name], b.units, svc.namespace)
+        else:
+            target = provider_target(svc.name, providers[b.name], b.units)
+        out.setdefault(b.cluster, []).append(target)
+    return out
 
-    return workload_name(md, b.replica, b.cluster) if md.backend == "kserve" else replica_name(md.name, b.replica)
 
-
-def health_targets(svc, routes, deployments: dict) -> dict[str, list[dict]]:
-    """cluster -> the backendRefs a DNS health check probes there: each replica's own Service
-    (KServe's workload Service, the native decode Service). A cluster with nothing to probe (a
-    provider's share only, or KServe names too long to predict) is absent: its record goes unchecked."""
-    out: dict[str, list[dict]] = {}
+def probe_targets(svc, routes, deployments: dict) -> dict[str, list[Target]]:
+    """cluster -> what a DNS health check of the service probes there: its deployments' shared pools
+    (P/D: the decode pods' Service) and native Services, weighted like the service. A cluster with
+    no deployment of the service (a provider's share only) is absent: its record goes unchecked."""
+    out: dict[str, list[Target]] = {}
     for b in routes.backends:
         if b.kind != "deployment":
             continue
         md = deployments[b.name]
-        name = _replica_name(md, b)
-        target = workload_service(name) if md.backend == "kserve" else decode_service(name)
-        if target is not None:
-            out.setdefault(b.cluster, []).append(
-                {"kind": "Service", "name": target, "weight": 1,
-                 **({"namespace": md.namespace} if md.namespace != svc.namespace else {}),
-                 "port": KSERVE_WORKLOAD_PORT if md.backend == "kserve" else md.engine.port})
+        target = deployment_target(md, b.units, svc.namespace)
+        if md.backend == "kserve" and md.disaggregated:
+            ref = {"kind": "Service", "name": picker.decode_service(md.name), "port": picker.TARGET_PORT,
+                   **({"namespace": md.namespace} if md.namespace != svc.namespace else {})}
+            target = Target(ref, b.units)
+        out.setdefault(b.cluster, []).append(target)
     return out
 
 
@@ -253,28 +344,26 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
     `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without)."""
-    health = health_targets(svc, routes, deployments) if health_hosts else {}
+    probes = probe_targets(svc, routes, deployments) if health_hosts else {}
+    replicas: dict[str, int] = {}
+    for b in routes.backends:
+        replicas[b.cluster] = replicas.get(b.cluster, 0) + len(b.replicas)
     out: dict[str, list[dict]] = {}
-    for cluster in routes.clusters:
-        refs, used = [], []
+    for cluster, targets in cluster_targets(svc, routes, deployments, providers).items():
+        gateway = gateways[cluster]
+        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateway, targets)
+        if needs_hop(targets):
+            objects.append(hop_grant(svc.name, svc.namespace))
+        if is_own_gateway(gateway):
+            objects.append(circuit_breaker(svc.name, svc.namespace, [r["metadata"]["name"] for r in objects
+                                                                     if r["kind"] == "HTTPRoute"
+                                                                     and not r["metadata"]["name"].endswith("-http")],
+                                           replicas.get(cluster, 0)))
         for b in routes.backends:
-            if b.cluster != cluster:
-                continue
-            if b.kind == "deployment":
-                md = deployments[b.name]
-                refs.append(deployment_ref(md.namespace, _replica_name(md, b), md.backend,
-                                           md.engine.port, b.units, svc.namespace))
-            else:
-                refs.append(provider_ref(svc.name, b.name, b.units))
-                used.append(providers[b.name])
-        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateways[cluster], refs)
-        if needs_hop(refs):
-            objects.append(loopback_grant(svc.name, svc.namespace))
-        for provider in used:
-            objects += provider_objects(svc.name, svc.namespace, provider)
-        if cluster in health and health_hosts.get(cluster):
-            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateways[cluster],
-                                        health[cluster]))
+            if b.cluster == cluster and b.kind == "provider":
+                objects += provider_objects(svc.name, svc.namespace, providers[b.name])
+        if cluster in probes and (health_hosts or {}).get(cluster):
+            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateway, probes[cluster]))
         out[cluster] = objects
     return out
 

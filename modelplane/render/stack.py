@@ -14,12 +14,12 @@ from ..api.deployment import GPU_ROLES
 from ..api.substrate import overrides, toggles
 from ..fleet import inventory_of
 from . import eks, gke
-from .addons import SYSTEM, ClusterFacts, addons
+from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
 from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from .names import ROLE, SecretValue
 from .order import rank, role_edges, scale_change
-from .replica import render_replica
-from .routing import health_path, health_targets, service_objects
+from .replica import render_cluster_entry, render_replica
+from .routing import health_path, probe_targets, service_objects
 from .substrate import model_identity, namespace, priority_classes, queues
 
 PROJECT = "modelplane"
@@ -53,6 +53,9 @@ _TYPED_FIELDS = {
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("metadata", "spec"),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("metadata", "value", "preemptionPolicy", "globalDefault",
                                                 "description"),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("metadata", "rules"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("metadata", "roleRef", "subjects"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("metadata", "roleRef", "subjects"),
 }
 
 
@@ -117,13 +120,16 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
     if c.source == "gke":
         gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
         latest = any(g.gpu_driver == "LATEST" for g in gkes)
-        recipes = [w.recipe for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).recipe]
-        gpudirect = tuple(sorted({r.installer for r in recipes}))
+        wired = [w for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).release]
+        gpudirect = tuple(sorted({(w.gpudirect, w.release.installer) for w in wired}))
         nics = gke.gpu_nics(c, catalog)
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
+    account = gke.dns01_account(c)
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
                         efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
-                        gpu_nics=nics or 0, tls=tls, overrides=overrides(c.substrate))
+                        gpu_nics=nics or 0, tls=tls, dns01_account=account[1] if account else "",
+                        overrides=overrides(c.substrate),
+                        compute_domains=any(catalog.classes[p.class_].domain_nodes for p in c.node_pools))
 
 
 def chart_ref(spec: dict) -> tuple[str, dict | None]:
@@ -165,7 +171,7 @@ def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_names
     inventory = inventory_of(c, catalog)
     system, extra = [], {}
     if c.gke:
-        kubeconfig, system = gke.build(c, catalog, graph, me)
+        kubeconfig, system, extra = gke.build(c, catalog, graph, me)
     elif c.eks:
         built = eks.build(c, catalog, graph, me)
         kubeconfig, system, extra = built.kubeconfig, built.system, built.addon_deps
@@ -184,7 +190,8 @@ def inference_cluster(graph: Graph, c: ClusterSpec, catalog: Catalog, team_names
         created = [graph.add(n) for n in _addon_nodes(c, addon, versions, me, provider, deps)]
         done[addon.name] = created
         if addon.name == "gateway":
-            gateway = next(r for r, o in zip(created, addon.objects, strict=True) if o["kind"] == "Gateway")
+            gateway = next(r for r, o in zip(created, addon.objects, strict=True)
+                           if o["kind"] == "Gateway" and o["metadata"]["name"] == GATEWAY_NAME)
     awaited = {dep for addon in plan for dep in addon.after}
     out.ready += [r for addon in plan if addon.name not in awaited for r in done[addon.name]]
     after = [*done.get("kai-scheduler", []), *system]
@@ -257,6 +264,11 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
             # One LLMInferenceService runs every GPU role of the replica.
             for r in (GPU_ROLES if obj["kind"] == "LLMInferenceService" else (role,)):
                 by_role.setdefault(r, []).append(key)
+    for cluster in sorted({p.cluster for p in placements}):
+        target = targets[cluster]
+        ns = namespaces.get(cluster)
+        for obj in render_cluster_entry(spec, target.inventory):
+            graph.add(k8s_node(cluster, obj, me, target.provider, [*target.ready_in(spec.namespace), *([ns] if ns else [])]))
     # What the policy pack's stack rules read: the spec, where it landed and those clusters' facts.
     graph.nodes[me].outputs = {
         "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
@@ -273,7 +285,7 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
 def routes_json(routes) -> dict:
     return {"endpoints": routes.endpoints, "clusters": routes.clusters, "dns": routes.dns,
             "missing": routes.missing,
-            "backends": [{"cluster": b.cluster, "kind": b.kind, "name": b.name, "replica": b.replica,
+            "backends": [{"cluster": b.cluster, "kind": b.kind, "name": b.name, "replicas": list(b.replicas),
                           "units": b.units} for b in routes.backends]}
 
 
@@ -313,13 +325,15 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     return me
 
 
-def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict) -> str:
+def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict,
+                tls: dict | None = None) -> str:
     """Weighted records for every service with a hostname: one per cluster that carries a share of it,
     weighted by that share. Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
     (an A record for an IP gateway, a CNAME for a load balancer hostname). Cloud DNS: one A record
     set with a weighted round robin routing policy (IP gateways only)."""
     me = graph.add(Node(SERVICE_DNS, dns.kind, custom=False, outputs={}))
     zone = dns.zone
+    tls = tls or {}    # cluster -> whether its Gateway terminates TLS
     if dns.kind == "route53":
         provider = graph.add(Node("pulumi:providers:aws", "dns-route53", {
             "region": "us-east-1"}, me))
@@ -329,14 +343,19 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 "zoneId": zone.zone_id, "name": gateway_record(zone.domain, cluster),
                 "type": "A" if kind == "IPAddress" else "CNAME", "ttl": dns.ttl, "records": [address]}, me, provider))
         for svc, routes in services:
-            probed = set(health_targets(svc, routes, deployments))   # where a health route answers
+            probed = set(probe_targets(svc, routes, deployments))   # where a health route answers
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
                 check = None
                 if cluster in probed:
-                    # A cluster whose replicas stop answering loses its share until they answer again.
+                    # A cluster whose replicas, route or certificate fail loses its share until they
+                    # answer again: the check asks what a client's request uses, over HTTPS where the
+                    # cluster terminates TLS (Route 53 sends the fqdn as SNI and Host; it does not
+                    # validate the certificate, but a listener without one refuses the connection).
+                    https = bool(tls.get(cluster))
                     check = graph.add(Node("aws:route53/healthCheck:HealthCheck", name, {
-                        "type": "HTTP", "port": 80, "fqdn": gateway_record(zone.domain, cluster),
+                        "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
+                        "fqdn": gateway_record(zone.domain, cluster), **({"enableSni": True} if https else {}),
                         "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
                         "failureThreshold": 3}, me, provider))
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
@@ -348,17 +367,20 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
     else:
         provider = graph.add(Node("pulumi:providers:gcp", "dns-clouddns", {"project": zone.project}, me))
         for svc, routes in services:
-            probed = set(health_targets(svc, routes, deployments))
+            probed = set(probe_targets(svc, routes, deployments))
             policy = {"wrrs": [{"weight": weight, "rrdatas": [addresses[cluster][0]]}
                                for cluster, weight in sorted(routes.dns.items())]}
             if probed == set(routes.dns):
                 # Health-checked WRR on external endpoints: items carry healthCheckedTargets instead of
-                # rrdatas, and one HTTP health check (with three source regions) probes each address.
+                # rrdatas, and one health check (with three source regions) probes each address, over
+                # HTTPS when every cluster of the service terminates TLS (one check serves them all).
+                https = all(tls.get(c) for c in routes.dns)
+                probe = {"port": 443 if https else 80, "host": f"{HEALTH_HOST}.{zone.domain}",
+                         "requestPath": health_path(svc.name, svc.namespace)}
                 check = graph.add(Node("gcp:compute/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}", {
                     "project": zone.project, "sourceRegions": list(HEALTH_SOURCE_REGIONS), "checkIntervalSec": 30,
-                    "timeoutSec": 10, "unhealthyThreshold": 3, "httpHealthCheck": {
-                        "port": 80, "host": f"{HEALTH_HOST}.{zone.domain}",
-                        "requestPath": health_path(svc.name, svc.namespace)}}, me, provider))
+                    "timeoutSec": 10, "unhealthyThreshold": 3,
+                    "httpsHealthCheck" if https else "httpHealthCheck": probe}, me, provider))
                 policy = {"healthCheck": Ref(check, "id"), "wrrs": [
                     {"weight": weight, "healthCheckedTargets": {"externalEndpoints": [addresses[cluster][0]]}}
                     for cluster, weight in sorted(routes.dns.items())]}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .cel import CelError, Matcher
-from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR, QUEUE,
-                    SHAPE, Demand, Rejection)
+from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
+                    QUEUE, RDMA_FABRICS, SHAPE, Demand, Rejection)
 
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
 # default --gpu-memory-utilization is 0.9, and the KV cache needs the rest of that share).
@@ -41,7 +41,8 @@ class Verdicts:
         self.fits: dict[tuple, tuple[str, str] | None] = {}
 
     def fit(self, role, pool) -> tuple[str, str] | None:
-        key = (role.name, pool.class_name, pool.gpus_per_node, pool.fabric, pool.memory_mib, pool.disk_gib)
+        key = (role.name, pool.class_name, pool.gpus_per_node, pool.fabric, pool.memory_mib, pool.disk_gib,
+               pool.domain_nodes)
         if key not in self.fits:
             self.fits[key] = fit_problem(role, pool)
         return self.fits[key]
@@ -58,22 +59,76 @@ class Verdicts:
 
 
 def fit_problem(role, pool) -> tuple[str, str] | None:
-    """Why one worker of `role` cannot run on a node of `pool` (shape, fabric, memory, disk), or None."""
+    """Why one worker of `role` cannot run on a node of `pool` (shape, NVLink domain, fabric,
+    memory, disk), or None."""
     if pool.gpus_per_node < role.gpus_per_node:
         return SHAPE, (f"{role.name} needs {role.gpus_per_node} GPUs per node, {pool.class_name} has "
                        f"{pool.gpus_per_node}")
+    problem = domain_problem(role, pool)
+    if problem:
+        return DOMAIN, problem
     if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
         return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
                         f"over {pool.fabric}")
-    if role.weights_gib and pool.memory_mib and role.copy_gpus:
-        usable = WEIGHTS_MEMORY_SHARE * role.copy_gpus * pool.memory_mib / 1024
-        if role.weights_gib > usable:
-            return MEMORY, (f"{role.name}: {role.weights_gib:.0f} GiB of weights exceed {WEIGHTS_MEMORY_SHARE:.0%} of "
-                            f"{role.copy_gpus} x {pool.memory_mib / 1024:.0f} GiB ({pool.class_name})")
+    if role.nodes_per_worker > 1 and pool.fabric in role.refused_fabrics:
+        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {role.refused_fabrics[pool.fabric]}"
+    problem = all_to_all_problem(role, pool)
+    if problem:
+        return FABRIC, problem
+    problem = memory_problem(role, pool)
+    if problem:
+        return MEMORY, problem
     if role.weights_gib and pool.disk_gib is not None and role.weights_gib * DISK_HEADROOM > pool.disk_gib:
         return DISK, (f"{role.name}: {role.weights_gib:.0f} GiB of weights need "
                       f"{role.weights_gib * DISK_HEADROOM:.0f} GiB of node storage, {pool.class_name} has {pool.disk_gib}")
     return None
+
+
+def domain_problem(role, pool) -> str | None:
+    """A multi-node worker on a pool that is one NVLink domain stays inside it."""
+    if pool.domain_nodes and role.nodes_per_worker > pool.domain_nodes:
+        return (f"{role.name} spans {role.nodes_per_worker} nodes per worker; one NVLink domain of "
+                f"{pool.class_name} holds {pool.domain_nodes} nodes, and a worker stays inside one")
+    return None
+
+
+def all_to_all_problem(role, pool) -> str | None:
+    """Expert parallelism across nodes exchanges tokens all-to-all between every rank of a worker:
+    vLLM runs it on DeepEP's kernels (vllm-project/vllm docs/serving/expert_parallel_deployment.md
+    @ 01702569, "Multi-Node Deployment"), and llm-d's wide-EP guide requires InfiniBand or RoCE RDMA
+    and the pods of one EP group inside one networking domain (llm-d/llm-d
+    guides/wide-ep-lws/README.md @ 00b06e46, "Hardware Requirements", "Prerequisites"). GPUDirect-TCPX(O)
+    and plain TCP have no documented all-to-all backend; an NVLink domain carries it itself."""
+    if role.expert and role.nodes_per_worker > 1 and not pool.domain_nodes and pool.fabric not in RDMA_FABRICS:
+        return (f"{role.name}: expert parallelism over {role.nodes_per_worker} nodes per worker exchanges tokens "
+                f"all-to-all between nodes (DeepEP over NVSHMEM), which needs RDMA (InfiniBand, RoCE, EFA) or one "
+                f"NVLink domain; pods on this pool talk over {pool.fabric}")
+    return None
+
+
+def memory_problem(role, pool) -> str | None:
+    """The weights one GPU of a worker holds against WEIGHTS_MEMORY_SHARE of its memory. A dense
+    model: every data-parallel rank holds a whole copy, split over tensor x pipeline GPUs. A mixture
+    of experts (vLLM's data-parallel deployment docs): attention and the other non-expert layers
+    are replicated per data rank and split over tensor x pipeline; the routed experts are sharded
+    over every GPU of the worker (tensor x pipeline x data), with or without expert parallelism."""
+    if not (role.weights_gib and pool.memory_mib and role.copy_gpus):
+        return None
+    gpu = pool.memory_mib / 1024
+    usable = WEIGHTS_MEMORY_SHARE * gpu
+    if role.expert_gib and role.expert_gpus:
+        rest = role.weights_gib - role.expert_gib
+        per_gpu = rest / role.copy_gpus + role.expert_gib / role.expert_gpus
+        if per_gpu <= usable:
+            return None
+        return (f"{role.name}: {rest:.0f} GiB of non-expert weights / {role.copy_gpus} + {role.expert_gib:.0f} GiB of "
+                f"experts / {role.expert_gpus} = {per_gpu:.1f} GiB per GPU exceed {WEIGHTS_MEMORY_SHARE:.0%} of "
+                f"{gpu:.0f} GiB ({pool.class_name})")
+    if role.weights_gib <= WEIGHTS_MEMORY_SHARE * role.copy_gpus * gpu:
+        return None
+    return (f"{role.name}: {role.weights_gib:.0f} GiB of weights exceed {WEIGHTS_MEMORY_SHARE:.0%} of {role.copy_gpus} x "
+            f"{gpu:.0f} GiB ({pool.class_name}): each data-parallel rank holds the whole model, "
+            f"{role.weights_gib / role.copy_gpus:.1f} GiB per GPU")
 
 
 def _cluster_problem(d: Demand, c) -> Rejection | None:

@@ -15,12 +15,19 @@ QUEUE = "queue"
 FABRIC = "fabric"        # a multi-node worker on a pool without a multi-node fabric
 MEMORY = "memory"        # the weights do not fit the GPUs of one model copy
 DISK = "disk"            # a node's ephemeral storage cannot hold the weights
+DOMAIN = "nvlinkDomain"  # a multi-node worker larger than the pool's NVLink domain
 NO_CLUSTER = "noCluster"
 
 # Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
 # and the RDMA ones among them (KV-cache transfer between prefill and decode).
 MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
+
+
+def domain_nodes(capabilities: Mapping) -> int:
+    """Nodes of the NVLink domain a class's capabilities (as the inventory carries them) declare;
+    0 where NVLink ends at the node."""
+    return int(((capabilities.get("interconnect") or {}).get("nvlinkDomain") or {}).get("nodes", 0))
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Pool:
     fabric: str = "tcp"          # the effective fabric: what pods on this pool really get
     memory_mib: int = 0          # usable memory per GPU as the driver reports it (0: unknown)
     disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
+    domain_nodes: int = 0        # nodes of one NVLink domain the pool stays in (0: NVLink ends at the node)
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,12 @@ class Role:
     gpus_per_node: int
     weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
     copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
+    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
+    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
+    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
+    expert_gib: float = 0.0      # of weights_gib, a mixture of experts' routed experts (0: a dense model)
+    expert_gpus: int = 0         # GPUs the routed experts are sharded over (tensor x pipeline x data)
+    expert: bool = False         # expert parallelism: all-to-all between every rank of a worker
 
     @property
     def nodes(self) -> int:

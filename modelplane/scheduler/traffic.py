@@ -3,8 +3,10 @@
 A service's traffic is 1,000 units. Its endpoints' weights split them (largest remainder, so the
 units add up exactly); an endpoint whose deployment has no placed replica gets none, and its
 weight goes to the others in proportion (the service is `degraded`, and the policy
-`service-endpoints-placed` says so). A deployment endpoint's units split evenly over its placed
-replicas; a provider endpoint's units split over the clusters that host the service in proportion
+`service-endpoints-placed` says so). A deployment endpoint's units split over the clusters its
+replicas run on, in proportion to the replicas each holds (one backend per deployment and
+cluster: the deployment's InferencePool or Service there, whose endpoint picker or endpoints
+spread requests over every ready replica of it on that cluster); a provider endpoint's units split over the clusters that host the service in proportion
 to the self-hosted units each carries (so every cluster sends the same share to the provider),
 or evenly over the service's gateway clusters when nothing of it is self-hosted.
 
@@ -36,7 +38,7 @@ class Backend:
     cluster: str
     kind: str            # deployment | provider
     name: str
-    replica: int | None  # the deployment's replica index; None for a provider
+    replicas: tuple[int, ...]   # the deployment's replica indices on this cluster; () for a provider
     units: int
 
 
@@ -70,10 +72,12 @@ def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gat
     for t in live:
         if t.kind != "deployment":
             continue
-        spots = sorted(replicas[t.name])
-        split = largest_remainder(units[_label(t)], {spot: 1 for spot in spots})
-        for (cluster, idx), n in sorted(split.items()):
-            out.backends.append(Backend(cluster, "deployment", t.name, idx, n))
+        on: dict[str, list[int]] = {}
+        for cluster, idx in sorted(replicas[t.name]):
+            on.setdefault(cluster, []).append(idx)
+        split = largest_remainder(units[_label(t)], {c: len(idxs) for c, idxs in on.items()})
+        for cluster, n in sorted(split.items()):
+            out.backends.append(Backend(cluster, "deployment", t.name, tuple(on[cluster]), n))
             per_cluster[cluster] = per_cluster.get(cluster, 0) + n
     hosts = per_cluster or {c: 1 for c in sorted(gateway_clusters)}
     for t in live:
@@ -81,7 +85,7 @@ def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gat
             continue
         split = largest_remainder(units[_label(t)], hosts)
         for cluster, n in sorted(split.items()):
-            out.backends.append(Backend(cluster, "provider", t.name, None, n))
+            out.backends.append(Backend(cluster, "provider", t.name, (), n))
     out.backends = [b for b in out.backends if b.units]
     for b in out.backends:
         out.clusters[b.cluster] = out.clusters.get(b.cluster, 0) + b.units

@@ -58,7 +58,8 @@ def test_refresh_reads_every_page_through_the_google_client(gcp_client, catalog)
     assert all(url.endswith("/v1/services/6F81-5844-456A/skus") for url, _ in session.calls)
     got = {(r["class"], r["region"], r["capacityType"]): r for r in rows}
     assert set(got) == {("gke-h100-8x-a3high", "us-central1", t) for t in ("on-demand", "spot", "flex-start")} | \
-        {("gke-b200-8x-a4", "us-central1", "on-demand"), ("gke-h100-8x-a3mega", "us-central1", "on-demand")}
+        {("gke-b200-8x-a4", "us-central1", "on-demand"), ("gke-h100-8x-a3mega", "us-central1", "on-demand"),
+         ("gke-h100-8x-a3mega", "europe-west4", "on-demand"), ("gke-h100-8x-a3mega", "europe-west4", "spot")}
     row = got[("gke-h100-8x-a3high", "us-central1", "on-demand")]
     assert row["hourly"] == round(gce.machine_price(all_skus(), gce.MACHINES["a3-highgpu-8g"], "us-central1",
                                                     "on-demand")[0], 4)
