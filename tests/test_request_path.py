@@ -39,16 +39,10 @@ def pool(name, weight=1):
 
 
 @pytest.fixture
-def with_infra(tmp_path, monkeypatch):
-    """Plan apps stacks against infra stack variants written to tmp_path (others from stacks/)."""
-    from modelplane import references
-
-    real = references.stack_file
-
-    def find(name, *args, **kw):
-        mine = tmp_path / f"Pulumi.{name}.yaml"
-        return mine if mine.exists() else real(name, *args, **kw)
-    monkeypatch.setattr(references, "stack_file", find)
+def with_infra(tmp_path):
+    """A folder holding a copy of the prod stack: planned from there, it reads the infra stack
+    variants written beside it (and the others from stacks/)."""
+    (tmp_path / "Pulumi.prod.yaml").write_text((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
     return tmp_path
 
 
@@ -254,7 +248,7 @@ def test_dns01_in_cloud_dns_runs_as_a_workload_identity_and_http01_keeps_gateway
 def test_http01_on_a_name_dns_splits_is_a_mandatory_violation_and_the_trace_drops_that_cluster(with_infra):
     stack_variant(with_infra, "infra-eks-us-east-1", lambda cfg: cfg["modelplane:clusters"][0]["tls"]["acme"].pop(
         "dns01"), "infra-eks-us-east-1")
-    run = offline.run("prod")
+    run = offline.run("prod", with_infra / "Pulumi.prod.yaml")
     found = [v for v in evaluate(run, {"all": "mandatory"}) if v["policy"] == "certificate-issuable"]
     assert len(found) == 2 and all("cannot issue" in v["message"] and "dns01" in v["message"] for v in found)
     t = trace(run, "chat.inference.example.com")
@@ -329,7 +323,7 @@ def _gateway_ref(cfg):
 def test_a_gateway_ref_cluster_routes_one_target_directly_and_refuses_a_split(with_infra):
     tmp_path = with_infra
     stack_variant(tmp_path, "infra-gke-europe-west4", _gateway_ref, "infra-gke-europe-west4")
-    run = offline.run("prod")
+    run = offline.run("prod", tmp_path / "Pulumi.prod.yaml")
     support = routes(run)["gke-euw4/eu-support/httproute/support"]["spec"]
     assert support["rules"][0]["backendRefs"] == [pool("mistral-small-24b-pool", 1000)]
     assert not [r for r in run.records if "modelplane-hop" in r.name and r.name.startswith("gke-euw4/")]
