@@ -67,8 +67,8 @@ def engines(run, name):
     out = []
     for r in run.records:
         spec, meta = r.inputs.get("spec") or {}, r.inputs.get("metadata") or {}
-        if not str(meta.get("name", "")).startswith(name):
-            continue
+        if not str(meta.get("name", "")).startswith(name) or str(meta.get("name")).endswith("-epp"):
+            continue     # the deployment's endpoint picker runs no GPU
         if r.type.endswith(":LLMInferenceService"):
             for part in (spec, spec.get("prefill")):
                 out += [(part.get("annotations") or {}, part[t], part[t]["containers"][0])

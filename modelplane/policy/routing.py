@@ -130,7 +130,9 @@ def certificate_issuable(resources, config=None):
             "one (tls.acme)")
 def certificate_issuer_external(resources, config=None):
     out, seen = [], set()
-    for r in _services(resources):
+    # One finding per cluster, on the first service (by name) that uses it, whichever order the engine
+    # hands the resources in.
+    for r in sorted(_services(resources), key=lambda r: (r.props["spec"].get("namespace"), r.props["spec"].get("name"))):
         for cluster, gw in sorted(_carried(r).items()):
             issuer = external_issuer(gw)
             if issuer and cluster not in seen:

@@ -62,12 +62,12 @@ class Role:
     gpus_per_node: int
     weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
     copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
-    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
-    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
-    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     expert_gib: float = 0.0      # of weights_gib, a mixture of experts' routed experts (0: a dense model)
     expert_gpus: int = 0         # GPUs the routed experts are sharded over (tensor x pipeline x data)
     expert: bool = False         # expert parallelism: all-to-all between every rank of a worker
+    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
+    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
+    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def nodes(self) -> int:
