@@ -59,25 +59,34 @@ class Built:
 RUNS: list[Result] = []     # every run of this process, newest last (the offline engine reads it)
 
 
-def _check_remote(remote: list[Remote], where: str, key: str, local=()) -> None:
+def _check_remote(remote: list[Remote], where: str, key: str, local=(), locate=None) -> None:
+    """Each infra stack's inventory is there, current, and names no cluster twice; a problem names
+    the fleet entry (`locate`: its line in the stack file, when there is one)."""
     owner = {name: "this stack" for name in local}
+
+    def entry(r):
+        i = next(i for i, x in enumerate(remote) if x is r)
+        return f"{key}[{i}]", None if locate is None else locate((key, i))
     for r in remote:
         for inv in r.inventory or []:
             first = owner.setdefault(inv.get("name"), f"stack {r.stack!r}")
             if first != f"stack {r.stack!r}":
-                raise InputError([Problem(where, key, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
+                path, line = entry(r)
+                raise InputError([Problem(where, path, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
                                           f"and also declared by {first}", "keep each cluster in one stack: remove "
-                                          "it from modelplane:clusters or from the infra stack")])
+                                          "it from modelplane:clusters or from the infra stack", line)])
     for r in remote:
+        path, line = entry(r)
         if not r.inventory:
-            raise InputError([Problem(where, key, f"stack {r.stack!r} exports no inventory",
-                                      f"run `modelplane up {r.stack}` first, or remove it from {key}")])
+            raise InputError([Problem(where, path, f"stack {r.stack!r} exports no inventory",
+                                      f"run `modelplane up {r.stack}` first, or remove it from {key}", line)])
         stale = [inv.get("name", "?") for inv in r.inventory if inv.get("version") != INVENTORY_VERSION]
         if stale:
-            raise InputError([Problem(where, key,
+            raise InputError([Problem(where, path,
                                       f"stack {r.stack!r} exports inventory of an older format for {', '.join(stale)} "
                                       f"(this modelplane reads version {INVENTORY_VERSION})",
-                                      f"run `modelplane up {r.stack}` with this version to refresh its inventory")])
+                                      f"run `modelplane up {r.stack}` with this version to refresh its inventory",
+                                      line)])
 
 
 def _named(names: tuple, *values) -> dict:
@@ -90,10 +99,11 @@ def _mapping(values: dict):
 
 
 def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote], previous: list,
-             exclude: tuple[str, ...] = (), fleet_key: str = f"{NAMESPACE}:fleet") -> Built:
+             exclude: tuple[str, ...] = (), fleet_key: str = f"{NAMESPACE}:fleet", locate=None) -> Built:
     """`where`: the config's file (or component) for error messages; `fleet_key`: where the infra
-    stacks are named. Top-level nodes have no parent: the stack's, or the Fleet's when materialized."""
-    _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters])
+    stacks are named; `locate`: the line of a config path in that file, if it is one. Top-level
+    nodes have no parent: the stack's, or the Fleet's when materialized."""
+    _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters], locate)
     graph = Graph()
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
                         | {s.namespace for s in spec.services})

@@ -397,7 +397,7 @@ class ModelSource(TypedDict):
 
     uri: str
     name: NotRequired[str]
-    'served model name'
+    'served model name; default <namespace>/<deployment name>'
     sizeGiB: NotRequired[float]
     'weights; default from catalog/models.yaml'
     tokenSecret: NotRequired[str]

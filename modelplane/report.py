@@ -7,11 +7,13 @@ from pathlib import Path
 
 import yaml
 
+from .api.previous import API_VERSION
 from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes, traffic_delta
 from .disruptions import disruptions, transitions, up_order
 from .records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
+
 
 
 UNKNOWN = "(known after apply)"
@@ -116,7 +118,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
     placements = [p.to_json() for p in plan.placements]
-    return {
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": "Plan",
         "stack": run.stack,
         "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
@@ -135,6 +139,17 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "resources": resources,
         "policy": {"violations": violations},
     }
+    if run.result.catalog.overrides:       # the user's classes, models and prices that replace built-ins
+        doc["catalog"] = {"overrides": run.result.catalog.overrides}
+    return doc
+
+
+def refusal(stack: str, problems) -> dict:
+    """The document `plan --format json` prints for refused input: every problem, nothing planned."""
+    return {"apiVersion": API_VERSION, "kind": "Plan", "stack": stack, "refused": True,
+            "problems": [{k: v for k, v in (("file", p.file), ("line", p.line), ("path", p.path),
+                                             ("message", p.message), ("fix", p.fix), ("rule", p.rule)) if v is not None}
+                         for p in problems]}
 
 
 def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:

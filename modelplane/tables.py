@@ -223,9 +223,18 @@ def print_violations(out, violations: list[dict], policy_file: Path) -> None:
     for v in violations:
         groups.setdefault((v["level"], v["policy"]), []).append(v)
     for (level, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "mandatory", kv[0][1])):
-        out.print(f"policy {name} ({level}, {len(items)}):")
+        out.print(f"policy {name} ({level}, {len(items)}):", markup=False)
         for v in items:
-            out.print(f"  {v.get('resource', '-')}: {v['message']}")
+            where = f"{v['file']}:{v['line']} " if v.get("file") and v.get("line") else ""
+            out.print(f"  {where}{v.get('resource') or '-'}: {v['message']}", markup=False)
+        if items[0].get("fix"):
+            out.print(f"  fix: {items[0]['fix']}", markup=False)
+
+
+def catalog_notes(out, catalog) -> None:
+    """The user's catalog entries that replace the package's own (a class of the same name)."""
+    for o in catalog.overrides:
+        out.print(f"  catalog: {o['kind']} {o['name']} from {o['file']} replaces the built-in one", markup=False)
 
 
 def routing_table(doc: dict) -> Table:

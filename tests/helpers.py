@@ -41,3 +41,20 @@ def stack_policy_args(run) -> list:
     from modelplane.policy import resources_of
 
     return [SimpleNamespace(resource_type=r.type, props=copy.deepcopy(r.props), urn=r.urn) for r in resources_of(run)]
+
+
+def source_copy(dest):
+    """What building modelplane reads (pyproject, setup.py, the package and its data), copied to
+    `dest`, so a build or an editable install writes its build/ and egg-info there, not here."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "modelplane", "catalog", "policies",
+                 "schemas"):
+        if (root / name).is_dir():
+            shutil.copytree(root / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "_data"))
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / name, dest / name)
+    return dest

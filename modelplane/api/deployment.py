@@ -232,7 +232,7 @@ class Adopt(Model):
 
 class ModelSource(Model):
     uri: Annotated[str, NoCredentials] = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://\S+$")
-    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name; default <namespace>/<deployment name>
     size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0, le=1_000_000, allow_inf_nan=False)   # weights; default from catalog/models.yaml
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
     # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
@@ -312,8 +312,10 @@ class ModelDeployment(Model):
 
     @property
     def served_name(self) -> str:
-        """What clients put in `model`: model.name, else the deployment's name."""
-        return self.model.name or self.name
+        """What clients put in `model`: model.name, else `<namespace>/<name>`, which stays unique
+        when many teams' models share one gateway (vLLM and KServe take a name with a slash:
+        KServe's presets pass it to --served-model-name and build `publishers/<ns>/models/<name>`)."""
+        return self.model.name or f"{self.namespace}/{self.name}"
 
     def gpu_roles(self) -> dict[str, tuple[NodeSelector, Workers, Engine]]:
         """GPU roles in a fixed order: decode (or the unified engine) first, then prefill."""

@@ -15,6 +15,8 @@ from .loader import Source, display_path
 from .yamlread import parse
 
 FIX = "pass the output of `modelplane plan STACK --json` for this stack, unedited"
+# The plan document's version (report.document writes it): a reader checks it before the rest.
+API_VERSION = "modelplane.ai/v1alpha1"
 
 
 class _Doc(BaseModel):
@@ -88,6 +90,11 @@ def read_previous(path: Path | None, stack: str) -> list[dict] | None:
         raise InputError([Problem(display, "(file)", "a bare list of placements (an older format)", FIX, 1)])
     if not isinstance(doc, dict) or "placements" not in doc or "stack" not in doc:
         raise InputError([Problem(display, "(file)", "not a plan document: it needs 'stack' and 'placements'", FIX, 1)])
+    version = doc.get("apiVersion")
+    if version is not None and version != API_VERSION:      # plans from before the version had none
+        raise InputError([Problem(display, "apiVersion", f"apiVersion: {version!r} is not a plan this modelplane "
+                                  f"reads ({API_VERSION})", f"plan the previous state with this modelplane: {FIX}",
+                                  src.line(("apiVersion",)))])
     try:
         plan = PlanDoc.model_validate(doc)
     except ValidationError as exc:
