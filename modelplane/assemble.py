@@ -8,6 +8,7 @@ stacks and the previous placements are passed in already awaited.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -16,12 +17,13 @@ from .api.loader import NAMESPACE
 from .api.rules import served_model
 from .errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
-from .render import RenderError
+from .render import RenderError, rollout
 from .render.graph import Apply, Graph, Secret
 from .render.routing import grants
 from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns)
 from .scheduler import DemandError, Placement, Plan, schedule
+from .scheduler.surge import serving
 from .services import certificate_problems, dns_problems, hop_problems, plan_routes, served_names
 from .sizing import resolve as sizing
 
@@ -59,25 +61,34 @@ class Built:
 RUNS: list[Result] = []     # every run of this process, newest last (the offline engine reads it)
 
 
-def _check_remote(remote: list[Remote], where: str, key: str, local=()) -> None:
+def _check_remote(remote: list[Remote], where: str, key: str, local=(), locate=None) -> None:
+    """Each infra stack's inventory is there, current, and names no cluster twice; a problem names
+    the fleet entry (`locate`: its line in the stack file, when there is one)."""
     owner = {name: "this stack" for name in local}
+
+    def entry(r):
+        i = next(i for i, x in enumerate(remote) if x is r)
+        return f"{key}[{i}]", None if locate is None else locate((key, i))
     for r in remote:
         for inv in r.inventory or []:
             first = owner.setdefault(inv.get("name"), f"stack {r.stack!r}")
             if first != f"stack {r.stack!r}":
-                raise InputError([Problem(where, key, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
+                path, line = entry(r)
+                raise InputError([Problem(where, path, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
                                           f"and also declared by {first}", "keep each cluster in one stack: remove "
-                                          "it from modelplane:clusters or from the infra stack")])
+                                          "it from modelplane:clusters or from the infra stack", line)])
     for r in remote:
+        path, line = entry(r)
         if not r.inventory:
-            raise InputError([Problem(where, key, f"stack {r.stack!r} exports no inventory",
-                                      f"run `modelplane up {r.stack}` first, or remove it from {key}")])
+            raise InputError([Problem(where, path, f"stack {r.stack!r} exports no inventory",
+                                      f"run `modelplane up {r.stack}` first, or remove it from {key}", line)])
         stale = [inv.get("name", "?") for inv in r.inventory if inv.get("version") != INVENTORY_VERSION]
         if stale:
-            raise InputError([Problem(where, key,
+            raise InputError([Problem(where, path,
                                       f"stack {r.stack!r} exports inventory of an older format for {', '.join(stale)} "
                                       f"(this modelplane reads version {INVENTORY_VERSION})",
-                                      f"run `modelplane up {r.stack}` with this version to refresh its inventory")])
+                                      f"run `modelplane up {r.stack}` with this version to refresh its inventory",
+                                      line)])
 
 
 def _named(names: tuple, *values) -> dict:
@@ -90,10 +101,11 @@ def _mapping(values: dict):
 
 
 def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote], previous: list,
-             exclude: tuple[str, ...] = (), fleet_key: str = f"{NAMESPACE}:fleet") -> Built:
+             exclude: tuple[str, ...] = (), fleet_key: str = f"{NAMESPACE}:fleet", locate=None) -> Built:
     """`where`: the config's file (or component) for error messages; `fleet_key`: where the infra
-    stacks are named. Top-level nodes have no parent: the stack's, or the Fleet's when materialized."""
-    _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters])
+    stacks are named; `locate`: the line of a config path in that file, if it is one. Top-level
+    nodes have no parent: the stack's, or the Fleet's when materialized."""
+    _check_remote(remote, where, fleet_key, [c.name for c in spec.clusters], locate)
     graph = Graph()
     namespaces = sorted({d.namespace for d in spec.deployments} | {q.namespace for c in spec.clusters for q in c.queues}
                         | {s.namespace for s in spec.services})
@@ -123,8 +135,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:deployments[{index}].{at}",
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
-    spec, sized = sizing.apply(spec, sizings, plan)
-    by_key = {d.key: d for d in spec.deployments}
+    spec, sized = sizing.apply(spec, sizings, plan)      # sized deployments as the chosen configuration
+    by_key = {d.key: d.with_slots(plan.placements) for d in spec.deployments}
     routes = plan_routes(spec, plan.placements, inventories)
     problems = dns_problems(spec, routes, inventories)
     if problems:
@@ -145,13 +157,17 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
+    changes = serving_changes(plan, previous)
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
-            model_deployment(graph, md, mine, targets, catalog.weights_gib(md), names[key],
-                             {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}}, progress[key],
-                             {p.replica: p for p in previous if p.deployment == key},
-                             sizing.gate_row(*sized[key], len(mine)) if key in sized else None)
+            component = model_deployment(graph, md, mine, targets, catalog.weights_gib(md), names[key],
+                                         {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}},
+                                         progress[key], {p.replica: p for p in previous if p.deployment == key})
+            # What the `no-outage` policy reads: how many replicas serve while `up` applies this plan.
+            graph.nodes[component].outputs["change"] = changes[key]
+            if key in sized:      # what the `slo` policy reads: objective, traffic, prediction, what is served
+                graph.nodes[component].outputs["sizing"] = sizing.gate_row(*sized[key], len(mine))
     except RenderError as exc:
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
@@ -163,6 +179,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
         service_dns(graph, spec.dns, named, addresses, by_key,
                     {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()})
+    order_up(graph, spec, plan, previous)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,
@@ -174,6 +191,44 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     result = Result(spec, inventories, plan, previous, routes, catalog, sized)
     RUNS.append(result)
     return Built(result, graph, outputs)
+
+
+def serving_changes(plan: Plan, previous: list) -> dict[str, dict]:
+    """Per deployment: replicas serving before, during and after `up` applies this plan, and why."""
+    before, placed = Counter(p.deployment for p in previous), Counter(p.deployment for p in plan.placements)
+    return {key: serving(before[key], placed[key], want, [t for t in plan.transitions if t.deployment == key])
+            for key, want in sorted(plan.desired.items())}
+
+
+def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list) -> None:
+    """Resource options that order an `up` (render/rollout.py; docs/changes.md): traffic waits for
+    the workloads it reaches; replicas that ran before change one at a time, each awaited Ready;
+    rolls replace in place, old first, in their step order; clusters and GPU pools are protected
+    in production stacks, and pools anywhere while they carry replicas."""
+    services = {s.key: {"hostname": s.hostname, "deployments": [e.key(s.namespace) for e in s.endpoints if e.deployment]}
+                for s in spec.services}
+    rollout.await_traffic(graph, services)
+    was = {(p.deployment, p.replica): p for p in previous}
+    chains: dict[str, list] = {}
+    for p in plan.placements:
+        old = was.get((p.deployment, p.replica))
+        if old is not None and (old.cluster, old.slot) == (p.cluster, p.slot):
+            chains.setdefault(p.deployment, []).append((p.cluster, p.deployment, p.replica))
+    rolls = [(t.after, t.deployment, t.replica) for t in sorted(plan.transitions, key=lambda t: t.step) if t.how == "roll"]
+    rollout.one_at_a_time(graph, [*chains.values(), rolls])
+    rollout.immutable_specs(graph)
+    rollout.replace_in_place(graph, rolls)
+    carrying = {(p.cluster, rp.pool) for p in plan.placements for rp in p.roles.values()}
+    lifted = set(spec.unprotect)
+    wanted = {}
+    for c in spec.clusters:
+        if c.existing:
+            continue
+        wanted[c.name] = spec.production and c.name not in lifted
+        for pool in c.node_pools:
+            keep = spec.production or (c.name, pool.name) in carrying
+            wanted[f"{c.name}-{pool.name}"] = keep and not {c.name, f"{c.name}/{pool.name}"} & lifted
+    rollout.protect(graph, wanted)
 
 
 def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, route_grants: dict) -> dict:

@@ -18,6 +18,7 @@ from .cost import money
 from .immutable import forces_replacement
 
 ACTIONS = ("create", "import", "update", "replace", "delete")
+POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
 SYMBOLS = {"create": "+", "import": "=", "update": "~", "replace": "+-", "delete": "-"}
 
 
@@ -53,20 +54,33 @@ def resource_changes(before: list[dict] | None, after: list[dict]) -> list[dict]
         entry = {"type": key[0], "name": key[1]}
         if either[key].get("cluster"):
             entry["cluster"] = either[key]["cluster"]
+        if either[key].get("deployment"):
+            entry["deployment"], entry["replica"] = either[key]["deployment"], either[key]["replica"]
         if was is None:
             out.append({"action": "import" if either[key].get("import") else "create", **entry})
         elif now is None:
-            out.append({"action": "delete", **entry})
+            out.append({"action": "delete", **entry, **_guard(was, was.get("protect"))})
         elif was["digest"] != now["digest"]:
             a, b = was.get("fieldDigests", {}), now.get("fieldDigests", {})
             fields = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
             forced = forces_replacement(key[0], fields)
             out.append({"action": "replace" if forced else "update", **entry, "fields": fields,
-                        **({"forcedBy": forced} if forced else {})})
+                        **({"forcedBy": forced} if forced else {}),
+                        **(_guard(was, was.get("protect") and now.get("protect")) if forced else {})})
     return out
 
 
-POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
+CLUSTER_TYPES = ("gcp:container/cluster:Cluster", "aws:eks/cluster:Cluster")
+
+
+def _guard(was: dict, refused) -> dict:
+    """A delete or replace Pulumi refuses (`refused`: a delete of a resource its state protects, a
+    replace of one both state and program protect; pulumi/pulumi pkg/resource/deploy/step.go
+    DeleteStep and step_generator.go: unprotecting and replacing may share one update), or of a
+    cluster or node pool (destructive: what runs there goes)."""
+    if refused:
+        return {"protected": True, "destructive": True}
+    return {"destructive": True} if was["type"] in (*CLUSTER_TYPES, *POOL_TYPES) or was.get("protect") else {}
 
 
 def disrupted(changes: list[dict] | None, placements: list[dict]) -> None:
@@ -90,15 +104,31 @@ def _shape(p: dict) -> dict[str, tuple[int, int]]:
     return {role: (int(r["workers"]), int(r["nodes"])) for role, r in sorted(p["roles"].items())}
 
 
+def _resized(a: tuple[int, int], b: tuple[int, int]) -> str:
+    """Workers, and nodes per worker where those changed too: `1 -> 2 workers`, `1x2 -> 1x1 workers x nodes`."""
+    per = [n // w if w else 0 for w, n in (a, b)]
+    if per[0] == per[1]:
+        return f"{a[0]} -> {b[0]} workers"
+    return f"{a[0]}x{per[0]} -> {b[0]}x{per[1]} workers x nodes"
+
+
+_REPLACED = {"surge": ("surged", "the new one is created beside it and awaited Ready; the old one is deleted at "
+                                 "the end of `up`"),
+             "roll": ("rolled", "replaced in place, the old one deleted first, step {step} of the one-at-a-time order"),
+             "kept": ("kept", "")}
+
+
 def _where(p: dict) -> str:
     return p["cluster"] + " (" + ", ".join(f"{role} {pool}" for role, pool in _pools(p).items()) + ")"
 
 
 def replica_changes(before: dict, after: dict, desired: dict[str, int], moves: dict[tuple[str, int], str],
-                    repack: bool = False) -> list[dict]:
-    """Replicas added, moved (another cluster or pool), resized (other workers on the same pools) or
-    removed between two plan documents, each with its reason. `desired`: replicas per deployment now;
-    `moves`: why the scheduler did not keep a previous replica where it was."""
+                    repack: bool = False, transitions: dict | None = None) -> list[dict]:
+    """Replicas added, moved (another cluster or pool), resized (other workers on the same pools),
+    surged, rolled or kept (a new shape: see scheduler/surge.py) or removed between two plan
+    documents, each with its reason. `desired`: replicas per deployment now; `moves`: why the
+    scheduler did not keep a previous replica where it was; `transitions`: the plan document's
+    transitions by (deployment, replica)."""
     old = {(p["deployment"], int(p["replica"])): p for p in before.get("placements") or []}
     new = {(p["deployment"], int(p["replica"])): p for p in after["placements"]}
     was_unplaced = {(u["deployment"], int(u["replica"])) for u in before.get("unplaced") or []}
@@ -131,12 +161,20 @@ def replica_changes(before: dict, after: dict, desired: dict[str, int], moves: d
             out.append({"change": "removed", **entry, "from": was["cluster"], "reason": why})
             continue
         now = new[key]
+        t = (transitions or {}).get(key)
+        if t is not None and t["how"] in _REPLACED:
+            change, detail = _REPLACED[t["how"]]
+            to = t["to"] or {}
+            out.append({"change": change, **entry, "from": f"{t['from']['cluster']} ({t['from'].get('shape', '?')})",
+                        "to": f"{to.get('cluster')} ({to.get('shape', '?')})",
+                        "reason": t["why"] + (f"; {detail.format(step=t.get('step'))}" if detail else "")})
+            continue
         if (was["cluster"], _pools(was)) != (now["cluster"], _pools(now)):
             why = moves.get(key, "re-pack" if repack else "placed again")
             out.append({"change": "moved", **entry, "from": _where(was), "to": _where(now), "reason": why})
         elif _shape(was) != _shape(now):
             a, b = _shape(was), _shape(now)
-            why = ", ".join(f"{role} {a.get(role, (0, 0))[0]} -> {b.get(role, (0, 0))[0]} workers"
+            why = ", ".join(f"{role} {_resized(a.get(role, (0, 0)), b.get(role, (0, 0)))}"
                             for role in sorted(set(a) | set(b)) if a.get(role) != b.get(role))
             out.append({"change": "resized", **entry, "from": was["cluster"], "to": now["cluster"], "reason": why})
     return out
@@ -149,6 +187,18 @@ def _minus(a: dict, b: dict, digits: int) -> dict:
 _ZERO = {"hourly": {"min": 0.0, "max": 0.0}, "monthly": {"min": 0.0, "max": 0.0}}
 
 
+def _delta(a: dict, b: dict) -> dict:
+    """`a` (after) less `b` (before). Unpriced nodes are never $0: a side with any carries them in
+    `unpricedNodes` ({before, after}) and the money is then only the priced part (`priced: false`)."""
+    out = {"hourly": _minus(a["hourly"], b["hourly"], 4), "monthly": _minus(a["monthly"], b["monthly"], 2),
+           "before": b["hourly"], "after": a["hourly"]}
+    lo, hi = int(b.get("unpricedNodes", 0)), int(a.get("unpricedNodes", 0))
+    if lo or hi:
+        out["unpricedNodes"] = {"before": lo, "after": hi}
+        out["priced"] = False
+    return out
+
+
 def cost_delta(before: dict, after: dict) -> dict:
     """The cost of `after` less that of `before` ($/hour and $/month, at minimum and at the
     autoscaling maximum), per deployment whose cost changed and for the stack (idle nodes included)."""
@@ -156,17 +206,25 @@ def cost_delta(before: dict, after: dict) -> dict:
     new = {d["deployment"]: d for d in after.get("deployments", [])}
     rows = []
     for name in sorted(set(old) | set(new)):
-        a, b = new.get(name, _ZERO), old.get(name, _ZERO)
-        row = {"deployment": name, "hourly": _minus(a["hourly"], b["hourly"], 4),
-               "monthly": _minus(a["monthly"], b["monthly"], 2),
-               "before": b["hourly"], "after": a["hourly"]}
-        if row["hourly"]["min"] or row["hourly"]["max"]:
+        row = {"deployment": name, **_delta(new.get(name, _ZERO), old.get(name, _ZERO))}
+        if row["hourly"]["min"] or row["hourly"]["max"] or row.get("unpricedNodes"):
             rows.append(row)
-    stack_a, stack_b = after.get("stack", _ZERO), before.get("stack", _ZERO)
-    return {"deployments": rows,
-            "stack": {"hourly": _minus(stack_a["hourly"], stack_b["hourly"], 4),
-                      "monthly": _minus(stack_a["monthly"], stack_b["monthly"], 2),
-                      "before": stack_b["hourly"], "after": stack_a["hourly"]}}
+    return {"deployments": rows, "stack": _delta(after.get("stack", _ZERO), before.get("stack", _ZERO))}
+
+
+def traffic_delta(before: list[dict] | None, after: list[dict]) -> list[dict] | None:
+    """Per service whose cluster shares move: each cluster's share (per mille) before and after;
+    None when the previous plan has no services section."""
+    if before is None:
+        return None
+    old = {s["service"]: s["clusters"] for s in before}
+    out = []
+    for s in after:
+        was, now = old.get(s["service"], {}), s["clusters"]
+        if was != now:
+            out.append({"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
+                        **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})})
+    return out
 
 
 def summary(changes: list[dict] | None) -> dict[str, int] | None:
@@ -182,3 +240,42 @@ def signed_money(span: dict) -> str:
         return ("+" if v >= 0 else "-") + money(abs(v))
     lo, hi = span["min"], span["max"]
     return one(lo) if abs(hi - lo) < 0.005 else f"{one(lo)}–{one(hi)}"
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node{'s' if n != 1 else ''}"
+
+
+def priced(span: dict, unpriced: int = 0) -> str:
+    """An hourly cost as a person reads it, its unpriced nodes named: `$199/h`, `$338/h + 8
+    unpriced nodes`, `unpriced (8 nodes)`; never `$0.00/h` for capacity nothing prices."""
+    from .cost import money_span
+
+    if unpriced and span["max"] == 0:
+        return f"unpriced ({_nodes(unpriced)})"
+    return f"{money_span(span)}/h" + (f" + {unpriced} unpriced node{'s' if unpriced != 1 else ''}" if unpriced else "")
+
+
+def cost_change(row: dict) -> str:
+    """One row of a cost delta: before -> after and the change; with unpriced nodes on either side
+    the change is not known, and only the priced part of it is shown."""
+    u = row.get("unpricedNodes") or {}
+    text = f"{priced(row['before'], u.get('before', 0))} -> {priced(row['after'], u.get('after', 0))}"
+    if row.get("priced") is False:
+        return (f"{text} (change not known: {_nodes(max(u.get('before', 0), u.get('after', 0)))} unpriced; "
+                f"priced part {signed_money(row['hourly'])}/h)")
+    return f"{text} ({signed_money(row['hourly'])}/h, {signed_money(row['monthly'])}/month)"
+
+
+def serving_text(row: dict) -> str:
+    """A disruption as the change list shows it: `serving during change: 0/2 (outage): why`."""
+    mark = " (outage)" if row["servingDuring"] == 0 else ""
+    allowed = " [allowDisruption]" if row.get("allowed") else ""
+    return f"serving during change: {row['servingDuring']}/{row['servingBefore']}{mark}{allowed}: {row['cause']}"
+
+
+def traffic_text(row: dict) -> str:
+    """A service's traffic delta: each cluster's share before -> after."""
+    clusters = sorted(set(row["before"]) | set(row["after"]))
+    moves = ", ".join(f"{c} {row['before'].get(c, 0) / 10:.1f}% -> {row['after'].get(c, 0) / 10:.1f}%" for c in clusters)
+    return moves + (f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else "")

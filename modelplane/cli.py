@@ -16,10 +16,45 @@ from .errors import InputError, Problem
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
+# Exit status of every command (README "Exit status"): 0 clean; 1 a mandatory policy violation (or
+# a --trace share that breaks); 2 invalid input or usage, nothing planned or written; 3 modelplane
+# itself could not finish (the policy pack did not start).
+EXIT_VIOLATION, EXIT_INPUT, EXIT_FAILED = 1, 2, 3
+FORMATS = ("text", "json", "markdown", "sarif")
+
 
 def _fail(message: str) -> None:
     err.print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(1)
+    sys.exit(EXIT_INPUT)
+
+
+def _refuse(exc: InputError) -> None:
+    err.print(exc.render(), markup=False)
+    sys.exit(EXIT_INPUT)
+
+
+def project_options(fn):
+    """--project DIR and --catalog DIR: the project a command reads (default: the one holding the
+    current folder) and more class folders; the choice holds for that command only."""
+    import functools
+    from contextlib import ExitStack
+
+    @click.option("--catalog", "catalogs", multiple=True, type=click.Path(path_type=Path, exists=True),
+                  help="More InferenceClasses, models and prices (a folder of YAML files or one file); they join "
+                       "the package's and the project's catalog/, and replace a built-in class of the same name.")
+    @click.option("--project", "project_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+                  help="The project folder (holding Pulumi.yaml). Default: found from the current folder upward.")
+    @functools.wraps(fn)
+    def wrapper(*args, project_dir=None, catalogs=(), **kwargs):
+        from .api.project import chosen
+
+        with ExitStack() as scope:
+            try:
+                scope.enter_context(chosen(project_dir, catalogs))
+            except InputError as exc:
+                _refuse(exc)
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def _explain_key(run, key: str) -> str:
@@ -86,28 +121,26 @@ def _check_inputs(stack, config_file, out_dir, report_file, previous, policy_con
     from .policy.gate import read_config
 
     if program_dir and config_file:
-        _fail("--program plans your own program as written: --config-file needs a stack file")
-    try:
-        if out_dir:
-            outdir.check_out(out_dir)
-        if report_file:
-            outdir.check_report(report_file)
-        prev = read_previous(previous, stack)
-        policy = read_config(policy_config) if policy_config else None
-        checked = None if program_dir else check_stack(stack, config_file)
-    except InputError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
+        raise InputError([Problem("--program", str(program_dir), "--program plans your own program as written, "
+                                  "so --config-file does not apply", "drop --config-file, or plan the stack file "
+                                  "without --program")])
+    if out_dir:
+        outdir.check_out(out_dir)
+    if report_file:
+        outdir.check_report(report_file)
+    prev = read_previous(previous, stack)
+    policy = read_config(policy_config) if policy_config else None
+    checked = None if program_dir else check_stack(stack, config_file)
     return prev, policy, checked
 
 
 def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_config, program_dir=None, checked=None,
                    engine="direct"):
-    """Plan (and re-plan without the lost clusters), then run the pack; exit 1 on bad input.
+    """Plan (and re-plan without the lost clusters), then run the pack. Raises InputError on bad input.
     `engine`: "direct" (the graph recorded without the SDK, the pack's rules called in-process) or
     "pulumi" (the program under Pulumi's mocks, the pack through the analyzer protocol)."""
     from . import report
-    from .policy import PackError, default_config, evaluate, read_config
+    from .policy import default_config, evaluate, read_config
 
     if engine == "pulumi":
         from . import offline as engine_module
@@ -116,49 +149,78 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
 
     services_before, before, cost_before = [], {}, None
     if program_dir and without:
-        _fail("--program plans your own program as written: --without needs a stack file")
-    try:
-        run = engine_module.run_program(program_dir, stack, prev) if program_dir else \
-            engine_module.run(stack, config_file, prev, checked=checked)
-        if without:
-            known = set(run.result.inventories)
-            for name in without:
-                if name not in known:
-                    _fail(f"--without {name}: no such cluster; clusters are {', '.join(sorted(known))}")
-            base = [p.to_json() for p in run.result.plan.placements]
-            before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
-            services_before = report.services(run)
-            cost_before = report.cost_of(run, base)
-            run = engine_module.run(stack, config_file, base, tuple(without), checked=checked)
-        policy_file = policy_config or default_config(run.result.spec.production)
-        violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
-    except InputError as exc:      # PolicyConfigError too
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
-    except PackError as exc:
-        _fail(str(exc))
+        raise InputError([Problem("--program", str(program_dir), "--program plans your own program as written, so "
+                                  "--without does not apply", "plan the stack file to ask what losing a cluster does")])
+    run = engine_module.run_program(program_dir, stack, prev) if program_dir else \
+        engine_module.run(stack, config_file, prev, checked=checked)
+    if without:
+        known = set(run.result.inventories)
+        for name in without:
+            if name not in known:
+                from .errors import did_you_mean
+
+                guess = did_you_mean(name, known)
+                raise InputError([Problem("--without", name, "no such cluster in this plan",
+                                          f"did you mean {guess!r}?" if guess else
+                                          f"clusters are {', '.join(sorted(known))}")])
+        base = [p.to_json() for p in run.result.plan.placements]
+        before = {(p["deployment"], p["replica"]): p["cluster"] for p in base}
+        services_before = report.services(run)
+        cost_before = report.cost_of(run, base)
+        run = engine_module.run(stack, config_file, base, tuple(without), checked=checked)
+    policy_file = policy_config or default_config(run.result.spec.production)
+    violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
     return run, violations, (services_before, cost_before), before, policy_file
+
+
+def _format_of(fmt: str | None, as_json: bool) -> str:
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json is --format json; it cannot go with --format {fmt}")
+    return "json" if as_json else fmt or "text"
+
+
+def _refused(exc: InputError, fmt: str, stack: str) -> None:
+    """Invalid input: the problems on stderr, and in the asked format on stdout (CI reads one
+    document either way); exit 2."""
+    from . import comment, report, sarif
+    from .api.project import current
+
+    err.print(exc.render(), markup=False)
+    if fmt == "json":
+        sys.stdout.write(report.to_json(report.refusal(stack, exc.problems)))
+    elif fmt == "sarif":
+        sys.stdout.write(report.to_json(sarif.log(exc.problems, [], current().root)))
+    elif fmt == "markdown":
+        sys.stdout.write(comment.refused(stack, exc.problems))
+    sys.exit(EXIT_INPUT)
 
 
 @main.command()
 @click.argument("stack")
-@click.option("--config-file", type=click.Path(path_type=Path), help="Plan this stack file instead of stacks/Pulumi.STACK.yaml.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan document (design section 7).")
+@click.option("--config-file", type=click.Path(path_type=Path),
+              help="Plan this stack file instead of the project's Pulumi.STACK.yaml (infra stacks its fleet names "
+                   "are read beside it).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="text (default): tables; json: the plan document; markdown: a pull-request comment; sarif: "
+                   "input problems and policy verdicts with file and line (SARIF 2.1.0), for CI annotations.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json: the plan document (its keys: README, `--json`).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write every Kubernetes object (and cloud resource inputs) here.")
 @click.option("--report", "report_file", type=click.Path(path_type=Path),
               help="Write the fleet report (one self-contained HTML page) here.")
 @click.option("--previous", type=click.Path(path_type=Path), help="A previous `plan --json` output: its placements are the existing state.")
-@click.option("--explain", metavar="DEPLOYMENT", help="Print the whole Filter/Score table for one deployment.")
-@click.option("--without", "without", multiple=True, metavar="CLUSTER", help="What-if: plan as if this cluster were lost.")
+@click.option("--explain", metavar="DEPLOYMENT", help="Print only the whole Filter/Score table for one deployment.")
+@click.option("--without", "without", multiple=True, metavar="CLUSTER",
+              help="What-if: plan as if this cluster were lost; prints only what changes.")
 @click.option("--repack", is_flag=True, help="What-if: what a full re-pack (no stickiness, exact phase) would move and gain.")
 @click.option("--program", "program_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help="Plan your own Pulumi Python program (a directory using modelplane.Fleet) for stack STACK.")
+              help="Plan your own Pulumi program (a directory using modelplane.Fleet: Python, or YAML with "
+                   "modelplane:index:Fleet resources) for stack STACK.")
 @click.option("--policy-config", type=click.Path(path_type=Path),
-              help="Policy pack config in the CLI's format (default: policies/config/dev.json, or "
-                   "production.json for production stacks).")
+              help="Policy pack config in the CLI's format (default: the project's policies/config/dev.json, or "
+                   "production.json for production stacks, else the package's).")
 @click.option("--trace", "hosts", multiple=True, metavar="HOST",
-              help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider; "
-                   "exit 1 if any share of it breaks on the way.")
+              help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider "
+                   "(prints only the trace); exit 1 if any share of it breaks on the way.")
 @click.option("--down", "down", multiple=True, metavar="NAME",
               help="With --trace: trace as if this replica (namespace/deployment#index) or cluster were gone "
                    "(repeatable): health checks drop a dead cluster from DNS, endpoint pickers skip dead pods.")
@@ -166,15 +228,29 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
               help="direct: resources and policies computed in-process, no Pulumi SDK; pulumi: the program under "
                    "Pulumi's mock runtime and the policy pack through the analyzer protocol (what `pulumi preview "
                    "--policy-pack` runs). Both give the same plan; --program always uses pulumi.")
-def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
+@project_options
+def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
          policy_config, hosts, down, engine):
-    """Plan STACK offline: no cloud, no credentials, no pulumi binary."""
+    """Plan STACK offline: no cloud, no credentials, no pulumi binary. Exit 0 clean, 1 on a mandatory
+    policy violation, 2 on invalid input or usage (nothing planned or written)."""
+    fmt = _format_of(fmt, as_json)
+    try:
+        _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
+              policy_config, hosts, down, engine)
+    except InputError as exc:       # PolicyConfigError too
+        _refused(exc, fmt, stack)
+
+
+def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
+          policy_config, hosts, down, engine):
+    from . import origins, outdir, report
+    from .policy import PackError, with_fixes
+
     if down and not hosts:
-        _fail("--down traces what-ifs: give the hostname to follow with --trace HOST")
+        raise InputError([Problem("--down", ", ".join(down), "--down traces what-ifs, and no --trace HOST is given",
+                                  "give the hostname to follow with --trace HOST")])
     prev, policy, checked = _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config,
                                           program_dir)
-    from . import outdir, report, tables
-
     if program_dir:
         engine = "pulumi"       # only Pulumi runs a program
     if engine == "pulumi":
@@ -183,24 +259,26 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         pack = Analyzer(stack=stack)   # the pack starts now and imports while the program runs
     else:
         pack = nullcontext()           # the rules run in-process
-    with pack as gate:
-        run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
-            gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, engine)
     try:
-        explain = _explain_key(run, explain) if explain else None
-    except InputError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
+        with pack as gate:
+            run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
+                gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, engine)
+    except PackError as exc:
+        err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
+        sys.exit(EXIT_FAILED)
+    explain = _explain_key(run, explain) if explain else None
+    traces = _traces(run, hosts, down)
+    violations = origins.locate(run, checked[0] if checked else None, with_fixes(violations))
     doc = report.document(run, violations)
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if previous:
         doc.update(report.changes_against(run, doc, _previous_document(previous)))
+        violations = _with_outages(run, doc, violations, policy, policy_file)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
-    if explain and as_json:
+    if explain and fmt == "json":
         doc["explain"] = _explain_doc(run, explain)
-    traces = _traces(run, hosts, down)
     if traces:
         doc["trace"] = [t.to_json() for t in traces]
     if report_file:
@@ -211,17 +289,47 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         try:
             n = outdir.write(run, out_dir)
         except OSError as exc:
-            _fail(f"--out {out_dir}: {exc.strerror or exc}")
+            raise InputError([Problem(str(out_dir), "--out", f"cannot write: {exc.strerror or exc}",
+                                      "choose a folder you can write to")]) from None
         err.print(f"wrote {n} files to {out_dir}", markup=False)
     if report_file:
         try:
             report_file.write_text(page)
         except OSError as exc:
-            _fail(f"--report {report_file}: {exc.strerror or exc}")
+            raise InputError([Problem(str(report_file), "--report", f"cannot write: {exc.strerror or exc}",
+                                      "choose a file you can write to")]) from None
         err.print(f"wrote the fleet report to {report_file}", markup=False)
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(report.to_json(doc))
+    elif fmt == "markdown":
+        from . import comment
+
+        sys.stdout.write(comment.render(doc, previous.name if previous else None, Path(policy_file).name))
+    elif fmt == "sarif":
+        from . import sarif
+        from .api.project import current
+
+        sys.stdout.write(report.to_json(sarif.log([], violations, current().root)))
     else:
+        _print_text(run, doc, violations, policy_file, without, before, services_before, cost_before, repack,
+                    previous, explain, traces)
+    # A change `up` would refuse: deleting or replacing a protected cluster or pool (docs/changes.md).
+    refused = [c for c in (doc.get("changes") or []) if c.get("protected")]
+    for c in refused:
+        how = "in this change" if c["action"] == "replace" else "and run `up` once before this change"
+        err.print(f"error: {c['action']} of protected {c['type']} {c['name']}: `up` refuses it; list it in "
+                  f"modelplane:unprotect {how}", markup=False)
+    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces) or refused:
+        sys.exit(EXIT_VIOLATION)
+
+
+def _print_text(run, doc, violations, policy_file, without, before, services_before, cost_before, repack, previous,
+                explain, traces) -> None:
+    """The plan as tables; --explain, --trace and --without print only their answer (and the verdicts)."""
+    from . import tables
+
+    focused = bool(explain or traces or without)
+    if not focused:
         if run.result.spec.clusters:
             out.print(tables.cluster_table(run))
         if run.result.spec.deployments:
@@ -234,31 +342,44 @@ def plan(stack, config_file, as_json, out_dir, report_file, previous, explain, w
         if doc["services"]:
             out.print(tables.routing_table(doc))
             tables.entry_points(out, doc, run.result.spec.dns is not None)
-        if without:
-            out.print(f"what-if without {', '.join(without)}:")
-            for p in doc["placements"]:
-                was = before.get((p["deployment"], p["replica"]))
-                if was != p["cluster"]:
-                    out.print(f"  moves  {p['deployment']}#{p['replica']}: {was} -> {p['cluster']}")
-            for u in doc["unplaced"]:
-                if (u["deployment"], u["replica"]) in before:
-                    out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
-            tables.traffic_shift(out, services_before, doc["services"])
-            tables.cost_shift(out, cost_before, doc["cost"])
-        if repack:
-            tables.repack(out, doc["repack"])
-        if previous:
-            tables.changes(out, doc, previous.name)
-        tables.print_violations(out, violations, policy_file)
-        if explain:
-            _explain(run, explain)
-        if traces:
-            from .trace import render as trace_lines
+        tables.catalog_notes(out, run.result.catalog)
+    if without:
+        out.print(f"what-if without {', '.join(without)}:")
+        for p in doc["placements"]:
+            was = before.get((p["deployment"], p["replica"]))
+            if was != p["cluster"]:
+                out.print(f"  moves  {p['deployment']}#{p['replica']}: {was} -> {p['cluster']}")
+        for u in doc["unplaced"]:
+            if (u["deployment"], u["replica"]) in before:
+                out.print(f"  lost   {u['deployment']}#{u['replica']} (was on {before[(u['deployment'], u['replica'])]})")
+        tables.traffic_shift(out, services_before, doc["services"])
+        tables.cost_shift(out, cost_before, doc["cost"])
+    if repack:
+        tables.repack(out, doc["repack"])
+    if previous:
+        tables.changes(out, doc, previous.name)
+    if explain:
+        _explain(run, explain)
+    if traces:
+        from .trace import render as trace_lines
 
-            for line in (line for t in traces for line in trace_lines(t)):
-                out.print(line, markup=False, highlight=False, soft_wrap=True)
-    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces):
-        sys.exit(1)
+        for line in (line for t in traces for line in trace_lines(t)):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+    tables.print_violations(out, violations, Path(policy_file))
+
+
+def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file) -> list[dict]:
+    """The plan's violations plus the `no-outage` verdicts only `--previous` can see (node pools
+    replaced, workloads rolling), in the pack's order; the document's policy section follows."""
+    from .disruptions import outage_verdicts
+    from .policy import read_config
+
+    extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file))
+    if not extra:
+        return violations
+    out = sorted(violations + extra, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
+    doc["policy"]["violations"] = out
+    return out
 
 
 def _traces(run, hosts, down=()) -> list:
@@ -266,10 +387,15 @@ def _traces(run, hosts, down=()) -> list:
     --down name fails before anything is written."""
     from .trace import TraceError, trace
 
-    try:
-        return [trace(run, host, down) for host in hosts]
-    except TraceError as exc:
-        _fail(f"--trace: {exc}")
+    out = []
+    for host in hosts:
+        try:
+            out.append(trace(run, host, down))
+        except TraceError as exc:
+            raise InputError([Problem("--trace", host, str(exc), "trace a hostname of one of the stack's services "
+                                      "(modelplane:services[].hostname); --down names a cluster or a replica "
+                                      "(namespace/deployment#index)")]) from None
+    return out
 
 
 def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: str | None, parallel: int,
@@ -283,8 +409,7 @@ def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: 
         try:
             read_config(policy_config)
         except InputError as exc:
-            err.print(exc.render(), markup=False)
-            sys.exit(1)
+            _refuse(exc)
     if not names:
         _fail(f"name the stacks to {operation}, or an environment with --env ENV (its apps stack and fleet)")
     sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out, errors=err))
@@ -304,7 +429,7 @@ for _op in ("preview", "up", "destroy", "refresh"):
                             help="Stacks run at the same time.")(_command)
     _command = click.option("--policy-config", type=click.Path(path_type=Path, exists=True),
                             help="Policy pack config (the CLI's JSON format) for preview and up.")(_command)
-    main.command(name=_op)(_command)
+    main.command(name=_op)(project_options(_command))
 
 
 @main.command()
@@ -312,18 +437,19 @@ for _op in ("preview", "up", "destroy", "refresh"):
               help="Write the schema here instead of printing it.")
 @click.option("--catalog-dir", type=click.Path(path_type=Path, exists=True),
               help="Your own InferenceClasses (as modelplane:catalogDir): their names join the pool class enum.")
+@project_options
 def schema(out_file, catalog_dir):
-    """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI)."""
+    """Print the JSON Schema of a stack file (for editors: yaml-language-server, and CI); the pool
+    class enum holds the package's classes and the project's own."""
     import json
 
-    from .api import load_catalog
+    from .api.loader import catalog_of
     from .schema import stack_schema
 
     try:
-        catalog = load_catalog(extra=catalog_dir) if catalog_dir else None
+        catalog = catalog_of({"catalogDir": str(catalog_dir.resolve())} if catalog_dir else {})
     except InputError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
+        _refuse(exc)
     text = json.dumps(stack_schema(catalog), indent=2, sort_keys=True) + "\n"
     if out_file is None:
         sys.stdout.write(text)
@@ -364,25 +490,43 @@ def validate(paths, extra, allow_unknown):
 
 
 @main.command()
+@project_options
 def classes():
-    """List the catalog's InferenceClasses."""
-    from .api import load_catalog
+    """List the InferenceClasses: the package's, then the project's catalog/ and --catalog folders."""
+    from .api.loader import catalog_of
 
     try:
-        catalog = load_catalog()
+        catalog = catalog_of({})
     except InputError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(1)
+        _refuse(exc)
     table = Table(title="InferenceClasses", title_justify="left")
-    for col in ("name", "clouds", "machine", "GPU", "count", "fabric"):
+    for col in ("name", "clouds", "machine", "GPU", "count", "fabric", "from"):
         table.add_column(col)
     for name, c in sorted(catalog.classes.items()):
         p = c.provisioning
         machine = (p.gke.machine_type if p and p.gke else p.eks.instance_type if p and p.eks else "-")
         g = c.capabilities.gpu
         table.add_row(name, ",".join(c.clouds()) or "byo", machine, f"{g.product} {g.memory_gib}GB", str(g.count),
-                      f"{c.capabilities.network.fabric} {c.capabilities.network.bandwidth_gbps}G")
+                      f"{c.capabilities.network.fabric} {c.capabilities.network.bandwidth_gbps}G",
+                      catalog.sources.get(name, "built in"))
     out.print(table)
+
+
+@main.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path), default=".")
+def init(folder):
+    """Start a project of your own in FOLDER (default: here; new or empty): Pulumi.yaml, the program's
+    entry point, requirements.txt and a dev stack; then `modelplane plan dev` plans it offline."""
+    from .scaffold import init as write
+
+    try:
+        written = write(folder)
+    except InputError as exc:
+        _refuse(exc)
+    err.print(f"wrote {', '.join(written)} in {folder}", markup=False)
+    err.print("next: modelplane plan dev   (edit stacks/Pulumi.dev.yaml: `modelplane classes` lists the GPU "
+              "classes; pip install -r requirements.txt into the venv Pulumi.yaml names before `pulumi up`)",
+              markup=False)
 
 
 from .prices.command import prices as _prices  # noqa: E402  (the `prices` command group)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .api.loader import check_stack, display_path
+from .api.loader import check_stack, display_path, read_yaml
 from .assemble import Remote, assemble
 from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
                       UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
@@ -65,6 +65,13 @@ class Resolver:
             parent_type = parent.split("::")[2].split("$")[-1]
             found = self.urns[key] = f"urn:pulumi:{self.stack}::{self.project}::{parent_type}${node.type}::{node.name}"
         return found
+
+    def protected(self, key: str) -> bool:
+        """The `protect` option as the SDK sends it: the node's own, else its parent's."""
+        node = self.graph.nodes[key]
+        if node.protect is not None:
+            return node.protect
+        return self.protected(node.parent) if node.parent else False
 
     def reference_urn(self, key: str) -> str:
         name = key.split("::", 1)[1]
@@ -170,7 +177,9 @@ class Resolver:
                 provider_node = self.graph.nodes[node.provider]
                 provider = f"{self.urn(node.provider)}::{provider_node.name}-id"
             record = Record(node.type, node.name, urn, self.urn(node.parent) if node.parent else self.root, provider,
-                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id)
+                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
+                            protect=self.protected(node.key), delete_before_replace=node.delete_before_replace,
+                            replace_on_changes=tuple(node.replace_on_changes))
             if node.custom or node.remote:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings
@@ -215,6 +224,8 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     # StackReferences are reads, not registrations: expressions name them, no node stands for them.
     remote = [Remote(infra, reference_key(infra), references[infra].get("inventory") or []) for infra in spec.fleet]
     prior = [] if spec.repack else [Placement.from_json(p) for p in (previous or [])]
-    built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude)
+    src = read_yaml(path)
+    built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude,
+                     locate=lambda p: src.line(("config", *p)))
     records = Resolver(built.graph, stack, references).records()
     return OfflineRun(stack, built.result, records, tuple(exclude))

@@ -15,7 +15,7 @@ from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP
 from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from .render.dra import CHANNEL_DEVICE_CLASS
 from .scheduler import Cluster, Demand, Pool, Role, allocate
-from .scheduler.model import domain_nodes
+from .scheduler.model import domain_nodes, topology_of
 
 INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -130,7 +130,7 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     experts = catalog.expert_gib(md) if catalog is not None else 0.0
     roles = tuple(Role(name, sel.cel, counts[name], t.nodes_per_worker, t.gpus_per_node, weights,
                        t.tensor * t.pipeline, refused_fabrics=refused_fabrics(md, engine, catalog),
-                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert)
+                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert, topology=topology_of(t))
                   for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})

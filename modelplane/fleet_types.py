@@ -397,7 +397,7 @@ class ModelSource(TypedDict):
 
     uri: str
     name: NotRequired[str]
-    'served model name'
+    'served model name; default <namespace>/<deployment name>'
     sizeGiB: NotRequired[float]
     'weights; default from catalog/models.yaml'
     tokenSecret: NotRequired[str]
@@ -614,6 +614,8 @@ class ModelDeployment(TypedDict):
     'KAI queue; defaults to the namespace'
     priority: NotRequired[ModelDeploymentPriorityValue]
     'Default: "standard".'
+    allowDisruption: NotRequired[bool]
+    'a change may leave it serving no replica for a while (policy no-outage). Default: false.'
 
 
 class Endpoint(TypedDict):

@@ -62,7 +62,8 @@ class _Monitor(MockMonitor):
         response = super().RegisterResource(request)
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
                                    request.provider, request.custom, tuple(sorted(request.dependencies)),
-                                   tuple(request.ignoreChanges), request.importId))
+                                   tuple(request.ignoreChanges), request.importId, bool(request.protect),
+                                   bool(request.deleteBeforeReplace), tuple(request.replaceOnChanges)))
         return response
 
 
@@ -104,24 +105,53 @@ def _execute(stack: str, project: str, references: dict, config_path: Path | Non
     return monitor.records
 
 
+def _construct(fleets) -> None:
+    """Construct each Fleet through the component provider, as the engine does for a YAML program."""
+    from pulumi.provider.experimental.component import ComponentInitError, ComponentProvider
+
+    from .sdk import Fleet
+
+    provider = ComponentProvider([Fleet], "modelplane", None, "0.1.0")
+    for name, props in fleets:
+        try:
+            provider.construct(name, "modelplane:index:Fleet", props, None)
+        except ComponentInitError as exc:      # the provider wraps the component's own errors
+            cause = exc.__cause__ or (exc.args[0] if exc.args else None)
+            raise cause if isinstance(cause, InputError) else exc from None
+
+
 def run_program(program_dir: Path, stack: str, previous: list[dict] | None = None) -> OfflineRun:
-    """Execute your own Pulumi Python program (a directory with Pulumi.yaml and __main__.py, using
-    `modelplane.Fleet`) under the same mocks; infra stacks it references are planned from stacks/."""
+    """Execute your own Pulumi program that uses `modelplane.Fleet` under the same mocks: a Python
+    program (Pulumi.yaml and __main__.py), or a YAML one whose modelplane:index:Fleet resources
+    are constructed through the component provider; infra stacks it references are planned from
+    the project's stacks."""
     import runpy
+
+    from . import yaml_program
 
     program_dir = Path(program_dir)
     main = program_dir / "__main__.py"
-    if not main.exists() or not (program_dir / "Pulumi.yaml").exists():
-        raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi Python program directory",
-                                  "point --program at a directory with Pulumi.yaml and __main__.py")])
+    if not (program_dir / "Pulumi.yaml").exists():
+        raise InputError([Problem(str(program_dir), "(program)", "not a Pulumi program directory (no Pulumi.yaml)",
+                                  "point --program at a directory with Pulumi.yaml (and __main__.py for Python)")])
     project_doc = read_yaml(program_dir / "Pulumi.yaml").data
     name = project_doc.get("name") if isinstance(project_doc, dict) else None
     if not isinstance(name, str) or not name.strip():
         raise InputError([Problem(display_path(program_dir / "Pulumi.yaml"), "name", "a Pulumi project file needs a "
                                   "'name:' (text)", "start Pulumi.yaml with name: <project>", 1)])
+    if yaml_program.is_yaml(project_doc):
+        fleets = yaml_program.fleets(program_dir, project_doc, stack)
+        body = lambda: _construct(fleets)      # noqa: E731
+    elif main.exists():
+        body = lambda: runpy.run_path(str(main), run_name="__main__")      # noqa: E731
+    else:
+        raise InputError([Problem(str(program_dir), "(program)", "not a Python or YAML Pulumi program: no "
+                                  "__main__.py and Pulumi.yaml's runtime is not yaml",
+                                  "plan a Python program (__main__.py) or a YAML one (runtime: yaml) that uses "
+                                  "modelplane's Fleet; other languages: plan the same fleet as a stack file")])
     project = name
     records = _execute(stack, project, {stack: {"placements": previous or []}}, program_dir / f"Pulumi.{stack}.yaml",
-                       lambda: runpy.run_path(str(main), run_name="__main__"))
+                       body)
     if not program.LAST:
         raise InputError([Problem(str(main), "(program)", "the program built no modelplane.Fleet",
                                   "create a Fleet (from modelplane import Fleet) in the program")])

@@ -46,7 +46,7 @@ def config_values() -> dict:
 def load_spec(stack: str, catalog: Catalog, source=None) -> StackSpec:
     """Validate the config the engine gave us; the stack file (if present) only supplies line numbers."""
     path = source or stack_file(stack)
-    src = read_yaml(path) if path.exists() else Source(f"stacks/Pulumi.{stack}.yaml", None)
+    src = read_yaml(path) if path.exists() else Source(display_path(path), None)
     return parse_stack_config(config_values(), src, catalog)
 
 
@@ -75,8 +75,11 @@ async def run(source=None, exclude: tuple[str, ...] = ()) -> dict:
     _, prev_doc = await _reference(stack, "placements")
     # modelplane:repack trades stickiness for packing: the previous placements are not retained.
     previous = [] if spec.repack else [Placement.from_json(p) for p in (prev_doc or [])]
-    where = display_path(Path(source)) if source else f"stacks/Pulumi.{stack}.yaml"
-    built = assemble(spec, catalog, where, remote, previous, exclude=exclude)
+    where = display_path(Path(source) if source else stack_file(stack))
+    path = Path(source) if source else stack_file(stack)
+    src = read_yaml(path) if path.exists() else Source(where, None)
+    built = assemble(spec, catalog, where, remote, previous, exclude=exclude,
+                     locate=lambda p: src.line(("config", *p)))
     return materialize(built.graph, made).value(built.outputs)
 
 

@@ -61,6 +61,9 @@ class Record:
     dependencies: tuple[str, ...] = ()
     ignore_changes: tuple[str, ...] = ()
     import_id: str = ""             # the `import` resource option: an existing object to take over
+    protect: bool = False           # the `protect` option (inherited from the parent when unset)
+    delete_before_replace: bool = False
+    replace_on_changes: tuple[str, ...] = ()
     inputs: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
 

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import yaml
 
-from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes
+from .api.previous import API_VERSION
+from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes, traffic_delta
+from .disruptions import disruptions, transitions, up_order
 from .records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
+
 
 
 UNKNOWN = "(known after apply)"
@@ -73,8 +76,21 @@ def type_file(type_token: str) -> str:
     return f"{pkg}.{module}.{cls}"
 
 
+def _replica_of(r) -> tuple[str, int] | None:
+    """The deployment and replica a Kubernetes object belongs to, from its labels."""
+    from .render.names import DEPLOYMENT, REPLICA
+
+    meta = r.inputs.get("metadata") if r.custom and r.type.startswith("kubernetes:") else None
+    labels = (meta or {}).get("labels") or {} if isinstance(meta, dict) else {}
+    if DEPLOYMENT in labels and REPLICA in labels and isinstance(labels[REPLICA], str):
+        return f"{meta.get('namespace')}/{labels[DEPLOYMENT]}", int(labels[REPLICA])
+    return None
+
+
 def document(run: OfflineRun, violations: list[dict]) -> dict:
     clusters = _cluster_of(run)
+    # dependsOn names a resource's dependencies by name; a URN carries the name after its last "::".
+    names = {r.urn: r.name for r in run.records if r.type != "pulumi:pulumi:Stack"}
     resources = []
     for r in run.records:
         if r.type == "pulumi:pulumi:Stack":
@@ -84,6 +100,18 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["cluster"] = clusters[r.urn]
         if r.import_id:
             item["import"] = r.import_id
+        if r.protect:
+            item["protect"] = True
+        if r.delete_before_replace:
+            item["deleteBeforeReplace"] = True
+        if r.replace_on_changes:
+            item["replaceOnChanges"] = list(r.replace_on_changes)
+        deps = sorted({names[d] for d in r.dependencies if d in names and names[d] != r.name})
+        if deps:
+            item["dependsOn"] = deps
+        owner = _replica_of(r)
+        if owner:
+            item["deployment"], item["replica"] = owner
         # what the next plan compares against (`plan --previous`): digests, never the values
         item["digest"], item["fieldDigests"] = digests(manifest(r))
         resources.append(item)
@@ -91,7 +119,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     plan = run.result.plan
     placements = [p.to_json() for p in plan.placements]
     cost = cost_of(run, placements)
-    return {
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": "Plan",
         "stack": run.stack,
         "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
@@ -101,7 +131,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "envelope": envelopes(run, placements),
         "idlePrefill": idle_prefill_of(run, placements),
         "scaleOrder": scale_orders(run),
-        "reshape": reshapes_of(run),
+        "transitions": (moved := transitions(run.result.plan, run.result.previous)),
+        "upOrder": up_order(moved),
+        "disruptions": disruptions(run.result.plan, run.result.previous, None, _specs(run)),
         "services": services(run),
         "cost": cost,
         "sizing": sizing_of(run, placements, cost),
@@ -109,6 +141,17 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "resources": resources,
         "policy": {"violations": violations},
     }
+    if run.result.catalog.overrides:       # the user's classes, models and prices that replace built-ins
+        doc["catalog"] = {"overrides": run.result.catalog.overrides}
+    return doc
+
+
+def refusal(stack: str, problems) -> dict:
+    """The document `plan --format json` prints for refused input: every problem, nothing planned."""
+    return {"apiVersion": API_VERSION, "kind": "Plan", "stack": stack, "refused": True,
+            "problems": [{k: v for k, v in (("file", p.file), ("line", p.line), ("path", p.path),
+                                             ("message", p.message), ("fix", p.fix), ("rule", p.rule)) if v is not None}
+                         for p in problems]}
 
 
 def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]:
@@ -131,7 +174,10 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
     changes = resource_changes(previous.get("resources"), doc["resources"])
     disrupted(changes, previous.get("placements") or [])
     return {"changes": changes,
-            "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack),
+            "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack,
+                                              {(t["deployment"], t["replica"]): t for t in doc["transitions"]}),
+            "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)),
+            "trafficDelta": traffic_delta(previous.get("services"), doc["services"]),
             "costDelta": cost_delta(before_cost, doc["cost"])}
 
 
@@ -158,16 +204,13 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
 
 
-def reshapes_of(run: OfflineRun) -> list[dict]:
-    """Replicas re-placed for a new topology: serving replicas during the change, surge room."""
-    from .scheduler.surge import reshapes
-
-    return reshapes(run.result.plan, run.result.previous)
+def _specs(run: OfflineRun) -> dict:
+    return {d.key: d for d in run.result.spec.deployments}
 
 
 def scale_orders(run: OfflineRun) -> list[dict]:
-    """InPlace replicas that change size where they run: the order `up` submits their roles in.
-    Submission only (`awaited: false`): the workloads skip Pulumi's readiness await."""
+    """InPlace replicas that change size where they run: the order `up` changes their roles in,
+    each role's workload awaited Ready (`pulumi.com/waitFor`) before the next starts."""
     from .render.order import scale_order
 
     specs = {md.key: md for md in run.result.spec.deployments}
@@ -178,7 +221,7 @@ def scale_orders(run: OfflineRun) -> list[dict]:
         if order:
             was = before[(p.deployment, p.replica)].roles["decode"].workers
             out.append({"deployment": p.deployment, "replica": p.replica, "cluster": p.cluster,
-                        "decode": {"from": was, "to": p.roles["decode"].workers}, "order": order, "awaited": False})
+                        "decode": {"from": was, "to": p.roles["decode"].workers}, "order": order, "awaited": True})
     return out
 
 

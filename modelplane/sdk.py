@@ -10,13 +10,12 @@ settings (both call `assemble`). Entries have the shape of the stack file's `mod
 
 import keyword
 from enum import Enum
-from pathlib import Path
 from typing import Any, NotRequired, Optional, Sequence, TypedDict
 
 import pulumi
 from pydantic import BaseModel
 
-from .api.loader import NAMESPACE, Source, load_catalog, parse_stack_config
+from .api.loader import NAMESPACE, Source, catalog_of, parse_stack_config
 from .assemble import Built, Remote, assemble
 from .components.materialize import materialize
 from .render.graph import STACK_REFERENCE, key_of
@@ -103,6 +102,8 @@ class FleetArgs(TypedDict, total=False):
     """Production policy settings: unplaced replicas and degraded services fail the gate."""
     repack: pulumi.Input[bool]
     """Plan from scratch once, ignoring where replicas run now (see modelplane plan --repack)."""
+    unprotect: pulumi.Input[list[str]]
+    """Clusters (`<cluster>`) and pools (`<cluster>/<pool>`) whose Pulumi protect to lift, so a later up may delete them."""
     catalog_dir: pulumi.Input[str]
     """Your own InferenceClasses: a directory of catalog YAML files, or one file."""
     secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
@@ -112,7 +113,7 @@ class FleetArgs(TypedDict, total=False):
     """Where replicas ran before; default: this stack's own placements output, so placements stay sticky."""
 
 
-_SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "production", "repack")
+_SETTINGS = ("clusters", "deployments", "services", "providers", "dns", "production", "repack", "unprotect")
 
 
 def _plain(value):
@@ -163,7 +164,8 @@ class Fleet(pulumi.ComponentResource):
         super().__init__("modelplane:index:Fleet", name, None, opts)
         settings: dict[str, Any] = dict(args or {})
         catalog_dir = settings.get("catalog_dir")
-        catalog = load_catalog(extra=Path(catalog_dir)) if catalog_dir else load_catalog()
+        # the package's classes, the project's catalog/, then catalog_dir (relative to the project)
+        catalog = catalog_of({"catalogDir": catalog_dir} if catalog_dir else {})
         secrets = settings.get("secrets")
         given: dict[str, Any] = secrets if isinstance(secrets, dict) else {}
         spec = self.spec = _spec(name, settings, given, catalog)

@@ -84,18 +84,15 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         out.print(f"  [yellow]idle prefill[/yellow] {row['deployment']}#{row['replica']} on "
                   f"{row['cluster']}/{row['pool']}: {row['gpus']} GPUs get no traffic (native backend: no P/D "
                   "router in front of decode; use backend: kserve or drop prefill)")
-    for row in doc.get("reshape") or []:
-        to = f"{row['to']['shape']} on {row['to']['cluster']}" if row["to"] else "unplaced"
-        below = row["servingDuringChange"] < row["replicas"] - 1
-        out.print(f"  {'[yellow]reshape[/yellow]' if below else 'reshape'} {row['deployment']}#{row['replica']}: "
-                  f"{row['from']['shape']} on {row['from']['cluster']} -> {to}; replaced, not surged: "
-                  f"{row['servingDuringChange']}/{row['replicas']} replicas serve during the change"
-                  + ("" if row["surgeRoom"] else f"; no room to surge ({', '.join(row['surgeShort'])} full)")
-                  + ("; below N-1: roll a new deployment beside the old one instead" if below else ""))
+    # A what-if prints its own moves and losses; these are what `up` does to a real change.
+    for t in [] if doc.get("whatIf") else doc.get("transitions") or []:
+        out.print("  " + transition_text(t), markup=False)
+    for i, step in enumerate([] if doc.get("whatIf") else doc.get("upOrder") or [], 1):
+        out.print(f"  order of `up` {i}. {step}", markup=False)
     for row in doc.get("scaleOrder") or []:
         out.print(f"  scale {row['deployment']}#{row['replica']} on {row['cluster']}: decode {row['decode']['from']} -> "
-                  f"{row['decode']['to']} workers; submits {' -> '.join(row['order'])} in that order (submission "
-                  "only: it does not wait for each role's pods to be Ready)", markup=False)
+                  f"{row['decode']['to']} workers; changes {' -> '.join(row['order'])} in that order, each role's "
+                  "workload awaited Ready before the next", markup=False)
     fill = doc.get("fill") or {}
     if fill.get("phase", "fast path") != "fast path":
         out.print(f"  fill: {fill['phase']}" + (f", {len(fill['changed'])} replicas placed differently from the fast "
@@ -122,6 +119,21 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
         counts[r["type"]] = counts.get(r["type"], 0) + 1
     out.print("resources: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))
 
+
+
+def transition_text(t: dict) -> str:
+    """One replica that changes shape, pool or cluster, and how `up` does it (scheduler/surge.py)."""
+    frm = f"{t['from'].get('shape', '?')} on {t['from']['cluster']}"
+    to = f"{t['to']['shape']} on {t['to']['cluster']}" + (" (name slot b)" if t["to"].get("slot") else "") \
+        if t["to"] else "not placed"
+    head = f"{t['how']} {t['deployment']}#{t['replica']}"
+    if t["how"] == "surge":
+        return f"{head}: {frm} -> {to}: created beside it and awaited Ready, the old deleted at the end of `up` ({t['why']})"
+    if t["how"] == "roll":
+        return f"{head} (step {t['step']}): {frm} -> {to}: replaced in place, old first, one at a time ({t['why']})"
+    if t["how"] == "kept":
+        return f"{head} at {frm}: {t['why']}"
+    return f"{head}: {frm} -> {to}: {t['why']}"
 
 
 def cost_table(doc: dict) -> Table:
@@ -170,9 +182,11 @@ def price_notes(out, doc: dict) -> None:
         out.print(f"  [yellow]old prices[/yellow]: {len(old)} of {len(cost['prices'])} pools' prices are older than "
                   f"{STALE_DAYS} days (oldest {old[0]['asOf']}, {old[0]['cluster']}/{old[0]['pool']}); "
                   "`modelplane prices refresh` reads current ones")
+    regions = {c["cluster"]: c.get("region") for c in doc.get("clusters") or []}
     for p in cost["unpriced"]:
+        refresh = f"run `modelplane prices refresh --regions {regions[p['cluster']]}`, " if regions.get(p["cluster"]) else ""
         out.print(f"  [yellow]unpriced[/yellow] {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): no list "
-                  "price; set capacity.hourly on the pool or add the class to catalog/prices.yaml")
+                  f"price; {refresh}set capacity.hourly on the pool or add the class to catalog/prices.yaml")
 
 
 def cost_shift(out, before: dict, after: dict) -> None:
@@ -212,9 +226,18 @@ def print_violations(out, violations: list[dict], policy_file: Path) -> None:
     for v in violations:
         groups.setdefault((v["level"], v["policy"]), []).append(v)
     for (level, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "mandatory", kv[0][1])):
-        out.print(f"policy {name} ({level}, {len(items)}):")
+        out.print(f"policy {name} ({level}, {len(items)}):", markup=False)
         for v in items:
-            out.print(f"  {v.get('resource', '-')}: {v['message']}")
+            where = f"{v['file']}:{v['line']} " if v.get("file") and v.get("line") else ""
+            out.print(f"  {where}{v.get('resource') or '-'}: {v['message']}", markup=False)
+        if items[0].get("fix"):
+            out.print(f"  fix: {items[0]['fix']}", markup=False)
+
+
+def catalog_notes(out, catalog) -> None:
+    """The user's catalog entries that replace the package's own (a class of the same name)."""
+    for o in catalog.overrides:
+        out.print(f"  catalog: {o['kind']} {o['name']} from {o['file']} replaces the built-in one", markup=False)
 
 
 def routing_table(doc: dict) -> Table:
@@ -258,12 +281,11 @@ def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
 def changes(out, doc: dict, previous: str) -> None:
     """`plan --previous`: what applying this plan changes, as `pulumi preview` marks it
     (+ create, ~ update, +- replace, - delete, = import), then replicas and cost."""
-    from .changes import SYMBOLS, signed_money, summary
-    from .cost import money_span
+    from .changes import SYMBOLS, cost_change, serving_text, summary, traffic_text
 
     res, reps, cost = doc["changes"], doc["replicaChanges"], doc["costDelta"]
-    moved = cost["deployments"] or any(cost["stack"]["hourly"].values())
-    if res == [] and not reps and not moved:
+    moved = cost["deployments"] or any(cost["stack"]["hourly"].values()) or cost["stack"].get("unpricedNodes")
+    if res == [] and not reps and not moved and not doc.get("trafficDelta"):
         out.print(f"changes against {previous}: none (resources, replicas and cost as before)", markup=False)
         return
     if res is None:
@@ -278,20 +300,26 @@ def changes(out, doc: dict, previous: str) -> None:
             forced = set(c.get("forcedBy", ()))
             detail = ": " + ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c["fields"])
         if c.get("replicas"):
-            detail += f"; its new nodes restart {', '.join(c['replicas'])}"
+            detail += f"; its new nodes restart {', '.join(c['replicas'])} at once"
+        if c.get("protected"):
+            detail += ("; PROTECTED: `up` refuses it; list it in modelplane:unprotect "
+                       + ("in this change" if c["action"] == "replace" else "and run `up` once before this change"))
+        elif c.get("destructive"):
+            detail += "; destructive: the old one is deleted"
         out.print(f"  {SYMBOLS[c['action']]:<2} {c['type']} {c['name']}{where}{detail}", markup=False)
-    marks = {"added": "+", "removed": "-", "moved": "~", "resized": "~"}
+    marks = {"added": "+", "removed": "-", "moved": "~", "resized": "~", "surged": "+-", "rolled": "+-", "kept": "="}
     for r in reps:
         move = (f" {r['from']} -> {r['to']}" if "from" in r and "to" in r and r["from"] != r["to"]
                 else f" on {r.get('to') or r.get('from')}")
         out.print(f"  {marks[r['change']]:<2} replica {r['deployment']}#{r['replica']} {r['change']}{move}: {r['reason']}",
                   markup=False)
+    for d in doc.get("disruptions") or []:
+        out.print(f"  ! deployment {d['deployment']}: {serving_text(d)}", markup=False)
+    for t in doc.get("trafficDelta") or []:
+        out.print(f"  traffic {t['service']}: {traffic_text(t)}", markup=False)
     for d in cost["deployments"]:
-        out.print(f"  cost {d['deployment']}: {money_span(d['before'])}/h -> {money_span(d['after'])}/h "
-                  f"({signed_money(d['hourly'])}/h, {signed_money(d['monthly'])}/month)", markup=False)
-    s = cost["stack"]
-    out.print(f"  cost stack {doc['stack']}: {money_span(s['before'])}/h -> {money_span(s['after'])}/h "
-              f"({signed_money(s['hourly'])}/h, {signed_money(s['monthly'])}/month)", markup=False)
+        out.print(f"  cost {d['deployment']}: {cost_change(d)}", markup=False)
+    out.print(f"  cost stack {doc['stack']}: {cost_change(cost['stack'])}", markup=False)
 
 
 FRONTIER_ROWS = 8     # frontier points a table shows per sized deployment (the chosen one always)

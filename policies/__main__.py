@@ -6,7 +6,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# In a checkout the package sits beside this folder; an installed modelplane carries this pack as
+# modelplane/_data/policies and is importable already.
+if (Path(__file__).resolve().parent.parent / "modelplane").is_dir():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, PolicyPack,  # noqa: E402
                            ResourceValidationPolicy, StackValidationPolicy)

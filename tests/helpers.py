@@ -42,7 +42,7 @@ def pack(items: list[int], per_node: int, nodes: int) -> bool:
 def packs(plan, demands, clusters) -> bool:
     """Whether every pool holds what the plan puts on it, node by node: a multi-node worker's
     slices take whole nodes, a smaller worker its slot of a node shared with others."""
-    from modelplane.scheduler.model import slot
+    from modelplane.scheduler.model import gpu_slot
 
     pools = {(c.name, q.name): q for c in clusters for q in c.pools}
     by_key = {d.key: d for d in demands}
@@ -51,7 +51,7 @@ def packs(plan, demands, clusters) -> bool:
         d = by_key[p.deployment]
         for r in d.roles:
             key = (p.cluster, p.roles[r.name].pool)
-            size = pools[key].gpus_per_node if r.nodes_per_worker > 1 else slot(r.gpus_per_node, pools[key].gpus_per_node)
+            size = pools[key].gpus_per_node if r.nodes_per_worker > 1 else gpu_slot(r.gpus_per_node, pools[key].gpus_per_node)
             items[key] += [size] * p.roles[r.name].nodes
     return all(pack(items[k], pools[k].gpus_per_node, pools[k].max_nodes) for k in items)
 
@@ -70,3 +70,20 @@ def stack_policy_args(run) -> list:
     from modelplane.policy import resources_of
 
     return [SimpleNamespace(resource_type=r.type, props=copy.deepcopy(r.props), urn=r.urn) for r in resources_of(run)]
+
+
+def source_copy(dest):
+    """What building modelplane reads (pyproject, setup.py, the package and its data), copied to
+    `dest`, so a build or an editable install writes its build/ and egg-info there, not here."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "modelplane", "catalog", "policies",
+                 "schemas"):
+        if (root / name).is_dir():
+            shutil.copytree(root / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "_data"))
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / name, dest / name)
+    return dest

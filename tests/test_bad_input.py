@@ -1,5 +1,5 @@
 """The bad-input corpus: every kind of wrong input `modelplane plan` is refused with file, line,
-field and fix, exit 1, nothing written and nothing internal printed (issue #27)."""
+field and fix, exit 2, nothing written and nothing internal printed (issue #27)."""
 import json
 import re
 from pathlib import Path
@@ -68,8 +68,13 @@ STACKS = {
                           "expected true or false, got 'yes'"),
     "version-as-number": (sub('version: "1.34"', "version: 1.34"), 12, "expected text, got 1.34"),
     "queue-limit-below-quota": (sub("gpuQuota: 40}", "gpuQuota: 40, gpuLimit: 8}"), 18,
-                                "gpuLimit (8) is below gpuQuota (40)"),
-    "queue-limit-zero": (sub("gpuQuota: 40}", "gpuQuota: 40, gpuLimit: 0}"), 18, "gpuLimit 0 lets no GPU pod"),
+                                "queues[0].gpuLimit: gpuLimit (8) is below gpuQuota (40)"),
+    "queue-limit-zero": (sub("gpuQuota: 40}", "gpuQuota: 40, gpuLimit: 0}"), 18,
+                         "queues[0].gpuLimit: gpuLimit 0 lets no GPU pod"),
+    # protect is lifted only from what this stack creates
+    "unprotect-unknown-pool": (sub(CLUSTERS, "  modelplane:unprotect: [dev-gke/l40]\n" + CLUSTERS), 9,
+                               "'dev-gke/l40' is not a cluster or node pool this stack creates"),
+    "unprotect-not-a-list": (sub(CLUSTERS, "  modelplane:unprotect: dev-gke\n" + CLUSTERS), 9, "expected a list"),
     # names that collide once derived
     "pool-named-system": (sub("{name: l4,", "{name: system,"), 14, "is the cluster's own system node pool"),
     "cluster-pool-names-collide": (sub("  modelplane:deployments:", """    - name: dev
@@ -175,7 +180,7 @@ def plan(*args):
 
 def refused(result, file: str, line, words: str):
     text = result.output
-    assert result.exit_code == 1, text
+    assert result.exit_code == 2, text
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), text
     assert words in text, text
     assert (f"{file}:{line}:" if line else f"{file}:") in text, text
@@ -202,9 +207,36 @@ def test_a_stack_exported_by_the_fleet_and_declared_again_is_refused(tmp_path):
       nodePools: [{name: l4, class: gke-l4-4x-g2, maxNodes: 8, zones: [europe-west4-a]}]
   modelplane:fleet:"""))
     result = plan("prod", "--config-file", path, "--out", tmp_path / "out")
-    assert result.exit_code == 1 and "cluster 'gke-euw4' is exported by stack 'infra-gke-europe-west4' and also " \
-        "declared by this stack" in result.output and str(path) in result.output, result.output
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "modelplane:fleet:" in text)
+    refused(result, str(path), line, "modelplane:fleet[2]: cluster 'gke-euw4' is exported by stack "
+            "'infra-gke-europe-west4' and also declared by this stack")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fleet_entry_without_its_infra_stack_names_its_line(tmp_path):
+    prod = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(prod.replace("  modelplane:fleet: [infra-gke-us-central1, infra-eks-us-east-1, infra-gke-europe-west4]",
+                                 "  modelplane:fleet:\n    - infra-gke-us-central1\n    - infra-eks-us-east-1\n"
+                                 "    - infra-eks-us-west-2"))
+    result = plan("prod", "--config-file", path, "--out", tmp_path / "out")
+    line = path.read_text().splitlines().index("    - infra-eks-us-west-2") + 1
+    refused(result, str(path), line, "config.modelplane:fleet[2]: fleet names stack 'infra-eks-us-west-2', which has no "
+            "Pulumi.infra-eks-us-west-2.yaml beside this file or in the project's stacks")
+    assert "did you mean 'infra-eks-us-east-1'?" in result.output and not (tmp_path / "out").exists()
+
+
+def test_every_policy_verdict_says_how_to_fix_it():
+    """A refused plan (a mandatory violation, exit 1) names each verdict's stack-file line and a fix."""
+    result = plan("prod", "--without", "eks-use1")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("policy ")]
+    assert heads
+    for start, end in zip(heads, heads[1:] + [len(lines)]):
+        block = lines[start + 1:end]
+        assert block[-1].startswith("  fix: ") and len(block[-1]) > len("  fix: ") + 10, block
+        assert all(re.match(r"  stacks/Pulumi\.prod\.yaml:\d+ ", line) for line in block[:-1]), block
 
 
 PREVIOUS = {"stack": "dev", "placements": [{"deployment": "ml-team/gpt-oss-20b", "replica": 0, "cluster": "dev-gke",
@@ -236,6 +268,13 @@ PREVIOUS_DOCS = {
     "not-json": ("{'stack': 'dev'}", 1, "not a JSON document"),
     "placed-twice": (json.dumps({"stack": "dev", "placements": PREVIOUS["placements"] * 2}), 1,
                      "ml-team/gpt-oss-20b replica 0 is placed twice"),
+    "zero-tensor": (_with(roles={"decode": {"pool": "l4", "nodes": 1, "gpusPerNode": 1, "workers": 1,
+                                            "topology": {"tensor": 0, "pipeline": 1, "data": 1, "dataLocal": 1}}}), 15,
+                    "placements[0].roles.decode.topology.tensor: must be at least 1, got 0"),
+    "topology-missing-axis": (_with(roles={"decode": {"pool": "l4", "nodes": 1, "gpusPerNode": 1, "workers": 1,
+                                                      "topology": {"tensor": 1}}}), 14,
+                              "topology.pipeline: required field 'pipeline' is missing"),
+    "slot-two": (_with(slot=2), 16, "placements[0].slot: must be at most 1, got 2"),
 }
 
 
@@ -284,7 +323,7 @@ def test_a_missing_policy_config_is_refused():
 
 def test_an_unknown_stack_suggests_the_stacks_that_exist():
     result = plan("dve")
-    assert result.exit_code == 1 and "no stack 'dve' (no stacks/Pulumi.dve.yaml)" in result.output
+    assert result.exit_code == 2 and "no stack 'dve' (no stacks/Pulumi.dve.yaml)" in result.output
     assert "fix: did you mean 'dev'?" in result.output
     result = plan("zzzzzz")
     assert "stacks here: dev, example-5p3d" in result.output
@@ -320,7 +359,7 @@ def test_a_second_plan_into_the_same_folder_replaces_only_what_the_first_wrote(t
 
 def test_explain_of_an_unknown_deployment_writes_nothing_and_explain_goes_into_json(tmp_path):
     result = plan("dev", "--explain", "lama-70b", "--out", tmp_path / "out", "--report", tmp_path / "r.html")
-    assert result.exit_code == 1 and "no deployment 'lama-70b' in this stack" in result.output
+    assert result.exit_code == 2 and "no deployment 'lama-70b' in this stack" in result.output
     assert "did you mean 'ml-team/llama-70b'?" in result.output or "choose one of" in result.output
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
     result = plan("dev", "--json", "--explain", "llama-70b")

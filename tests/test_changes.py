@@ -142,6 +142,13 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
         "maxNodes: 4, zones: [us-central1-a]", "maxNodes: 4, zones: [us-central1-a], capacity: {type: spot}")
     assert changed != stack
     (tmp_path / "dev.yaml").write_text(changed)
+    # The pool carries replicas, so it is protected: `up` refuses to replace it until it is unprotected.
+    refused = cli("plan", "dev", "--config-file", str(tmp_path / "dev.yaml"), "--previous", str(dev_plan))
+    assert refused.returncode == 1
+    assert ("error: replace of protected gcp:container/nodePool:NodePool dev-gke-l4: `up` refuses it; list it in "
+            "modelplane:unprotect in this change") in refused.stderr
+    assert "PROTECTED: `up` refuses it" in refused.stdout
+    (tmp_path / "dev.yaml").write_text(changed.replace("config:\n", "config:\n  modelplane:unprotect: [dev-gke/l4]\n", 1))
     result = cli("plan", "dev", "--config-file", str(tmp_path / "dev.yaml"), "--previous", str(dev_plan), "--json",
                  "--report", str(tmp_path / "r.html"))
     assert result.returncode == 0, result.stderr
@@ -153,6 +160,13 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     l4 = next(c for c in doc["changes"] if c["name"] == "dev-gke-l4")
     assert l4["forcedBy"] == ["nodeConfig.reservationAffinity", "nodeConfig.spot"]   # Spot consumes no reservation
     assert l4["replicas"] == ["ml-team/gpt-oss-20b#0", "ml-team/gpt-oss-20b#1"]     # running on the old nodes
+    assert l4["destructive"] and not l4.get("protected")
+    # both replicas restart at once on the new pool's nodes: an outage, never silent
+    assert doc["disruptions"] == [{"deployment": "ml-team/gpt-oss-20b", "servingBefore": 2, "servingDuring": 0,
+                                   "replicas": 3, "cause": "#0, #1 restart at once: node pool dev-gke-l4 is replaced"}]
+    outage = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    assert [(v["level"], v["resource"]) for v in outage] == [("advisory", "ml-team-gpt-oss-20b")]
+    assert "serves 0/2 replicas while `up` applies this change" in outage[0]["message"]
     assert doc["replicaChanges"] == [{"change": "added", "deployment": "ml-team/gpt-oss-20b", "replica": 2,
                                       "to": "dev-gke", "reason": "scale-up 2 -> 3 replicas"}]
     before = json.loads(dev_plan.read_text())["cost"]
@@ -165,6 +179,7 @@ def test_a_changed_stack_reports_resources_replicas_and_cost(dev_plan, tmp_path)
     assert "restarts ml-team/gpt-oss-20b#0, ml-team/gpt-oss-20b#1" in rows[0].text
     assert page.select_one("#replica-changes tr[data-change=added]")["data-deployment"] == "ml-team/gpt-oss-20b"
     assert page.select_one("#cost-delta tr[data-row=stack]") is not None
+    assert "serving during change: 0/2 (outage)" in page.select_one("#disruptions li").text
 
 
 def test_an_older_previous_plan_still_gives_replicas_and_cost(dev_plan, tmp_path):

@@ -1,17 +1,20 @@
 """Issue 16: every GPU pool follows its cloud's documented recipe (docs/cloud-recipes.md), point by point,
 asserted on the provider inputs the example infra stacks render."""
 
+from pathlib import Path
 import pytest
 import yaml
 
 from modelplane import offline, report
 from modelplane.api import load_catalog, parse_stack_config
-from modelplane.api.loader import ROOT, Source
+from modelplane.api.loader import Source
 from modelplane.errors import InputError
 from modelplane.policy import evaluate
 from modelplane.policy.serving import fabric_wired
 
 from helpers import stack_policy_args
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def by_name(run, type_):

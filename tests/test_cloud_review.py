@@ -4,19 +4,21 @@ of two-node replicas on GKE A3 High (GPUDirect-TCPX) and A3 Mega (GPUDirect-TCPX
 example infra stacks."""
 import copy
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from modelplane import offline
 from modelplane.api import load_catalog
-from modelplane.api.loader import ROOT
 from modelplane.policy import evaluate
 from modelplane.policy.serving import fabric_wired
 from modelplane.prices import gce
 from modelplane.scheduler.model import FABRIC
 
 from helpers import stack_policy_args
+
+ROOT = Path(__file__).resolve().parents[1]
 
 UBI = "ghcr.io/llm-d/llm-d-cuda:v0.8.0"            # llm-d's RHEL 9 build, KServe v0.20.0's preset image
 UBUNTU = "ghcr.io/llm-d/llm-d-cuda-ubuntu:v0.8.0"
@@ -65,8 +67,8 @@ def engines(run, name):
     out = []
     for r in run.records:
         spec, meta = r.inputs.get("spec") or {}, r.inputs.get("metadata") or {}
-        if not str(meta.get("name", "")).startswith(name):
-            continue
+        if not str(meta.get("name", "")).startswith(name) or str(meta.get("name")).endswith("-epp"):
+            continue     # the deployment's endpoint picker runs no GPU
         if r.type.endswith(":LLMInferenceService"):
             for part in (spec, spec.get("prefill")):
                 out += [(part.get("annotations") or {}, part[t], part[t]["containers"][0])

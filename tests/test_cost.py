@@ -135,8 +135,8 @@ def test_a_price_for_an_unknown_class_is_an_input_error(tmp_path):
 
 
 def catalog_dir():
-    from modelplane.api.loader import ROOT
-    return ROOT / "catalog"
+    from modelplane.api.project import data_dir
+    return data_dir("catalog")
 
 
 def test_the_plan_document_carries_cost_with_sources(prod):
@@ -159,9 +159,10 @@ def test_the_cli_prints_cost_and_what_a_cluster_loss_does_to_it():
 
     from modelplane.cli import main
 
+    assert "cost (prod, USD, 730 h/month)" in CliRunner().invoke(main, ["plan", "prod"]).output
     result = CliRunner().invoke(main, ["plan", "prod", "--without", "gke-usc1"])
-    assert "cost (prod, USD, 730 h/month)" in result.output
     assert "cost $812/h -> $458/h, GPUs 109 -> 76" in result.output
+    assert "cost (prod" not in result.output          # a what-if prints what changes, not the whole plan
 
 
 # --- the budget policy -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ def test_5p3d_kserve_gang_is_eleven_pods_with_multi_node_decode(run):
     spec = objects(run, "LLMInferenceService")["kimi-0"].inputs["spec"]
     assert spec["replicas"] == 3 and spec["parallelism"] == {"tensor": 8, "data": 2, "dataLocal": 1}
     assert "worker" in spec and spec["prefill"]["replicas"] == 5 and "worker" not in spec["prefill"]
-    assert spec["model"]["name"] == "kimi"
+    assert spec["model"]["name"] == "ml/kimi"       # <namespace>/<deployment> unless model.name says otherwise
 
 
 def test_5p3d_native_uses_lws_for_decode_and_keda_for_prefill(run):
@@ -256,3 +256,13 @@ def test_the_pack_holds_placed_workers_to_the_all_to_all_and_nvlink_domain_rules
     found = [m for m, _ in topology_fits(tampered)]
     assert len(found) == 2 and all("needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain; pods on this pool talk "
                                    "over gpudirect-tcpxo" in m for m in found)
+
+
+def test_the_served_model_name_is_namespace_slash_deployment_unless_model_name_says_otherwise():
+    """Unique on a gateway many teams share (as the seed spec names it); model.name overrides it."""
+    from modelplane.api import ModelDeployment
+
+    base = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": 1}
+    assert ModelDeployment.model_validate(base).served_name == "ml/m"
+    named = {**base, "model": {"uri": "hf://org/m", "name": "org/m-instruct"}}
+    assert ModelDeployment.model_validate(named).served_name == "org/m-instruct"

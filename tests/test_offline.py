@@ -50,16 +50,19 @@ def test_json_contract_and_determinism():
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert list(doc) == ["stack", "placements", "unplaced", "fill", "progress", "envelope", "idlePrefill", "scaleOrder",
-                         "reshape", "services", "cost", "sizing", "clusters", "resources", "policy"]
+    assert list(doc) == ["apiVersion", "kind", "stack", "placements", "unplaced", "fill", "progress", "envelope",
+                         "idlePrefill", "scaleOrder", "transitions", "upOrder", "disruptions", "services", "cost",
+                         "sizing", "clusters", "resources", "policy"]
     assert doc["fill"] == {"phase": "fast path", "changed": []}
     assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(
         r["nodes"] * r["gpusPerNode"] for p in doc["placements"] for r in p["roles"].values()) + doc["cost"]["idle"]["gpus"]["max"]
     assert doc["stack"] == "dev" and doc["unplaced"] == [] and doc["policy"] == {"violations": []}
     p = doc["placements"][-1]
     assert p["deployment"] == "ml-team/llama-70b" and set(p["roles"]) == {"decode", "prefill"}
-    assert set(p["roles"]["prefill"]) == {"pool", "nodes", "gpusPerNode", "workers"}
-    assert all(set(r) <= {"type", "name", "cluster", "digest", "fieldDigests"} for r in doc["resources"])
+    assert set(p["roles"]["prefill"]) == {"pool", "nodes", "gpusPerNode", "workers", "topology"}
+    assert p["roles"]["prefill"]["topology"] == {"tensor": 4, "pipeline": 1, "data": 1, "dataLocal": 1}
+    assert all(set(r) <= {"type", "name", "cluster", "digest", "fieldDigests", "protect", "dependsOn", "deployment",
+                          "replica", "deleteBeforeReplace", "replaceOnChanges"} for r in doc["resources"])
 
 
 def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
@@ -67,8 +70,18 @@ def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
     (tmp_path / "prev.json").write_text(first.stdout)
     second = cli("plan", "dev", "--json", "--previous", str(tmp_path / "prev.json"), "--out", str(tmp_path / "b"))
     again = json.loads(second.stdout)
-    assert (again.pop("changes"), again.pop("replicaChanges"), again.pop("costDelta")["deployments"]) == ([], [], [])
-    assert again == json.loads(first.stdout)
+    assert (again.pop("changes"), again.pop("replicaChanges"), again.pop("costDelta")["deployments"],
+            again.pop("trafficDelta")) == ([], [], [], [])
+    before = json.loads(first.stdout)
+    # Replicas that already run change one at a time on a later `up`: each waits for the one before it.
+    chained = {r["name"]: set(r.get("dependsOn", [])) - set(b.get("dependsOn", []))
+               for r, b in zip(again["resources"], before["resources"])}
+    assert {n: d for n, d in chained.items() if d} == {
+        "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-1": {"dev-gke/ml-team/llminferenceservice/gpt-oss-20b-0"}}
+    for doc in (again, before):
+        for r in doc["resources"]:
+            r.pop("dependsOn", None)
+    assert again == before
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b
@@ -113,13 +126,13 @@ def test_scale_down_removes_only_the_highest_replicas_objects(tmp_path):
     (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB >="), "does not parse"),
     (lambda c: c["modelplane:deployments"][0]["nodeSelector"].update(cel="gpu.memoryGiB + 1"), "not true or false"),
 ])
-def test_bad_input_exits_1_without_traceback(tmp_path, edit, needle):
+def test_bad_input_exits_2_without_traceback(tmp_path, edit, needle):
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
     edit(doc["config"])
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     result = cli("plan", "dev", "--config-file", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert needle in result.stderr and str(path) in result.stderr or "Pulumi.dev.yaml" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout and result.stdout == ""
 
@@ -128,9 +141,18 @@ def test_explain_and_what_if():
     explained = cli("plan", "dev", "--explain", "llama-70b")
     assert explained.returncode == 0
     assert "nodeSelector" in explained.stdout and "bound [0]" in explained.stdout
+    # the clause that failed, with the class's value
+    assert 'decode: false for class gke-l4-1x-g2: gpu.product == "H100" is false (gpu.product = "L4")' in \
+        " ".join(explained.stdout.split()), explained.stdout
     lost = cli("plan", "dev", "--without", "dev-gke")
     assert "lost   ml-team/llama-70b#0 (was on dev-gke)" in lost.stdout
     assert "placement-complete" in lost.stdout and lost.returncode == 0      # advisory outside production
+    # a what-if, an explanation and a trace print their answer, not the whole plan before it
+    traced = cli("plan", "prod", "--trace", "chat.inference.example.com")
+    for answer in (explained, lost, traced):
+        assert "placements (" not in answer.stdout and "cost (" not in answer.stdout, answer.stdout
+    assert traced.stdout.startswith("trace chat.inference.example.com")
+    assert explained.stdout.startswith("Filter / Score for ml-team/llama-70b")
 
 
 def test_preview_without_pulumi_binary_says_so_in_one_line():

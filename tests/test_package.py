@@ -257,12 +257,14 @@ def test_the_typescript_example_says_what_the_yaml_example_says(schema):
 README_SNIPPET_MARK = "from modelplane import Fleet, FleetArgs"
 
 
-def _pyright(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
+def _pyright(tmp_path: Path, files: dict[str, str], python: str = sys.executable, env=None) -> subprocess.CompletedProcess:
+    """pyright on `files` in a folder of their own, resolving imports as `python`'s environment does
+    (no extraPaths: the package is found the way a user's checker finds it)."""
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"extraPaths": [str(ROOT)], "pythonVersion": "3.11"}))
-    return subprocess.run([str(TOOLS / "pyright"), "--pythonpath", sys.executable, *files], cwd=tmp_path,
-                          capture_output=True, text=True)
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"pythonVersion": "3.11"}))
+    return subprocess.run([str(TOOLS / "pyright"), "--pythonpath", python, *files], cwd=tmp_path,
+                          capture_output=True, text=True, env=env)
 
 
 @pytest.mark.skipif(not (TOOLS / "pyright").exists(), reason=NO_TOOLS)
@@ -285,6 +287,46 @@ def test_pyright_sees_fleet_and_checks_the_readme_and_the_python_examples(tmp_pa
     assert 'Type of "fleet.placements" is "Output[list[Placement]]"' in out, out
     errors = [line for line in out.splitlines() if " - error" in line]
     assert errors and all("wrong.py" in line for line in errors), out
+    # the README's annotated style: the error names the misspelt key
+    assert '"tokenSecrit" is an undefined item in type "ModelSource"' in out, out
+
+
+@pytest.mark.skipif(not (TOOLS / "pyright").exists(), reason=NO_TOOLS)
+def test_pyright_resolves_the_package_as_make_installs_it(tmp_path):
+    """`make plan` installs the checkout editable in the mode the Makefile names; in a fresh
+    virtualenv installed that way (dependencies borrowed from this one by a .pth line, PYTHONPATH
+    unset), pyright resolves modelplane and names the misspelt key of the README's annotated style."""
+    import os
+    import re
+    import sysconfig
+
+    mode = re.search(r"editable_mode=(\w+)", (ROOT / "Makefile").read_text()).group(1)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONWARNINGS"] = "ignore"
+    from helpers import source_copy
+
+    src = source_copy(tmp_path / "src")      # the checkout as make installs it, copied (no egg-info here)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                           "--no-deps", "-e", str(src), "--config-settings", f"editable_mode={mode}"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        if "No matching distribution" in done.stderr or "Could not find a version" in done.stderr:
+            pytest.skip("an editable install needs setuptools from a package index, which is not reachable here")
+        raise AssertionError(done.stderr)
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    (site / "zz-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    work = tmp_path / "mine"
+    work.mkdir()
+    annotated = ("import modelplane as mp\n\n"
+                 "llama: mp.fleet_types.ModelDeployment = {'name': 'llama-70b', 'namespace': 'chat', 'replicas': 3,\n"
+                 "    'model': {'uri': 'hf://meta-llama/Llama-3.3-70B-Instruct', 'tokenSecrit': 'hfToken'}}\n")
+    result = _pyright(work, {"mine.py": annotated}, str(venv / "bin" / "python"), env)
+    assert "could not be resolved" not in result.stdout, result.stdout
+    assert '"tokenSecrit" is an undefined item in type "ModelSource"' in result.stdout, result.stdout
 
 
 def test_a_cluster_the_program_creates_joins_the_fleet_by_its_kubeconfig(tmp_path):
@@ -361,3 +403,12 @@ provider.construct("fleet", "modelplane:index:Fleet", {floats(props)!r}, None)
     placed = sorted((p.deployment, p.cluster) for p in run.result.plan.placements)
     assert placed == [("ml/qwen3-32b", "lab"), ("ml/qwen3-8b", "lab"), ("ml/qwen3-8b", "lab")]
     assert [d.priority for d in run.result.spec.deployments] == ["standard", "critical"]
+
+
+def test_the_docs_cite_nothing_outside_the_repository():
+    """A user's clone has nothing beside it: docs name files of this repository or upstream URLs."""
+    import re
+
+    for path in sorted((ROOT / "docs").glob("*.md")):
+        found = re.findall(r"`(?:\.\./)?shared/[^`]*`", path.read_text())
+        assert not found, f"{path.name} cites {found}"

@@ -104,7 +104,7 @@ def test_single_node_llmis(catalog, schema_catalog):
     assert_valid(schema_catalog, objs)
     kinds = by_kind(objs)
     llmis = kinds["LLMInferenceService"][0]["spec"]
-    assert llmis["model"] == {"uri": "hf://moonshotai/Kimi-K2-Instruct", "name": "kimi"}
+    assert llmis["model"] == {"uri": "hf://moonshotai/Kimi-K2-Instruct", "name": "ml/kimi"}
     assert llmis["replicas"] == 1 and llmis["parallelism"] == {"tensor": 8}
     assert "worker" not in llmis and "prefill" not in llmis
     pod = llmis["template"]

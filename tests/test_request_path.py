@@ -1,6 +1,7 @@
 """Issue 34: serving that survives a lost replica, certificates that issue, and a trace that models
 the gateway as it really behaves. Each finding of the 2026-11-24 runtime review (R1-R15) has a test
 here against the rendered objects, citing the upstream line it follows."""
+from pathlib import Path
 import copy
 import json
 import subprocess
@@ -10,7 +11,6 @@ import pytest
 import yaml
 
 from modelplane import offline
-from modelplane.api.loader import ROOT
 from modelplane.errors import InputError
 from modelplane.policy import POLICIES, Resource, evaluate
 from modelplane.render.addons import (ENVOY_HTTP_CONTAINER_PORT, ENVOY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE,
@@ -18,6 +18,8 @@ from modelplane.render.addons import (ENVOY_HTTP_CONTAINER_PORT, ENVOY_NAMESPACE
 from modelplane.render.picker import EPP_IMAGE, picker_config
 from modelplane.render.routing import HOP_HEADER, Target, cluster_routes, rule_problems
 from modelplane.trace import TraceError, trace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 HOSTS = ("chat.inference.example.com", "reasoning.inference.example.com", "support.inference.example.com")
@@ -37,16 +39,10 @@ def pool(name, weight=1):
 
 
 @pytest.fixture
-def with_infra(tmp_path, monkeypatch):
-    """Plan apps stacks against infra stack variants written to tmp_path (others from stacks/)."""
-    from modelplane import references
-
-    real = references.stack_file
-
-    def find(name, *args, **kw):
-        mine = tmp_path / f"Pulumi.{name}.yaml"
-        return mine if mine.exists() else real(name, *args, **kw)
-    monkeypatch.setattr(references, "stack_file", find)
+def with_infra(tmp_path):
+    """A folder holding a copy of the prod stack: planned from there, it reads the infra stack
+    variants written beside it (and the others from stacks/)."""
+    (tmp_path / "Pulumi.prod.yaml").write_text((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
     return tmp_path
 
 
@@ -161,7 +157,7 @@ def test_plan_trace_down_prints_the_what_if_and_exits_by_what_breaks(tmp_path):
     assert "as if chat/llama-70b#0 were down" in text.stdout and "broken 0.0%" in text.stdout
     alone = subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--down", "eks-use1"],
                            capture_output=True, text=True, cwd=ROOT)
-    assert alone.returncode == 1 and "--trace HOST" in alone.stderr and "Traceback" not in alone.stderr
+    assert alone.returncode == 2 and "--trace HOST" in alone.stderr and "Traceback" not in alone.stderr
 
 
 # ---- R1: the provider keeps its own Host --------------------------------------------------------------
@@ -252,7 +248,7 @@ def test_dns01_in_cloud_dns_runs_as_a_workload_identity_and_http01_keeps_gateway
 def test_http01_on_a_name_dns_splits_is_a_mandatory_violation_and_the_trace_drops_that_cluster(with_infra):
     stack_variant(with_infra, "infra-eks-us-east-1", lambda cfg: cfg["modelplane:clusters"][0]["tls"]["acme"].pop(
         "dns01"), "infra-eks-us-east-1")
-    run = offline.run("prod")
+    run = offline.run("prod", with_infra / "Pulumi.prod.yaml")
     found = [v for v in evaluate(run, {"all": "mandatory"}) if v["policy"] == "certificate-issuable"]
     assert len(found) == 2 and all("cannot issue" in v["message"] and "dns01" in v["message"] for v in found)
     t = trace(run, "chat.inference.example.com")
@@ -327,7 +323,7 @@ def _gateway_ref(cfg):
 def test_a_gateway_ref_cluster_routes_one_target_directly_and_refuses_a_split(with_infra):
     tmp_path = with_infra
     stack_variant(tmp_path, "infra-gke-europe-west4", _gateway_ref, "infra-gke-europe-west4")
-    run = offline.run("prod")
+    run = offline.run("prod", tmp_path / "Pulumi.prod.yaml")
     support = routes(run)["gke-euw4/eu-support/httproute/support"]["spec"]
     assert support["rules"][0]["backendRefs"] == [pool("mistral-small-24b-pool", 1000)]
     assert not [r for r in run.records if "modelplane-hop" in r.name and r.name.startswith("gke-euw4/")]
@@ -489,5 +485,5 @@ def test_plan_trace_prints_the_path_and_an_unknown_host_writes_nothing(tmp_path)
     assert doc["trace"][0]["reaches"] == {"gpu": 950, "provider": 50, "broken": 0}
     bad = subprocess.run([*cmd, "--trace", "nope.example.com", "--out", str(tmp_path / "out")], capture_output=True,
                          text=True, cwd=ROOT)
-    assert bad.returncode != 0 and "nope.example.com is not the hostname" in bad.stderr
+    assert bad.returncode == 2 and "nope.example.com is not the hostname" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "out").exists()

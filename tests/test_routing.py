@@ -1,4 +1,5 @@
 """Issue 11: one stable endpoint per service, weighted across deployments, clusters, regions and providers."""
+from pathlib import Path
 import copy
 import json
 import subprocess
@@ -11,11 +12,13 @@ from hypothesis import strategies as st
 
 from modelplane import offline, report
 from modelplane.api import load_catalog, parse_stack_config
-from modelplane.api.loader import ROOT, Source
+from modelplane.api.loader import Source
 from modelplane.errors import InputError
 from modelplane.manifests import read_documents
 from modelplane.policy import evaluate
 from modelplane.scheduler.traffic import TOTAL_UNITS, Target, route
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def objects(run, kind):
@@ -126,8 +129,9 @@ def test_the_provider_is_reached_over_tls_with_its_own_host_and_its_key_from_a_s
 def test_deployments_answer_to_the_model_name_their_services_send(prod):
     llama = objects(prod, "LLMInferenceService")["gke-usc1/chat/llminferenceservice/llama-70b-1"]["spec"]
     args = llama["template"]["containers"][0]["args"]
-    assert args[-4:] == ["--served-model-name", "llama-70b", "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-                         "publishers/chat/models/llama-70b"]
+    # its own name (<namespace>/<deployment> by default), the service's, then KServe's publisher form of its own
+    assert args[-4:] == ["--served-model-name", "chat/llama-70b", "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+                         "publishers/chat/models/chat/llama-70b"]
 
 
 def test_weighted_dns_records_point_at_each_clusters_gateway(prod):

@@ -240,15 +240,33 @@ def test_h18_a_model_that_cannot_fit_its_gpus_is_refused(example):
     assert placed["ml/kimi"].roles["prefill"].gpus_per_node == 8     # the example's prefill is TP8 now
 
 
-def test_m_pods_have_requests_workloads_skip_await_and_never_surge(example, prod):
+def test_m_pods_have_requests_workloads_are_awaited_and_never_surge_in_place(example, prod):
+    """Every workload carries `pulumi.com/waitFor` (the condition its controller reports Ready by)
+    and an hour to get there; a Deployment's own rollout never surges (the plan booked its GPUs:
+    a surge is a second replica beside it, docs/changes.md)."""
+    import json
+
     for run in (example, prod):
         for r, where, _, pod in gpu_pods(run):
             requests = pod["containers"][0]["resources"]["requests"]
             assert {"cpu", "memory", "ephemeral-storage"} <= set(requests), r.name
+    want = {"LLMInferenceService": "condition=Ready", "LeaderWorkerSet": "condition=Available"}
+    for run in (example, prod):
+        for r in run.records:
+            kind = r.inputs.get("kind") if r.type.startswith("kubernetes:") else None
+            if kind not in ("LLMInferenceService", "LeaderWorkerSet", "Deployment"):
+                continue
+            notes = r.inputs["metadata"]["annotations"]
+            assert "pulumi.com/skipAwait" not in notes and notes["pulumi.com/timeoutSeconds"] == "3600", r.name
+            if kind == "Deployment":
+                assert json.loads(notes["pulumi.com/waitFor"]) == [
+                    "condition=Available",
+                    'jsonpath={.status.conditions[?(@.type=="Progressing")].reason}=NewReplicaSetAvailable']
+            else:
+                assert notes["pulumi.com/waitFor"] == want[kind], r.name
     for r in kinds(prod, "Deployment"):
-        if r.name.endswith("-epp"):   # the endpoint picker: no GPU, up in seconds, awaited like any Deployment
+        if r.name.endswith("-epp"):   # the endpoint picker: one CPU pod, its own rollout strategy
             continue
-        assert r.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
         assert r.inputs["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
 
 

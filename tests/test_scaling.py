@@ -186,12 +186,15 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     deployments = {k: v for k, v in objects(run, "Deployment").items() if not k.endswith("-epp")}
     assert deployments["deepseek-0-prefill"].urn in deployments["deepseek-0-decode"].dependencies
     assert deployments["deepseek-0-decode"].urn not in deployments["deepseek-0-prefill"].dependencies
-    # M-b: the order is one of submission; the workloads skip Pulumi's await, and the plan says so.
-    assert all(d.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for d in deployments.values())
+    # The order is awaited: every workload waits until it serves (pulumi.com/waitFor), so decode
+    # grows only once the prefill it needs is Ready; the plan says so.
+    assert all("pulumi.com/skipAwait" not in d.inputs["metadata"]["annotations"] for d in deployments.values())
+    assert all(d.inputs["metadata"]["annotations"]["pulumi.com/waitFor"].startswith('["condition=Available"')
+               for d in deployments.values())
     from modelplane import report
     assert report.document(run, [])["scaleOrder"] == [
         {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace", "decode": {"from": 2, "to": 3},
-         "order": ["prefill", "decode"], "awaited": False}]
+         "order": ["prefill", "decode"], "awaited": True}]
     assert report.document(inplace, [])["scaleOrder"] == []
 
 
@@ -208,15 +211,16 @@ def test_the_plan_calls_the_scale_order_submission_order(tmp_path):
     prev = tmp_path / "prev.json"
     prev.write_text(json.dumps({"stack": "example-inplace", "placements": [small]}))
     out = CliRunner().invoke(main, ["plan", "example-inplace", "--previous", str(prev)]).output
-    assert ("scale ml/deepseek#0 on h200-inplace: decode 2 -> 3 workers; submits prefill -> decode in that order "
-            "(submission only: it does not wait for each role's pods to be Ready)") in " ".join(out.split())
+    assert ("scale ml/deepseek#0 on h200-inplace: decode 2 -> 3 workers; changes prefill -> decode in that order, "
+            "each role's workload awaited Ready before the next") in " ".join(out.split())
 
 
 def test_the_exact_phase_keeps_a_partially_placed_deployment_and_never_over_commits():
     a = Demand("ml/a", 1, (Role("decode", "", 4, 1, 8),), steps=((3,), (2,), (1,)))
     b = Demand("ml/b", 2, (Role("decode", "", 2, 1, 8),))
     plan = schedule([a, b], [Cluster("c1", (pool("h", 2),)), Cluster("c2", (pool("h", 3),))])
-    assert plan.phase == "exact"
+    # the second ml/b fits nowhere, whatever the exact phase does: it places no more, so nothing moves
+    assert plan.phase == "fast path (the exact phase found no better plan)" and plan.changed == []
     assert [(p.deployment, p.cluster, shape(p)) for p in plan.placements] == [
         ("ml/a", "c2", {"decode": 3}), ("ml/b", "c1", {"decode": 2})]
     assert plan.free == {("c1", "h"): 0, ("c2", "h"): 0}
@@ -260,9 +264,10 @@ def test_an_adopted_native_workload_keeps_its_name_and_the_autoscaler_targets_it
     assert "m-0-decode" in objects(run, "Service")       # our Service, selecting the pods by label
 
 
-def test_a_topology_change_is_reported_as_a_replacement_with_its_serving_count(tmp_path):
-    """Item 8: a new topology re-places retained replicas in place (no surge: the old topology is not
-    recorded); the plan says how many replicas serve meanwhile and whether a surge would have room."""
+def test_a_topology_change_surges_what_fits_and_keeps_the_rest_at_its_recorded_shape(tmp_path):
+    """A new topology on a full pool: replica 0 surges into the free nodes beside its old self (name
+    slot b), replica 1 has no room to surge or roll and keeps running at its recorded shape; the
+    plan says so, and nothing dips. The next plan rolls replica 1 into the nodes #0's old shape freed."""
     import json
 
     import yaml
@@ -278,16 +283,26 @@ def test_a_topology_change_is_reported_as_a_replacement_with_its_serving_count(t
     path = tmp_path / "Pulumi.t.yaml"
     path.write_text(yaml.safe_dump({"config": {"modelplane:kc": {"secure": "x"}, "modelplane:clusters": [cluster],
                                                "modelplane:deployments": [md]}}))
+    topo = {"tensor": 8, "pipeline": 1, "data": 1, "dataLocal": 1}
     old = [{"deployment": "ml/m", "replica": i, "cluster": "c",
-            "roles": {"decode": {"pool": "h", "nodes": 1, "gpusPerNode": 8, "workers": 1}}} for i in (0, 1)]
+            "roles": {"decode": {"pool": "h", "nodes": 1, "gpusPerNode": 8, "workers": 1, "topology": topo}}}
+           for i in (0, 1)]
     run = offline.run("t", path, old)
-    rows = report.document(run, [])["reshape"]
-    assert [(r["replica"], r["from"]["shape"], r["to"]["shape"]) for r in rows] == [
-        (0, "decode 1x1x8", "decode 1x2x8"), (1, "decode 1x1x8", "decode 1x2x8")]
-    assert all(r["servingDuringChange"] == 0 and r["replicas"] == 2 and not r["surgeRoom"] for r in rows)
-    assert rows[0]["surgeShort"] == ["c/h"]
+    doc = report.document(run, [])
+    assert [(t["replica"], t["how"], t["from"]["shape"], t["to"]["shape"], t["to"].get("slot")) for t in doc["transitions"]] == [
+        (0, "surge", "decode 1x1x8 (tensor 8)", "decode 1x2x8 (tensor 8, pipeline 2)", 1),
+        (1, "kept", "decode 1x1x8 (tensor 8)", "decode 1x1x8 (tensor 8)", None)]
+    assert doc["disruptions"] == []
+    lws = {r.inputs["metadata"]["name"]: r.inputs for r in run.records if r.inputs.get("kind") == "LeaderWorkerSet"}
+    assert lws["m-0-b-decode"]["spec"]["leaderWorkerTemplate"]["size"] == 2        # the new shape, beside the old
+    kept = next(r.inputs for r in run.records if r.inputs.get("kind") == "Deployment")
+    assert kept["metadata"]["name"] == "m-1-decode" and "--pipeline-parallel-size=2" not in str(kept)   # as it runs
     prev = tmp_path / "prev.json"
     prev.write_text(json.dumps({"stack": "t", "placements": old}))
     out = " ".join(CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev)]).output.split())
-    assert ("reshape ml/m#0: decode 1x1x8 on c -> decode 1x2x8 on c; replaced, not surged: 0/2 replicas serve during "
-            "the change; no room to surge (c/h full); below N-1") in out
+    assert ("surge ml/m#0: decode 1x1x8 (tensor 8) on c -> decode 1x2x8 (tensor 8, pipeline 2) on c (name slot b): "
+            "created beside it and awaited Ready, the old deleted at the end of `up`") in out
+    assert "kept ml/m#1 at decode 1x1x8 (tensor 8) on c: decode changed shape" in out
+    nxt = offline.run("t", path, [p.to_json() for p in run.result.plan.placements])
+    assert [(t.replica, t.how, t.step) for t in nxt.result.plan.transitions] == [(1, "roll", 1)]
+    assert {p.replica: p.roles["decode"].nodes for p in nxt.result.plan.placements} == {0: 2, 1: 2}

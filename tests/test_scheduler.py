@@ -84,12 +84,18 @@ def test_sticky_index_kept_and_new_index_placed():
     assert [(p.replica, p.cluster) for p in plan.placements] == [(0, "east"), (1, "west")]
 
 
-def test_scale_down_drops_highest_indices_and_frees_capacity():
+def test_scale_down_drops_highest_indices_and_frees_capacity_from_the_next_up():
+    """Removed replicas are deleted at the end of `up`, after every create: their nodes are held
+    through this plan (a replica created on them could never become Ready) and free in the next."""
     prev = [_prev("c", i) for i in range(3)]
     other = demand("ml/zz", replicas=3)
     plan = schedule([demand(replicas=1), other], [cluster("c", pool(max_nodes=4))], prev)
     assert [p.replica for p in plan.placements if p.deployment == "ml/kimi"] == [0]
-    assert sum(p.deployment == "ml/zz" for p in plan.placements) == 3
+    assert sum(p.deployment == "ml/zz" for p in plan.placements) == 1
+    assert plan.held == {("c", "h200"): 16}          # GPUs: two 8-GPU nodes
+    assert "16 held by replicas this `up` deletes" in plan.unplaced[0].reasons[0].detail
+    after = schedule([demand(replicas=1), other], [cluster("c", pool(max_nodes=4))], plan.placements)
+    assert sum(p.deployment == "ml/zz" for p in after.placements) == 3 and after.held == {}
 
 
 def test_replica_on_deleted_cluster_is_replaced_with_a_move():
@@ -190,10 +196,14 @@ def test_capacity_forces_packing_onto_the_cluster_with_room():
     assert sorted(p.cluster for p in plan.placements) == ["a", "b", "b"]
 
 
-def test_previous_placements_of_unknown_deployments_consume_nothing():
+def test_previous_placements_of_removed_deployments_hold_their_nodes_until_up_ends():
+    """A removed deployment's replicas are deleted at the end of `up`: their nodes are not free
+    for this plan's new replicas; one on a pool that is gone holds nothing."""
     stale = [_prev("c", key="ml/deleted"), _prev("c", pool_name="gone", key="ml/other")]
     plan = schedule([demand(replicas=2)], [cluster("c", pool(max_nodes=2))], stale)
-    assert len(plan.placements) == 2 and plan.free[("c", "h200")] == 0
+    assert len(plan.placements) == 1 and plan.free[("c", "h200")] == 0 and plan.held == {("c", "h200"): 8}
+    again = schedule([demand(replicas=2)], [cluster("c", pool(max_nodes=2))], plan.placements)
+    assert len(again.placements) == 2 and again.free[("c", "h200")] == 0
 
 
 def test_retained_replica_is_charged_at_its_recorded_nodes():

@@ -62,7 +62,7 @@ def test_never_overcommits_and_replicas_are_whole(sc):
 def test_slots_that_fit_a_pools_gpus_fit_its_nodes(gpus, per_node, nodes):
     """The capacity rule behind sharing: slots of a node divide one another, so a set of them
     fits the nodes whenever their sum fits the GPUs."""
-    from modelplane.scheduler.model import slot
+    from modelplane.scheduler.model import gpu_slot as slot
 
     sizes = [slot(g, per_node) for g in gpus if g <= per_node]
     assert all(s >= g for s, g in zip(sizes, (g for g in gpus if g <= per_node)))
@@ -113,7 +113,7 @@ def test_hash_seed_independence(tmp_path):
                 min_size=1, max_size=6),
        st.sampled_from([1, 4, 8]), st.integers(1, 3), st.sampled_from([1, 4]), st.integers(1, 3), st.integers(0, 3))
 def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count):
-    from modelplane.scheduler.core import _best, _best_product
+    from modelplane.scheduler.score import _best, _best_product
 
     pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
     d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])
@@ -174,8 +174,7 @@ def test_more_data_ranks_never_need_more_memory_per_gpu_and_a_dense_rank_never_l
     pool_ = Pool("p", "cls", 8, 64, {}, "roce", mib)
 
     def fits(d):
-        return memory_problem(Role("decode", "", 1, d, tensor, weights, tensor, expert_gib=weights * share,
-                                   expert_gpus=tensor * d), pool_) is None
+        return memory_problem(Role("decode", "", 1, d, tensor, weights, tensor, expert_gib=weights * share, expert_gpus=tensor * d), pool_) is None
     if fits(data):
         assert fits(data * 2)
     if share == 0.0:

@@ -1,11 +1,14 @@
 """The public API: Fleet from your own program (Python, and any language through the package)."""
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from modelplane import offline
+from modelplane.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,10 +26,6 @@ def test_the_python_example_builds_prod_with_identical_placements_and_objects(pr
 
 
 def test_modelplane_plan_plans_a_program():
-    from click.testing import CliRunner
-
-    from modelplane.cli import main
-
     result = CliRunner().invoke(main, ["plan", "prod", "--program", str(ROOT / "examples" / "prod-fleet")])
     assert result.exit_code == 0, result.output
     assert "ok chat/llama-70b: 3/3 replicas placed" in result.output and "1 modelplane:index:Fleet" in result.output
@@ -76,7 +75,7 @@ def test_bad_fleet_args_are_input_errors_naming_the_fleet(tmp_path):
     assert "Fleet f: modelplane:clusters[0].nodePools[0].maxNodes" in err.value.render()
 
 
-def test_a_user_catalog_adds_classes_and_refuses_duplicates(tmp_path):
+def test_a_user_catalog_adds_classes_overrides_built_ins_and_refuses_its_own_duplicates(tmp_path):
     from modelplane.api import load_catalog
     from modelplane.errors import InputError
 
@@ -84,10 +83,17 @@ def test_a_user_catalog_adds_classes_and_refuses_duplicates(tmp_path):
     mine = dict(byo[0], name="l4-1x-lab")
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"classes": [mine]}))
     assert "l4-1x-lab" in load_catalog(extra=tmp_path).classes
-    (tmp_path / "dup.yaml").write_text(yaml.safe_dump({"classes": [byo[0]]}))
+    # a class of the package's name replaces the package's, and the catalog says so
+    bigger = dict(byo[0], capabilities={**byo[0]["capabilities"], "gpu": {**byo[0]["capabilities"]["gpu"], "count": 2}})
+    (tmp_path / "over.yaml").write_text(yaml.safe_dump({"classes": [bigger]}))
+    catalog = load_catalog(extra=tmp_path)
+    assert catalog.classes[byo[0]["name"]].capabilities.gpu.count == 2
+    assert catalog.overrides == [{"kind": "class", "name": byo[0]["name"], "file": str(tmp_path / "over.yaml")}]
+    # the same name twice in the user's own files is an error naming both
+    (tmp_path / "dup.yaml").write_text(yaml.safe_dump({"classes": [mine]}))
     with pytest.raises(InputError) as err:
         load_catalog(extra=tmp_path)
-    assert "class 'l4-1x' is already defined in catalog/byo.yaml" in err.value.render()
+    assert f"class 'l4-1x-lab' is already defined in {tmp_path / 'dup.yaml'}" in err.value.render()
     with pytest.raises(InputError, match="no such file or directory"):
         load_catalog(extra=tmp_path / "missing")
 
@@ -112,7 +118,7 @@ def test_the_package_schema_types_and_documents_every_input_and_output(schema):
     assert fleet["isComponent"] and fleet["description"].startswith("One scheduling run")
     inputs = fleet["inputProperties"]
     assert set(inputs) == {"clusters", "deployments", "services", "providers", "dns", "stacks", "production",
-                           "repack", "catalogDir", "secrets", "previous"}
+                           "repack", "unprotect", "catalogDir", "secrets", "previous"}
     assert inputs["production"]["type"] == "boolean" and inputs["catalogDir"]["type"] == "string"
     assert inputs["stacks"]["items"]["type"] == "string" and inputs["secrets"]["additionalProperties"]["type"] == "string"
     assert inputs["deployments"]["type"] == "array"
@@ -166,4 +172,20 @@ def test_an_infra_stack_without_inventory_is_an_input_error_naming_the_argument(
     '''
     with pytest.raises(InputError) as err:
         offline.run_program(_program(tmp_path, body), "dev")
-    assert "Fleet f: stacks: stack 'infra-nowhere' exports no inventory" in err.value.render()
+    assert "Fleet f: stacks[0]: stack 'infra-nowhere' exports no inventory" in err.value.render()
+
+
+def test_the_yaml_example_is_planned_with_program_and_the_typescript_one_says_why_not(tmp_path):
+    """`plan --program` runs a YAML program's Fleet resources through the component provider
+    (config references resolved offline; a secret stands in); a TypeScript program is refused by name."""
+    result = CliRunner().invoke(main, ["plan", "lab", "--program", str(ROOT / "examples" / "yaml-fleet"), "--json"])
+    assert result.exit_code == 0, result.output
+    placed = sorted((p["deployment"], p["cluster"]) for p in json.loads(result.stdout)["placements"])
+    assert placed == [("ml/qwen3-32b", "lab"), ("ml/qwen3-8b", "lab"), ("ml/qwen3-8b", "lab")]
+    ts = CliRunner().invoke(main, ["plan", "dev", "--program", str(ROOT / "examples" / "ts-fleet")])
+    assert ts.exit_code == 2 and "not a Python or YAML Pulumi program" in ts.output
+    doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
+    doc["resources"]["fleet"]["properties"]["secrets"]["labKubeconfig"] = "${cluster.kubeconfig}"
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    bad = CliRunner().invoke(main, ["plan", "lab", "--program", str(tmp_path)])
+    assert bad.exit_code == 2 and "resources.fleet.properties.secrets.labKubeconfig" in bad.output, bad.output

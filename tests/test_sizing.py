@@ -275,7 +275,7 @@ def test_a_missing_profile_names_the_command_that_writes_it(tmp_path):
     path = tmp_path / "Pulumi.sized.yaml"
     path.write_text(body.format(h100=4, h200=4, production="false", extra=""))
     result = plan("--config-file", path)
-    assert result.exit_code == 1
+    assert result.exit_code == 2          # invalid input: nothing planned
     assert "no sizing profile of hf://Qwen/Qwen3-8B for 4000 input / 500 output tokens" in result.output
     assert "run: modelplane size hf://Qwen/Qwen3-8B --classes gke-h100-8x-a3high,gke-h200-8x-a3ultra " \
            "--isl 4000 --osl 500" in result.output

@@ -1,15 +1,18 @@
 """Substrate overrides: each switch takes {enabled, version, values}; versions and values render into
 the Helm releases, bad ones are refused before anything runs."""
+from pathlib import Path
 import pytest
 import yaml
 
 from modelplane import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.cluster import Substrate
-from modelplane.api.loader import ROOT, Source
+from modelplane.api.loader import Source
 from modelplane.api.substrate import CHARTS, deep_merge, overrides, toggles, values_validator
 from modelplane.errors import InputError
 from modelplane.render.addons import ClusterFacts, addons
+
+ROOT = Path(__file__).resolve().parents[1]
 
 VERSIONS = load_catalog().substrate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid, require_one
 from .substrate import Component, Switch
@@ -128,14 +128,17 @@ class Queue(Model):
     gpu_limit: int = Field(default=-1, ge=-1, le=MAX_GPUS)
     over_quota_weight: int = Field(default=1, ge=0, le=1000)
 
-    @model_validator(mode="after")
-    def _limit_covers_quota(self):
-        if self.gpu_limit == 0:
+    @field_validator("gpu_limit")
+    @classmethod
+    def _limit_covers_quota(cls, limit: int, info: ValidationInfo) -> int:
+        # a field validator, so a problem names queues[i].gpuLimit, not the whole queue entry
+        quota = info.data.get("gpu_quota", -1)
+        if limit == 0:
             raise invalid("gpuLimit 0 lets no GPU pod into the queue", "set gpuLimit >= 1, or -1 for no limit")
-        if self.gpu_limit != -1 and self.gpu_quota != -1 and self.gpu_limit < self.gpu_quota:
-            raise invalid(f"gpuLimit ({self.gpu_limit}) is below gpuQuota ({self.gpu_quota}): KAI never lends "
-                          "the queue its full quota", "raise gpuLimit to at least gpuQuota, or -1 for no limit")
-        return self
+        if limit != -1 and quota != -1 and limit < quota:
+            raise invalid(f"gpuLimit ({limit}) is below gpuQuota ({quota}): KAI never lends the queue its full "
+                          "quota", "raise gpuLimit to at least gpuQuota, or -1 for no limit")
+        return limit
 
 
 class Substrate(Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid
 from .secrets import secret_kind
@@ -232,7 +232,7 @@ class Adopt(Model):
 
 class ModelSource(Model):
     uri: Annotated[str, NoCredentials] = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://\S+$")
-    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name; default <namespace>/<deployment name>
     size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0, le=1_000_000, allow_inf_nan=False)   # weights; default from catalog/models.yaml
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
     # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
@@ -293,6 +293,23 @@ class ModelDeployment(Model):
     # Who gets scarce capacity first: the federation scheduler serves higher tiers first, and the
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
     priority: Literal["low", "standard", "critical"] = "standard"
+    allow_disruption: bool = False   # a change may leave it serving no replica for a while (policy no-outage)
+    # Which replicas run in name slot 1 (`<name>-<i>-b`), per (replica, cluster): set by the
+    # program from the placements (`with_slots`), never read from the stack file.
+    _slots: dict = PrivateAttr(default_factory=dict)
+
+    def slot(self, replica: int, cluster: str) -> int:
+        """The name slot of a replica on a cluster (1 while it surges beside its old self)."""
+        return self._slots.get((replica, cluster), 0)
+
+    def with_slots(self, placements) -> "ModelDeployment":
+        """This deployment, knowing the name slot of each of its placements."""
+        slots = {(p.replica, p.cluster): p.slot for p in placements if p.deployment == self.key and p.slot}
+        if not slots:
+            return self
+        out = self.model_copy()
+        out._slots = slots
+        return out
 
     @model_validator(mode="after")
     def _sized_or_counted(self):
@@ -347,8 +364,10 @@ class ModelDeployment(Model):
 
     @property
     def served_name(self) -> str:
-        """What clients put in `model`: model.name, else the deployment's name."""
-        return self.model.name or self.name
+        """What clients put in `model`: model.name, else `<namespace>/<name>`, which stays unique
+        when many teams' models share one gateway (vLLM and KServe take a name with a slash:
+        KServe's presets pass it to --served-model-name and build `publishers/<ns>/models/<name>`)."""
+        return self.model.name or f"{self.namespace}/{self.name}"
 
     def gpu_roles(self) -> dict[str, tuple[NodeSelector, Workers, Engine]]:
         """GPU roles in a fixed order: decode (or the unified engine) first, then prefill."""

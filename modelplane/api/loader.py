@@ -1,4 +1,5 @@
-"""Read catalog/*.yaml and stacks/Pulumi.<stack>.yaml into validated models, or raise InputError."""
+"""Read the catalog (the package's and the project's) and a stack file into validated models, or
+raise InputError."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,11 +17,11 @@ from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from, shown
 from .parallelism import check_expert_model
+from .project import current, data_dir
 from .rules import check_cluster, check_deployment, check_services, duplicates
 from .substrate import check_substrate
 from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
-ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "modelplane"
 
 
@@ -36,6 +37,7 @@ class StackSpec(Model):
     production: bool = False       # true: production policy config (unplaced replicas fail the plan)
     catalog_dir: str | None = Field(default=None, min_length=1)  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
+    unprotect: list[str] = []      # <cluster> or <cluster>/<pool> whose Pulumi protect to lift, so a later up may delete them
 
 
 
@@ -74,10 +76,7 @@ def read_yaml(path: Path, display: str | None = None) -> Source:
 
 def display_path(path: Path) -> str:
     """A path as problems show it: relative to the project when inside it."""
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    return current().display(path)
 
 
 @dataclass
@@ -87,6 +86,8 @@ class Catalog:
     gpudirect: dict[str, GpuDirectRecipe] = field(default_factory=dict)   # tcpx | tcpxo (catalog/gpudirect.yaml)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
+    overrides: list[dict] = field(default_factory=list)   # {kind, name, file}: the user's entries that replace built-ins
+    sources: dict[str, str] = field(default_factory=dict)   # class -> the user's file defining it (built-ins: absent)
     profile_dirs: list[Path] = field(default_factory=list)   # sizing profiles, the user's catalog first (sizing/profiles.py)
 
     def weights_gib(self, md) -> float:
@@ -104,22 +105,25 @@ class Catalog:
         return self.weights_gib(md) * facts.expert_share if facts else 0.0
 
 
-def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = None) -> Catalog:
-    """The package's catalog, plus the classes, models and prices of `extra` (a directory of YAML
-    files or one file of the user's project), checked together: a name defined twice is an error
-    that names both files."""
+def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple | None = None) -> Catalog:
+    """The package's catalog (`directory`, default the built-in one), then the user's: `extra`, one or
+    more directories of YAML files or single files (the project's catalog/, modelplane:catalogDir,
+    --catalog). A user's class, model or price replaces the built-in one of that name (listed in
+    `overrides`); a name the user's files define twice is an error that names both files."""
+    directory = directory or data_dir("catalog")
     problems, catalog, origin, priced = [], Catalog(), {}, []
-    paths = sorted(directory.glob("*.yaml"))
-    catalog.profile_dirs = [directory / "profiles"]
-    if extra is not None:
-        extra = Path(extra)
-        if not extra.exists():
-            raise InputError([Problem(str(extra), "catalogDir", f"no such file or directory: {extra}",
+    user = [] if extra is None else [extra] if isinstance(extra, (str, Path)) else list(extra)
+    paths = [(p, False) for p in sorted(directory.glob("*.yaml"))]
+    catalog.profile_dirs = [directory / "profiles"]      # sizing profiles: the user's folders first
+    for more in map(Path, user):
+        if not more.exists():
+            raise InputError([Problem(str(more), "catalogDir", f"no such file or directory: {more}",
                                       "point modelplane:catalogDir (or catalogDir) at a directory of class YAML "
                                       "files or at one file, relative to the project directory")])
-        paths += sorted(extra.glob("*.yaml")) if extra.is_dir() else [extra]
-        catalog.profile_dirs.insert(0, (extra if extra.is_dir() else extra.parent) / "profiles")
-    for path in paths:
+        paths += [(p, True) for p in (sorted(more.glob("*.yaml")) if more.is_dir() else [more])]
+        catalog.profile_dirs.insert(len(catalog.profile_dirs) - 1, (more if more.is_dir() else more.parent) / "profiles")
+    seen_models, seen_prices = {}, {}
+    for path, mine in paths:
         src = read_yaml(path)
         if path.name == "substrate.yaml" and path.parent == directory:
             catalog.substrate = (src.data or {}).get("substrate", {})
@@ -130,22 +134,31 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
             problems += problems_from(exc, CatalogFile, src.file, src.line)
             continue
         for i, cls in enumerate(parsed.classes):
-            if cls.name in catalog.classes:
+            first = origin.get(cls.name)
+            if first is not None and (not mine or first[1]):
                 problems.append(Problem(src.file, format_path(("classes", i, "name")),
-                                        f"class {cls.name!r} is already defined in {origin[cls.name]}",
+                                        f"class {cls.name!r} is already defined in {first[0]}",
                                         "class names are global: rename one of them",
                                         src.line(("classes", i, "name"))))
+            elif first is not None:
+                catalog.overrides.append({"kind": "class", "name": cls.name, "file": src.file})
             catalog.classes[cls.name] = cls
-            origin.setdefault(cls.name, src.file)
+            origin[cls.name] = (src.file, mine)
+            if mine:
+                catalog.sources[cls.name] = src.file
         for i, model in enumerate(parsed.models):
-            if model.uri in catalog.models:
+            first = seen_models.get(model.uri)
+            if first is not None and (not mine or first):
                 problems.append(Problem(src.file, format_path(("models", i, "uri")),
                                         f"model {model.uri!r} is already described", "keep one entry per model",
                                         src.line(("models", i, "uri"))))
+            elif first is not None:
+                catalog.overrides.append({"kind": "model", "name": model.uri, "file": src.file})
             catalog.models[model.uri] = model
+            seen_models[model.uri] = mine
         catalog.gpudirect |= parsed.gpudirect
-        priced.append((src, parsed.prices))
-    for src, prices in priced:    # after every file, so a price may name a class of another file
+        priced.append((src, parsed.prices, mine))
+    for src, prices, mine in priced:    # after every file, so a price may name a class of another file
         for i, price in enumerate(prices):
             key = (price.class_, price.region, price.capacity_type)
             where = (src.file, format_path(("prices", i, "class")))
@@ -154,33 +167,38 @@ def load_catalog(directory: Path = ROOT / "catalog", extra: Path | str | None = 
                 problems.append(Problem(*where, f"no class {price.class_!r} in the catalog",
                                         f"did you mean {guess!r}?" if guess else "price a class the catalog defines",
                                         src.line(("prices", i, "class"))))
-            elif key in catalog.prices:
+            elif key in seen_prices and (not mine or seen_prices[key]):
                 problems.append(Problem(*where, f"{price.class_} already has a {price.capacity_type} price in "
                                         f"{price.region}", "keep one price per class, region and capacity type",
                                         src.line(("prices", i, "class"))))
-            catalog.prices[key] = price
+            catalog.prices[key] = price       # the user's price replaces the package's
+            seen_prices[key] = mine
     if problems:
         raise InputError(problems)
     return catalog
 
 
-def catalog_of(config: dict, project: Path = ROOT) -> Catalog:
-    """The catalog a stack's config asks for: the package's, plus `modelplane:catalogDir` (relative
-    to the project directory). Read from the raw config because classes are checked while parsing."""
+def catalog_of(config: dict, project=None) -> Catalog:
+    """The catalog a stack's config asks for: the package's, the project's own catalog/ and
+    --catalog folders, then `modelplane:catalogDir` (relative to the project directory). Read from
+    the raw config because classes are checked while parsing."""
+    project = project or current()
     config = config if isinstance(config, dict) else {}    # a wrong shape is reported by load_stack
     extra = config.get(f"{NAMESPACE}:catalogDir", config.get("catalogDir"))
+    mine = project.user_catalogs()
     if isinstance(extra, str) and extra.strip():
-        return load_catalog(extra=project / extra)
-    return load_catalog()
+        mine.append(project.root / extra)
+    return load_catalog(extra=mine)
 
 
-def stack_file(stack: str, root: Path = ROOT) -> Path:
-    return root / "stacks" / f"Pulumi.{stack}.yaml"
+def stack_file(stack: str, project=None) -> Path:
+    """The stack's config file in the project's stackConfigDir."""
+    return (project or current()).stack_file(stack)
 
 
-def stack_names(root: Path = ROOT) -> list[str]:
-    """Every stack with a config file under stacks/."""
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (root / "stacks").glob("Pulumi.*.yaml"))
+def stack_names(project=None) -> list[str]:
+    """Every stack with a config file in the project's stackConfigDir."""
+    return (project or current()).stack_names()
 
 
 def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec:
@@ -270,6 +288,14 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
                 guess = did_you_mean(a.cluster, local)
                 add("deployments", (i, "adopt", j, "cluster"), f"no cluster {a.cluster!r} in this stack",
                     f"did you mean {guess!r}?" if guess else f"use one of {sorted(local)}", "adopt")
+    built = {c.name: {p.name for p in c.node_pools} for c in spec.clusters if not c.existing}
+    names = sorted({*built, *(f"{c}/{p}" for c, pools in built.items() for p in pools)})
+    for i, name in enumerate(spec.unprotect):
+        if name not in names:
+            guess = did_you_mean(name, names)
+            add("unprotect", (i,), f"{name!r} is not a cluster or node pool this stack creates",
+                f"did you mean {guess!r}?" if guess else
+                f"name one of {', '.join(names) or '(none: this stack creates no cluster)'} as <cluster> or <cluster>/<pool>")
     _model_credentials(spec, catalog, secret_keys, add)
     for i, md in enumerate(spec.deployments):
         for f in check_expert_model(md, catalog.models.get(md.model.uri)):
@@ -363,15 +389,24 @@ def _kind(value) -> str:
 
 
 def check_stack(stack: str, config_file: Path | None = None) -> tuple[Path, Catalog, StackSpec]:
-    """The stack file `plan` reads (stacks/Pulumi.STACK.yaml or --config-file), its catalog and its
-    validated spec; InputError (naming the stacks that exist) before anything runs."""
-    path = Path(config_file) if config_file else stack_file(stack)
+    """The stack file `plan` reads (Pulumi.STACK.yaml in the project's stackConfigDir, or
+    --config-file), its catalog and its validated spec; InputError (naming the stacks that exist)
+    before anything runs."""
+    project = current()
+    path = Path(config_file) if config_file else project.stack_file(stack)
     if config_file is None and not path.exists():
-        known = stack_names()
+        known = project.stack_names()
         guess = did_you_mean(stack, known)
-        raise InputError([Problem(display_path(path), "STACK", f"no stack {stack!r} (no stacks/Pulumi.{stack}.yaml)",
-                                  f"did you mean {guess!r}?" if guess else f"stacks here: {', '.join(known)}; or "
-                                  "plan any stack file with --config-file PATH")])
+        where = display_path(path)
+        if project.name is None:
+            fix = (f"no Pulumi.yaml in {project.root} or above: run `modelplane init` to start a project, "
+                   "run modelplane in your project's folder (or pass --project DIR), or plan a stack file with "
+                   "--config-file PATH")
+        elif guess:
+            fix = f"did you mean {guess!r}?"
+        else:
+            fix = (f"stacks here: {', '.join(known) or '(none)'}; or plan any stack file with --config-file PATH")
+        raise InputError([Problem(where, "STACK", f"no stack {stack!r} (no {where})", fix)])
     data = read_yaml(path).data
-    catalog = catalog_of(data.get("config") if isinstance(data, dict) else None)
+    catalog = catalog_of(data.get("config") if isinstance(data, dict) else None, project)
     return path, catalog, load_stack(path, catalog)

@@ -15,11 +15,23 @@ from .loader import Source, display_path
 from .yamlread import parse
 
 FIX = "pass the output of `modelplane plan STACK --json` for this stack, unedited"
+# The plan document's version (report.document writes it): a reader checks it before the rest.
+API_VERSION = "modelplane.ai/v1alpha1"
 
 
 class _Doc(BaseModel):
     # Only the keys the planner reads are checked; the rest of the document is report.
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class TopologyDoc(_Doc):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    tensor: int = Field(ge=1, le=64)
+    pipeline: int = Field(ge=1, le=64)
+    data: int = Field(ge=1, le=256)
+    dataLocal: int = Field(ge=1, le=64)
+    expert: bool = False
 
 
 class RoleDoc(_Doc):
@@ -29,6 +41,7 @@ class RoleDoc(_Doc):
     nodes: int = Field(ge=0, le=MAX_NODES)
     gpusPerNode: int = Field(ge=0, le=64)
     workers: int = Field(ge=0, le=10_000)
+    topology: TopologyDoc | None = None     # absent in plans from before it was recorded
 
 
 class PlacementDoc(_Doc):
@@ -36,6 +49,7 @@ class PlacementDoc(_Doc):
     replica: int = Field(ge=0, le=999)
     cluster: Name
     roles: dict[Name, RoleDoc] = Field(min_length=1)
+    slot: int = Field(default=0, ge=0, le=1)
 
 
 class PlanDoc(_Doc):
@@ -76,6 +90,11 @@ def read_previous(path: Path | None, stack: str) -> list[dict] | None:
         raise InputError([Problem(display, "(file)", "a bare list of placements (an older format)", FIX, 1)])
     if not isinstance(doc, dict) or "placements" not in doc or "stack" not in doc:
         raise InputError([Problem(display, "(file)", "not a plan document: it needs 'stack' and 'placements'", FIX, 1)])
+    version = doc.get("apiVersion")
+    if version is not None and version != API_VERSION:      # plans from before the version had none
+        raise InputError([Problem(display, "apiVersion", f"apiVersion: {version!r} is not a plan this modelplane "
+                                  f"reads ({API_VERSION})", f"plan the previous state with this modelplane: {FIX}",
+                                  src.line(("apiVersion",)))])
     try:
         plan = PlanDoc.model_validate(doc)
     except ValidationError as exc:

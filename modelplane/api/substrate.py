@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
 from .base import Model, invalid
+from .project import data_dir
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"   # valuesSchema paths are relative to it
+SCHEMAS = data_dir("schemas")   # valuesSchema paths are relative to it
 SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
 
 # The catalog/substrate.yaml entries each switch installs. `version` applies to all of them (each

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..api.loader import ROOT
+from ..api.project import current, data_dir
 
-STATE_DIR = ROOT / ".pulumi-state"
-POLICY_PACK = ROOT / "policies"
+POLICY_PACK = data_dir("policies")
 INSTALL_HINT = ("the `pulumi` CLI is not installed: install it (https://www.pulumi.com/docs/install/) "
                 "to preview or apply; `modelplane plan STACK` works without it")
 
@@ -33,8 +32,9 @@ def backend_url(explicit: str | None = None) -> str:
         return explicit
     if os.environ.get("PULUMI_BACKEND_URL"):
         return os.environ["PULUMI_BACKEND_URL"]
-    STATE_DIR.mkdir(exist_ok=True)
-    return f"file://{STATE_DIR}"
+    state = current().root / ".pulumi-state"
+    state.mkdir(exist_ok=True)
+    return f"file://{state}"
 
 
 def preflight(command=None) -> None:
@@ -60,9 +60,10 @@ def select_stack(stack: str, backend: str | None = None, command=None):
 
     env = {"PULUMI_BACKEND_URL": backend_url(backend)}
     _passphrase()
-    opts = auto.LocalWorkspaceOptions(work_dir=str(ROOT), env_vars=env, pulumi_command=command)
+    root = str(current().root)
+    opts = auto.LocalWorkspaceOptions(work_dir=root, env_vars=env, pulumi_command=command)
     try:
-        return auto.create_or_select_stack(stack_name=stack, work_dir=str(ROOT), opts=opts)
+        return auto.create_or_select_stack(stack_name=stack, work_dir=root, opts=opts)
     except FileNotFoundError as exc:
         raise MissingCli(INSTALL_HINT) from exc
 

@@ -11,9 +11,8 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ..api import load_catalog, load_stack, stack_file
+from ..api import load_stack, stack_file
 from ..errors import InputError, Problem
 from .driver import StackLocked
 
@@ -39,20 +38,21 @@ class Outcome:
     current: str = ""                # the operation in flight, e.g. "create gke-usc1-h200"
 
 
-def steps_for(names: list[str], root: Path | None = None) -> list[Step]:
-    """Steps for the named stacks. A name that is an apps stack brings in its fleet's infra stacks."""
-    catalog = load_catalog()
+def steps_for(names: list[str]) -> list[Step]:
+    """Steps for the named stacks of the project. A name that is an apps stack brings in its
+    fleet's infra stacks."""
+    from ..api.loader import catalog_of, display_path, read_yaml
     pending, seen, out = list(names), set(), []
     while pending:
         name = pending.pop(0)
         if name in seen:
             continue
         seen.add(name)
-        path = stack_file(name) if root is None else stack_file(name, root)
+        path = stack_file(name)
         if not path.exists():
-            raise InputError([Problem(f"stacks/Pulumi.{name}.yaml", "(file)", f"no stack named {name!r}",
-                                      "create the stack file or check the name with `ls stacks/`")])
-        spec = load_stack(path, catalog)
+            raise InputError([Problem(display_path(path), "(file)", f"no stack named {name!r}",
+                                      f"create the stack file or check the name with `ls {display_path(path.parent)}`")])
+        spec = load_stack(path, catalog_of((read_yaml(path).data or {}).get("config")))
         out.append(Step(name, tuple(spec.fleet)))
         pending += [f for f in spec.fleet if f not in seen]
     return sorted(out, key=lambda s: s.stack)

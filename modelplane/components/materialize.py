@@ -94,7 +94,9 @@ class Materializer:
         return pulumi.ResourceOptions(
             parent=parent, provider=self.made[node.provider] if node.provider else None,
             depends_on=[self.made[k] for k in node.depends_on] or None,
-            ignore_changes=list(node.ignore_changes) or None, import_=node.import_id or None)
+            ignore_changes=list(node.ignore_changes) or None, import_=node.import_id or None,
+            protect=node.protect, delete_before_replace=node.delete_before_replace or None,
+            replace_on_changes=list(node.replace_on_changes) or None)
 
     def create(self, node: Node) -> pulumi.Resource:
         opts = self.options(node)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ..changes import signed_money
+from ..changes import priced, serving_text, signed_money, traffic_text
 from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale
 from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
 
@@ -38,6 +38,25 @@ def _charge(row: dict, key: str = "hourly") -> str:
 _ENV.filters["charge"] = _charge
 _ENV.filters["caveats"] = caveats
 _ENV.filters["signed"] = signed_money
+_ENV.filters["serving"] = serving_text
+_ENV.filters["traffic"] = traffic_text
+
+
+def _side(row: dict, side: str) -> str:
+    """One side of a cost delta row per hour, its unpriced nodes named (never $0.00 for them)."""
+    return priced(row[side], (row.get("unpricedNodes") or {}).get(side, 0)).removesuffix("/h")
+
+
+def _delta(row: dict, key: str) -> str:
+    """The change of a cost delta row; unknown (only the priced part shown) with unpriced nodes."""
+    if row.get("priced") is False:
+        return f"unknown ({signed_money(row[key])} priced)"
+    return signed_money(row[key])
+
+
+_ENV.filters["before"] = lambda row: _side(row, "before")
+_ENV.filters["after"] = lambda row: _side(row, "after")
+_ENV.filters["delta"] = _delta
 
 
 def context(doc: dict) -> dict:
@@ -95,7 +114,9 @@ def _change_view(doc: dict) -> dict | None:
     from ..changes import SYMBOLS, summary
 
     return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
-            "replicas": doc["replicaChanges"], "cost": doc["costDelta"]}
+            "replicas": doc["replicaChanges"], "cost": doc["costDelta"], "disruptions": doc.get("disruptions") or [],
+            "transitions": doc.get("transitions") or [], "traffic": doc.get("trafficDelta") or [],
+            "order": doc.get("upOrder") or []}
 
 
 def render(doc: dict) -> str:

@@ -9,10 +9,11 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from ..api.project import data_dir
 from . import rules
 from .openapi import to_json_schema
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"   # see schemas/SOURCES.md
+SCHEMA_DIR = data_dir("schemas")   # see schemas/SOURCES.md
 REF = "#/components/schemas/"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 SUFFIXES = (".yaml", ".yml", ".json")

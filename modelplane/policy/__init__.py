@@ -10,12 +10,20 @@ from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES, Policy
 CONFIG_DIR = PACK_DIR / "config"
 
 __all__ = ["ADVISORY", "DISABLED", "MANDATORY", "POLICIES", "Analyzer", "PackError", "Policy", "PolicyConfigError", "Resource",
-           "default_config", "evaluate", "read_config", "resolve", "resources_of"]
+           "default_config", "evaluate", "read_config", "resolve", "resources_of", "with_fixes"]
 
 
 def default_config(production: bool) -> Path:
-    """The example config a stack gets when none is given: production.json for production stacks."""
-    return CONFIG_DIR / ("production.json" if production else "dev.json")
+    """The config a stack gets when none is given: production.json for production stacks, else
+    dev.json, from the project's policies/config/ when it has one, else the package's."""
+    from ..api.project import current
+
+    return current().policy_config(production)
+
+
+def with_fixes(violations: list[dict]) -> list[dict]:
+    """Each verdict with its policy's fix hint (what to change to pass), as the CLI reports it."""
+    return [{**v, "fix": POLICIES[v["policy"]].fix} if v.get("policy") in POLICIES else dict(v) for v in violations]
 
 
 def resources_of(run) -> list[Resource]:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api.loader import Source
+from ..api.project import data_dir
 from ..records import UNKNOWN_TEXT
 from ..api.errors import shown
 from ..errors import InputError, Problem, did_you_mean
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
 
-PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+PACK_DIR = data_dir("policies")
 LEVELS = {ADVISORY: 0, MANDATORY: 1, DISABLED: 2, "remediate": 3}
 NAMES = {v: k for k, v in LEVELS.items()}
 

@@ -19,13 +19,15 @@ class Policy:
     kind: str                         # "resource": check(type, props, config) -> [message]
     check: object                     # "stack": check(resources, config) -> [(message, urn | None)]
     config: dict = field(default_factory=dict)   # JSON schema properties of the policy's config
+    fix: str = ""                     # what to change in the stack file (or the policy config) to pass
 
 
 POLICIES: dict[str, Policy] = {}
 
 
-def policy(name: str, description: str, kind: str, level: str = MANDATORY, config: dict | None = None):
+def policy(name: str, description: str, kind: str, level: str = MANDATORY, config: dict | None = None,
+           fix: str = ""):
     def register(fn):
-        POLICIES[name] = Policy(name, description, level, kind, fn, config or {})
+        POLICIES[name] = Policy(name, description, level, kind, fn, config or {}, fix)
         return fn
     return register

@@ -72,7 +72,9 @@ def uses_gpus(pod: dict) -> bool:
                for c in pod.get("containers") or [])
 
 
-@policy("gpu-pool-taint-and-label", "GPU node pools carry the GPU taint and the modelplane pool label.", "resource")
+@policy("gpu-pool-taint-and-label", "GPU node pools carry the GPU taint and the modelplane pool label.", "resource",
+        fix="let modelplane render the pool from the stack file's nodePools entry; keep the nvidia.com/gpu taint "
+            "and the modelplane.ai/pool label it sets (no labels, taints or transformations that replace them)")
 def gpu_pool_tainted_and_labelled(resource_type: str, props: dict, config=None) -> list[str]:
     if resource_type == NODE_POOL:
         node = props.get("nodeConfig") or {}
@@ -93,7 +95,8 @@ def gpu_pool_tainted_and_labelled(resource_type: str, props: dict, config=None) 
     return out
 
 
-@policy("node-pool-bounds", "Node pool autoscaling bounds are ordered (min <= desired <= max).", "resource")
+@policy("node-pool-bounds", "Node pool autoscaling bounds are ordered (min <= desired <= max).", "resource",
+        fix="set the pool's minNodes no higher than its maxNodes in the stack file")
 def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
     if resource_type == NODE_POOL:
         a = props.get("autoscaling") or {}
@@ -111,7 +114,9 @@ def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
 
 
 @policy("multi-node-placement", "Pools of multi-node GPU classes use compact placement (GKE on-demand and Spot; "
-        "a reservation fixes placement itself) or EFA through a launch template (EKS).", "resource")
+        "a reservation fixes placement itself) or EFA through a launch template (EKS).", "resource",
+        fix="build the pool from its class's own recipe (compact placement on GKE, EFA through the launch template "
+            "on EKS): on GKE use on-demand, Spot or a reservation, on EKS a class with efaInterfaces")
 def multi_node_placement(resource_type: str, props: dict, config=None) -> list[str]:
     recipes, efa = multi_node_machines()
     if resource_type == NODE_POOL:
@@ -127,7 +132,9 @@ def multi_node_placement(resource_type: str, props: dict, config=None) -> list[s
     return []
 
 
-@policy("kai-wiring", "Every GPU pod uses the KAI scheduler, a queue label and a pod-group annotation.", "resource")
+@policy("kai-wiring", "Every GPU pod uses the KAI scheduler, a queue label and a pod-group annotation.", "resource",
+        fix="serve GPU workloads through modelplane:deployments, or give your own GPU pods schedulerName: "
+            "kai-scheduler, a kai.scheduler/queue label and the pod-group annotation")
 def kai_wired(resource_type: str, props: dict, config=None) -> list[str]:
     if not resource_type.startswith("kubernetes:"):
         return []
@@ -145,7 +152,9 @@ def kai_wired(resource_type: str, props: dict, config=None) -> list[str]:
 
 
 @policy("image-pinned", "Container images are pinned: a tag other than latest, or a digest where required.",
-        "resource", config={"requireDigest": {"type": "boolean", "default": False}})
+        "resource", config={"requireDigest": {"type": "boolean", "default": False}},
+        fix="pin engine.image to a version tag other than latest (a digest, image@sha256:..., where the policy "
+            "config sets requireDigest)")
 def image_pinned(resource_type: str, props: dict, config=None) -> list[str]:
     need_digest = bool((config or {}).get("requireDigest", False))
     out = []
@@ -164,14 +173,18 @@ def image_pinned(resource_type: str, props: dict, config=None) -> list[str]:
 
 
 @policy("no-plain-secrets", "Secret-looking environment variables come from a secretKeyRef, not a plain value.",
-        "resource")
+        "resource",
+        fix="keep the value in a secret config key (pulumi config set --secret) and read it with "
+            "valueFrom.secretKeyRef in engine.env")
 def no_plain_secrets(resource_type: str, props: dict, config=None) -> list[str]:
     return [f"{where} container {c.get('name')}: env {e['name']} has a plain value; use valueFrom.secretKeyRef"
             for where, _, pod in pod_templates(props) for c in pod.get("containers") or []
             for e in c.get("env") or [] if e.get("value") and _SECRET_NAME.search(e.get("name", ""))]
 
 
-@policy("resource-names", "Kubernetes names and label values fit their limits.", "resource")
+@policy("resource-names", "Kubernetes names and label values fit their limits.", "resource",
+        fix="shorten the cluster, namespace or deployment name so the names derived from it stay within Kubernetes' "
+            "limits (63 characters for labels)")
 def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
     if not resource_type.startswith("kubernetes:") or "metadata" not in props:
         return []
@@ -188,7 +201,9 @@ def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
 
 
 @policy("route-rules", "Every HTTPRoute rule is one Envoy Gateway + AI Gateway programs: at most one InferencePool "
-        "per rule, and an InferencePool never shares its rule with other backends.", "resource")
+        "per rule, and an InferencePool never shares its rule with other backends.", "resource",
+        fix="give every InferencePool a rule of its own (the service's loopback hop does this); do not edit the "
+            "rendered HTTPRoutes")
 def route_rules(resource_type: str, props: dict, config=None) -> list[str]:
     if resource_type != "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute":
         return []

@@ -51,24 +51,31 @@ def _findings(resources, rule: str) -> list[tuple[str, str]]:
 
 @policy("service-routing", "Services are well formed: every endpoint names exactly one deployment or provider that "
         "exists, with a positive integer weight; providers are https; requests pass through unchanged, so a "
-        "provider serves the model name the service's clients send.", "stack")
+        "provider serves the model name the service's clients send.", "stack",
+        fix="make each service endpoint name exactly one deployment (namespace/name) or provider of this stack, "
+            "with a whole weight above 0; providers use https://")
 def service_routing(resources, config=None):
     return _findings(resources, "service-routing")
 
 
-@policy("service-hostnames", "No two services claim the same hostname on a gateway.", "stack")
+@policy("service-hostnames", "No two services claim the same hostname on a gateway.", "stack",
+        fix="give each service its own hostname")
 def service_hostnames(resources, config=None):
     return _findings(resources, "service-hostnames")
 
 
 @policy("service-residency", "A service labelled with a residency routes only to deployments and providers labelled "
-        "for the same jurisdiction.", "stack")
+        "for the same jurisdiction.", "stack",
+        fix="route the service only to deployments and providers labelled for its jurisdiction, or remove its "
+            "residency label")
 def service_residency(resources, config=None):
     return _findings(resources, "service-residency")
 
 
 @policy("service-endpoints-placed", "Every endpoint of a service has placed replicas (otherwise its weight goes to "
-        "the others and the service is degraded); mandatory in production configs.", "stack", level=ADVISORY)
+        "the others and the service is degraded); mandatory in production configs.", "stack", level=ADVISORY,
+        fix="make room for the endpoint's deployment (a pool's maxNodes, another cluster in its clusterSelector; "
+            "`plan --explain DEPLOYMENT` shows why), or take the endpoint out of the service")
 def service_endpoints_placed(resources, config=None):
     out = []
     for r in _services(resources):
@@ -83,7 +90,8 @@ def service_endpoints_placed(resources, config=None):
 
 
 @policy("service-https", "Every service hostname is served over HTTPS on every cluster that carries it, with a "
-        "certificate that covers it (the cluster's `tls`); mandatory in production configs.", "stack", level=ADVISORY)
+        "certificate that covers it (the cluster's `tls`); mandatory in production configs.", "stack", level=ADVISORY,
+        fix="add the service's hostname to tls.hostnames (with issuerRef or acme) of every cluster that carries it")
 def service_https(resources, config=None):
     out = []
     for r in _services(resources):
@@ -102,7 +110,9 @@ def _carried(r) -> dict:
 
 @policy("certificate-issuable", "Every certificate a service hostname depends on can issue: ACME HTTP-01 is "
         "refused for a name that weighted DNS sends to more than one cluster (only the cluster holding the "
-        "challenge answers it); solve DNS-01 there instead.", "stack")
+        "challenge answers it); solve DNS-01 there instead.", "stack",
+        fix="solve DNS-01 for names weighted DNS sends to several clusters (tls.acme.dns01, or an issuerRef to a "
+            "DNS-01 issuer), or serve the name from one cluster")
 def certificate_issuable(resources, config=None):
     out = []
     for r in _services(resources):
@@ -115,7 +125,9 @@ def certificate_issuable(resources, config=None):
 
 @policy("certificate-issuer-external", "A certificate signed by an issuer this stack does not create (tls.issuerRef) "
         "issues only if that issuer exists on the cluster; reported so it is checked before `up`.", "stack",
-        level=ADVISORY)
+        level=ADVISORY,
+        fix="create the (Cluster)Issuer tls.issuerRef names on that cluster before `up`, or let modelplane create "
+            "one (tls.acme)")
 def certificate_issuer_external(resources, config=None):
     out, seen = [], set()
     # One finding per cluster, on the first service (by name) that uses it, whichever order the engine

@@ -74,7 +74,9 @@ def _missing(pod_meta: dict, pod: dict, fabric: dict) -> str | None:
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
         "NICs (GKE DRANET), request its EFA interfaces or, for multi-node workers on GPUDirect-TCPX(O), attach its "
-        "networks and daemon, pin NCCL_NET to its plugin and run an image that can load it.", "stack")
+        "networks and daemon, pin NCCL_NET to its plugin and run an image that can load it.", "stack",
+        fix="place multi-node or disaggregated workers on a pool whose class's fabric modelplane wires "
+            "(nodeSelector), or make each worker fit one node (workers.topology)")
 def fabric_wired(resources, config=None):
     out, index = [], None
     for r, spec, p, inv in replicas(resources):
@@ -104,13 +106,17 @@ def fabric_wired(resources, config=None):
 
 @policy("engines", "Each backend can run what it is given: KServe's presets need a non-root image and run "
         "pipeline parallelism only through modelplane's presets, with data 1; the native backend needs an image; "
-        "engine.args set no parallel size or expert parallelism other than the topology's.", "stack")
+        "engine.args set no parallel size or expert parallelism other than the topology's.", "stack",
+        fix="on backend: kserve use a non-root vLLM image and pipeline parallelism only with data 1; on backend: "
+            "native set engine.image; leave parallel sizes and expert parallelism to workers.topology, not engine.args")
 def engines(resources, config=None):
     return _spec_findings(resources, lambda md: check_engines(md) + check_engine_args(md))
 
 
 @policy("flex-start-serving", "Serving on flex-start capacity: flex-start VMs run for at most seven days, then GKE "
-        "reclaims them and the replica restarts wherever capacity is.", "stack", level=ADVISORY)
+        "reclaims them and the replica restarts wherever capacity is.", "stack", level=ADVISORY,
+        fix="accept a restart at least every 7 days, or move the deployment to on-demand, Spot or reserved pools "
+            "(nodeSelector, clusterSelector)")
 def flex_start_serving(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
@@ -126,7 +132,9 @@ def flex_start_serving(resources, config=None):
 
 @policy("capacity-block-region", "Capacity Block pools are in a Region where EC2 is known to sell the instance type "
         "as Capacity Blocks (the class's capacityBlocks list, or an offering `modelplane prices refresh` recorded); "
-        "elsewhere `up` may find no block to buy.", "stack", level=ADVISORY)
+        "elsewhere `up` may find no block to buy.", "stack", level=ADVISORY,
+        fix="use a Region the class's capacityBlocks lists (or that `modelplane prices refresh` found offering "
+            "Capacity Blocks), or another capacity type for the pool")
 def capacity_block_region(resources, config=None):
     out = []
     for name, inv in sorted(inventories(resources).items()):
@@ -139,7 +147,8 @@ def capacity_block_region(resources, config=None):
 
 @policy("native-prefill-idle", "Disaggregated replicas on the native backend: nothing routes requests to their "
         "prefill pods (no P/D-aware router in front of decode), so the prefill GPUs stay idle.", "stack",
-        level=ADVISORY)
+        level=ADVISORY,
+        fix="use backend: kserve (its endpoint picker sends each prompt to prefill first), or drop the prefill block")
 def native_prefill_idle(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
@@ -153,7 +162,8 @@ def native_prefill_idle(resources, config=None):
 
 
 @policy("queue-quota", "GPUs placed in a KAI queue stay within its quota: the replicas are non-preemptible, and "
-        "KAI gives non-preemptible workloads only in-quota GPUs.", "stack")
+        "KAI gives non-preemptible workloads only in-quota GPUs.", "stack",
+        fix="raise the namespace's gpuQuota in the cluster's queues, or place fewer GPUs in that namespace")
 def queue_quota(resources, config=None):
     used: dict[tuple[str, str], int] = {}
     quota: dict[tuple[str, str], int] = {}

@@ -71,7 +71,9 @@ def _spec_findings(resources, check) -> list[tuple[str, str]]:
 
 @policy("roles", "Roles are valid: a disaggregated deployment has decode and prefill, names are unique, "
         "dependsOn resolves without cycles, at most one autoscaler per role, no endpoint picker as an extra role, "
-        "KEDA triggers complete, no GPU-role autoscaling on the kserve backend.", "stack")
+        "KEDA triggers complete, no GPU-role autoscaling on the kserve backend.", "stack",
+        fix="fix the deployment's roles: decode and prefill for P/D, unique names, dependsOn without cycles, one "
+            "autoscaler per role, complete KEDA triggers")
 def roles(resources, config=None):
     out = _spec_findings(resources, check_roles)
     for r, spec, p, _ in replicas(resources):
@@ -83,7 +85,9 @@ def roles(resources, config=None):
 
 
 @policy("ratio-bands", "Ratio bands are valid (0 <= min <= max <= 100, sum(min) <= 100 <= sum(max), known "
-        "roles) and the workers they imply add up to totalWorkers.", "stack")
+        "roles) and the workers they imply add up to totalWorkers.", "stack",
+        fix="set coordination bands with 0 <= min <= max <= 100 whose mins add up to at most 100 and maxes to at "
+            "least 100")
 def ratio_bands(resources, config=None):
     out = _spec_findings(resources, check_bands)
     for r, spec, p, _ in replicas(resources):
@@ -96,7 +100,9 @@ def ratio_bands(resources, config=None):
 
 
 @policy("scaling-bindings", "InPlace scaling: bindings name known roles, chain to decode without cycles, bind "
-        "every GPU role, agree with declared counts and bands, and every placed replica keeps them.", "stack")
+        "every GPU role, agree with declared counts and bands, and every placed replica keeps them.", "stack",
+        fix="bind every GPU role to decode (directly or through another role) in the bindings, with counts and "
+            "bands that agree with them")
 def scaling_bindings(resources, config=None):
     from ..scheduler.bindings import holds
 
@@ -113,7 +119,9 @@ def scaling_bindings(resources, config=None):
 
 
 @policy("adopt", "Adopted objects name an existing replica and role, the kind modelplane renders for it, "
-        "and one cluster per replica.", "stack")
+        "and one cluster per replica.", "stack",
+        fix="name an existing replica, its role, its cluster and the kind modelplane renders for that role in the "
+            "adopt entry")
 def adopt(resources, config=None):
     return _spec_findings(resources, check_adopt)
 
@@ -127,7 +135,9 @@ def _role_topology(spec, role):
 
 @policy("topology-fits", "Every worker fits its pool: GPUs per node within the class, the declared shape "
         "intact, multi-node workers only on pools with a multi-node fabric and inside the pool's NVLink domain, "
-        "expert parallelism across nodes only over RDMA or one NVLink domain.", "stack")
+        "expert parallelism across nodes only over RDMA or one NVLink domain.", "stack",
+        fix="make workers.topology fit the pool's GPUs per node (and its NVLink domain), or select (nodeSelector) a "
+            "pool whose class has a multi-node fabric (RDMA for expert parallelism across nodes)")
 def topology_fits(resources, config=None):
     out = []
     for r, spec, p, inv in replicas(resources):
@@ -162,7 +172,8 @@ def topology_fits(resources, config=None):
     return out
 
 
-@policy("placement-co-located", "All roles of a replica (prefill and decode) run on one cluster.", "stack")
+@policy("placement-co-located", "All roles of a replica (prefill and decode) run on one cluster.", "stack",
+        fix="give every role of the deployment a pool on one cluster (nodeSelector, clusterSelector)")
 def placement_co_located(resources, config=None):
     seen: dict[tuple, set] = {}
     urns = {}
@@ -177,7 +188,9 @@ def placement_co_located(resources, config=None):
 
 
 @policy("placement-complete", "Every deployment is fully placed (mandatory in production configs).", "stack",
-        level=ADVISORY)
+        level=ADVISORY,
+        fix="make room: raise maxNodes of a pool that passes the filter, widen clusterSelector or nodeSelector, or "
+            "lower replicas (`plan --explain DEPLOYMENT` shows every rejection)")
 def placement_complete(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
@@ -215,7 +228,9 @@ def slo(resources, config=None):
 
 
 @policy("rollout-complete", "Every deployment reaches its target: no replica unplaced or placed at a smaller "
-        "ratio-preserving shape (advisory; mandatory in production configs).", "stack", level=ADVISORY)
+        "ratio-preserving shape (advisory; mandatory in production configs).", "stack", level=ADVISORY,
+        fix="make room for the full shape: raise maxNodes of the pools it needs or widen "
+            "clusterSelector/nodeSelector (`plan --explain DEPLOYMENT` shows every rejection)")
 def rollout_complete(resources, config=None):
     out = []
     for r, spec, _, _ in deployments(resources):
@@ -230,7 +245,8 @@ def rollout_complete(resources, config=None):
 
 
 @policy("capacity-envelope", "Deployments with autoscaled GPU roles have nodes reserved for every replica's "
-        "maxReplicas, so the autoscaler can reach its maximum.", "stack")
+        "maxReplicas, so the autoscaler can reach its maximum.", "stack",
+        fix="raise the pools' maxNodes to hold every replica at maxReplicas, or lower maxReplicas")
 def capacity_envelope(resources, config=None):
     from ..fleet import envelope
 
@@ -261,7 +277,9 @@ def _placement_of(index, obj):
     return index.get((meta.get("namespace"), labels.get(DEPLOYMENT), labels.get(REPLICA)))
 
 
-@policy("kai-gang", "Each replica's PodGroup waits for all its pods and names a queue its cluster has.", "stack")
+@policy("kai-gang", "Each replica's PodGroup waits for all its pods and names a queue its cluster has.", "stack",
+        fix="let modelplane render the PodGroup, and give the namespace a queue on the cluster (the cluster's "
+            "queues)")
 def kai_gang(resources, config=None):
     out, index = [], _placement_index(resources)
     for obj in objects(resources, "PodGroup"):
@@ -284,7 +302,9 @@ def kai_gang(resources, config=None):
 
 
 @policy("dra-claims", "DRA claims ask for the GPUs per node, name a device class the cluster has, and only "
-        "exist on DRA clusters.", "stack")
+        "exist on DRA clusters.", "stack",
+        fix="let modelplane render the claims; enable the DRA driver on the cluster (substrate.draDriver) or use a "
+            "class whose device class the cluster publishes")
 def dra_claims(resources, config=None):
     out, index = [], _placement_index(resources)
     for obj in objects(resources, "ResourceClaimTemplate"):
@@ -312,7 +332,8 @@ def dra_claims(resources, config=None):
 
 
 @policy("gpu-budget", "The stack's placed GPUs stay within a budget.", "stack",
-        config={"maxGpus": {"type": "integer", "minimum": 0}})
+        config={"maxGpus": {"type": "integer", "minimum": 0}},
+        fix="lower replicas or the GPUs per replica, or raise maxGpus in the policy config")
 def gpu_budget(resources, config=None):
     limit = (config or {}).get("maxGpus")
     if limit is None:
@@ -326,7 +347,9 @@ RESIDENCY_DEFAULT = {"label": "modelplane.ai/residency", "regions": {"eu": ["eur
 
 
 @policy("data-residency", "Deployments labelled for a jurisdiction land only on clusters in its regions.", "stack",
-        config={"label": {"type": "string"}, "regions": {"type": "object"}})
+        config={"label": {"type": "string"}, "regions": {"type": "object"}},
+        fix="select the jurisdiction's clusters with clusterSelector (e.g. modelplane.ai/residency), or remove the "
+            "deployment's residency label")
 def data_residency(resources, config=None):
     cfg = {**RESIDENCY_DEFAULT, **(config or {})}
     out = []
@@ -345,7 +368,9 @@ def data_residency(resources, config=None):
 @policy("cost-budget", "The stack's hourly cost at its autoscaling maximum (replicas plus idle minNodes, at the "
         "pools' prices) stays within maxHourlyCost, and each namespace's within its own budget.", "stack",
         config={"maxHourlyCost": {"type": "number", "minimum": 0},
-                "namespaces": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}})
+                "namespaces": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}},
+        fix="lower replicas, maxReplicas or idle minNodes, move to cheaper capacity, or raise maxHourlyCost (or the "
+            "namespace's budget) in the policy config")
 def cost_budget(resources, config=None):
     from ..cost import fleet_cost, money
     from ..fleet import minimum_workers
@@ -363,21 +388,72 @@ def cost_budget(resources, config=None):
             pass    # the `roles` policy reports a spec that does not validate
     cost = fleet_cost(placements, invs, minimums, set(invs))
     out = []
-
-    def unpriced(row):
-        return f" ({row['unpricedNodes']} unpriced nodes not counted)" if row.get("unpricedNodes") else ""
     limit = cfg.get("maxHourlyCost")
-    if limit is not None and cost["stack"]["hourly"]["max"] > float(limit):
-        out.append((f"the stack may cost {money(cost['stack']['hourly']['max'])}/hour at its autoscaling maximum "
-                    f"({money(cost['stack']['hourly']['min'])} at minimum){unpriced(cost['stack'])}; the budget is "
-                    f"{money(float(limit))}/hour", None))
+    stack = cost["stack"]
+    if limit is not None and stack.get("unpricedNodes"):
+        priced = (f"the stack's priced capacity may cost {money(stack['hourly']['max'])}/hour at its autoscaling "
+                  "maximum, and " if stack["hourly"]["max"] else "none of the stack's capacity is priced: ")
+        out.append((f"{priced}{stack['unpricedNodes']} unpriced nodes ({unpriced_pools(cost)}) could exceed the budget "
+                    f"of {money(float(limit))}/hour; {price_them(cost, invs)}", None))
+    elif limit is not None and stack["hourly"]["max"] > float(limit):
+        out.append((f"the stack may cost {money(stack['hourly']['max'])}/hour at its autoscaling maximum "
+                    f"({money(stack['hourly']['min'])} at minimum); the budget is {money(float(limit))}/hour", None))
     per_ns: dict[str, list] = {}
     for row in cost["deployments"]:
         per_ns.setdefault(row["deployment"].split("/", 1)[0], []).append(row)
     for ns, budget in sorted((cfg.get("namespaces") or {}).items()):
-        spent = sum(row["hourly"]["max"] for row in per_ns.get(ns, []))
-        if spent > float(budget):
-            names = ", ".join(f"{row['deployment']} {money(row['hourly']['max'])}" for row in per_ns[ns])
+        rows = per_ns.get(ns, [])
+        spent = sum(row["hourly"]["max"] for row in rows)
+        names = ", ".join(f"{row['deployment']} {money(row['hourly']['max'])}" for row in rows)
+        unknown = sum(row.get("unpricedNodes", 0) for row in rows)
+        if unknown:
+            mine = {(p["cluster"], rp["pool"]) for p in placements if p["deployment"].split("/", 1)[0] == ns
+                    for rp in p["roles"].values()}
+            out.append((f"namespace {ns}: {unknown} unpriced nodes ({unpriced_pools(cost, mine)}) could exceed its "
+                        f"budget of {money(float(budget))}/hour beside what is priced ({names}); "
+                        f"{price_them(cost, invs, mine)}", None))
+        elif spent > float(budget):
             out.append((f"namespace {ns} may cost {money(spent)}/hour ({names}); its budget is "
                         f"{money(float(budget))}/hour", None))
     return out
+
+
+def _unpriced(cost: dict, only=None) -> list[dict]:
+    """Unpriced pools that hold nodes (replicas or idle minNodes), optionally only (cluster, pool) in `only`."""
+    busy = {(p["cluster"], p["pool"]) for p in cost["pools"] if p["used"]["max"] or p["idle"]["min"]}
+    return [u for u in cost["unpriced"] if (u["cluster"], u["pool"]) in busy
+            and (only is None or (u["cluster"], u["pool"]) in only)]
+
+
+def unpriced_pools(cost: dict, only=None) -> str:
+    return ", ".join(f"{u['cluster']}/{u['pool']}" for u in _unpriced(cost, only))
+
+
+def price_them(cost: dict, inventories: dict, only=None) -> str:
+    """How to price unpriced pools: the `prices refresh` command for their regions."""
+    regions = sorted({inventories.get(u["cluster"], {}).get("region") for u in _unpriced(cost, only)} - {None, ""})
+    return (f"price them with `modelplane prices refresh --regions {','.join(regions)}`" if regions else "price them")\
+        + " or set capacity.hourly on those pools"
+
+
+def outage(key: str, spec: dict, change: dict) -> list[str]:
+    """The `no-outage` finding for one deployment's serving change ({servingBefore, servingDuring,
+    replicas, causes}), unless its spec sets allowDisruption. Shared with `plan --previous`, which
+    also sees node pool replacements and rolling updates (modelplane/disruptions.py)."""
+    if not change or spec.get("allowDisruption"):
+        return []
+    before, during, want = (int(change.get(k) or 0) for k in ("servingBefore", "servingDuring", "replicas"))
+    if before <= 0 or want <= 0 or during > 0:
+        return []
+    why = "; ".join(change.get("causes") or []) or "its replicas are replaced"
+    return [f"{key} serves {during}/{before} replicas while `up` applies this change ({why}); give the new "
+            "shape room beside the old one (a surge), run more than one replica so they change one at a time, "
+            "or set allowDisruption: true on the deployment"]
+
+
+@policy("no-outage", "While `up` applies a change, every deployment that served keeps at least one replica "
+        "serving (changed replicas surge or roll one at a time), unless it sets allowDisruption: true.", "stack",
+        level=ADVISORY)
+def no_outage(resources, config=None):
+    return [(message, r.urn) for r, spec, _, _ in deployments(resources)
+            for message in outage(_key(spec), spec, dict(r.props.get("change") or {}))]

@@ -9,10 +9,12 @@ import click
 import yaml
 from rich.table import Table
 
-from ..api.loader import ROOT
 from ..errors import InputError
 
-PRICE_FILE = ROOT / "catalog" / "prices.yaml"     # the file the catalog loader reads
+
+def project_options(fn):
+    from ..cli import project_options as options     # the CLI's --project / --catalog
+    return options(fn)
 
 
 def _console():
@@ -20,14 +22,14 @@ def _console():
     return out, err
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
+    """Exit 2: invalid input (a file, an option); 3: a price API could not give the prices."""
     _console()[1].print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(1)
+    sys.exit(code)
 
 
 def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
     """The prices a stack's pools use (or, with no stack, every catalog price), with their age."""
-    from ..api import load_catalog
     from ..cost import age, pool_price
 
     rows = []
@@ -42,7 +44,9 @@ def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
                              "capacityType": pool.get("capacityType"), **(price or {}),
                              **(age(price, today, max_age) if price else {})})
         return rows
-    catalog = load_catalog()
+    from ..api.loader import catalog_of
+
+    catalog = catalog_of({})      # the package's prices, then the project's (which win)
     for (cls, region, ctype), _ in sorted(catalog.prices.items()):
         price = pool_price(catalog.prices, cls, region, ctype)
         rows.append({"where": "-", "class": cls, "region": region, "capacityType": ctype, **price,
@@ -75,6 +79,7 @@ def price_table(rows: list[dict], title: str, max_age: int) -> Table:
 
 
 @click.group(invoke_without_command=True)
+@project_options
 @click.option("--stack", help="The prices this stack's pools use (default: every row of the catalog's price file).")
 @click.option("--max-age", default=None, type=click.IntRange(1, 3650), metavar="DAYS",
               help="Flag prices older than this many days (default: the plan's threshold).")
@@ -91,7 +96,7 @@ def prices(ctx, stack, max_age):
         rows = price_rows(stack, date.today(), max_age)
     except InputError as exc:
         err.print(exc.render(), markup=False)
-        sys.exit(1)
+        sys.exit(2)
     out.print(price_table(rows, f"prices ({stack or 'catalog'}, USD per node-hour)", max_age))
     stale = sum(1 for r in rows if r.get("stale"))
     if stale:
@@ -100,27 +105,31 @@ def prices(ctx, stack, max_age):
 
 
 @prices.command()
+@project_options
 @click.option("--cloud", "clouds", multiple=True, type=click.Choice(["gcp", "aws"]),
               help="Refresh this cloud's prices (default: both).")
 @click.option("--regions", metavar="REGION,...", help="Regions to price (default: the regions the price file has for "
               "each cloud). GCE regions for gcp, EC2 regions for aws.")
-@click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False), default=PRICE_FILE,
-              show_default="catalog/prices.yaml", help="The price file to merge the refreshed rows into.")
+@click.option("--out", "out_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              show_default="your project's catalog/prices.yaml",
+              help="The price file to merge the refreshed rows into (read before the package's prices).")
 def refresh(clouds, regions, out_file):
     """Read node prices from the clouds' own price APIs and write them, with source and date,
     into the price file: Cloud Billing Catalog (Compute Engine SKUs) for gcp; the Price List
     Query API, Spot price history and Capacity Block offerings for aws. Needs the optional
     extra modelplane[prices] and credentials as each SDK finds them."""
-    from ..api import load_catalog
+    from ..api.loader import catalog_of
+    from ..api.project import current
     from . import fetch, pricefile
 
     out, err = _console()
     clouds = list(clouds) or ["gcp", "aws"]
+    out_file = out_file or current().prices_file
     try:
-        catalog = load_catalog()
+        catalog = catalog_of({})
     except InputError as exc:
         err.print(exc.render(), markup=False)
-        sys.exit(1)
+        sys.exit(2)
     wanted = {}
     for cloud in clouds:
         if regions:
@@ -131,11 +140,11 @@ def refresh(clouds, regions, out_file):
     try:
         rows, missing = fetch.refresh(catalog, clouds, wanted, date.today().isoformat())
     except fetch.PriceSourceError as exc:
-        _fail(f"{exc}; nothing written")
+        _fail(f"{exc}; nothing written", 3)
     for line in missing:
         err.print(f"  not priced: {line}", markup=False)
     if not rows:
-        _fail(f"the price APIs returned no rate for any class in {wanted}; nothing written")
+        _fail(f"the price APIs returned no rate for any class in {wanted}; nothing written", 3)
     try:
         pricefile.write(out_file, rows)
     except OSError as exc:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import yaml
 
+# A new project price file says what it is: modelplane reads it before the package's own prices.
+HEADER = ("# Node prices of this project (USD per node-hour), written by `modelplane prices refresh`; they\n"
+          "# replace the package's prices of the same class, region and capacity type.")
 FIELDS = ("class", "region", "capacityType", "hourly", "source", "asOf", "unconfirmed")
 
 
@@ -56,5 +59,6 @@ def render(header: str, rows: list[dict]) -> str:
 
 def write(path: Path, rows: list[dict]) -> None:
     """Merge `rows` into the file at `path` (created if absent) and write it."""
-    header, old = read_rows(path) if path.exists() else ("", [])
+    header, old = read_rows(path) if path.exists() else (HEADER, [])
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(header, merge(old, rows)))

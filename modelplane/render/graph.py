@@ -64,6 +64,9 @@ class Node:
     depends_on: tuple = ()             # keys of nodes (a component stands for its resources)
     ignore_changes: tuple = ()
     import_id: str = ""
+    protect: bool | None = None        # Pulumi refuses to delete it; None: as its parent
+    delete_before_replace: bool = False   # a replacement deletes the old one first
+    replace_on_changes: tuple = ()     # input paths whose change replaces it instead of updating it
     custom: bool = True
     remote: bool = False               # a multi-language component (yaml/v2 ConfigFile)
     outputs: dict | None = None        # what a component registers (register_outputs)

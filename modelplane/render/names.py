@@ -1,6 +1,7 @@
 """Labels, names and the pool/taint conventions shared by every renderer."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..api.cluster import GPU_TAINT, POOL_LABEL
@@ -22,7 +23,33 @@ ROOT_QUEUE = "modelplane-root"
 
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 GPU_RESOURCE = {"gpu.nvidia.com": "nvidia.com/gpu", "gpu.amd.com": "amd.com/gpu"}
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}   # GPU workloads come up long after `up` returns
+# `up` awaits every workload until it serves (pulumi-kubernetes v4.32.0 provider/pkg/metadata/
+# overrides.go ReadyCondition: `condition=` waits for a .status.conditions entry like `kubectl wait`,
+# and await/condition/kubectl.go only accepts it once status.observedGeneration has caught up with
+# metadata.generation, so an update is awaited too, not the status before it):
+# - LLMInferenceService: `Ready`, KServe's LivingConditionSet over WorkloadsReady and RouterReady
+#   (kserve v0.20.0 pkg/apis/serving/v1alpha2/llm_inference_service_lifecycle.go);
+# - LeaderWorkerSet: `Available`, set once every group is ready and updated (lws v0.10.0
+#   api/leaderworkerset/v1/leaderworkerset_types.go, pkg/controllers/leaderworkerset_controller.go);
+# - Deployment: `Available` and the `Progressing` condition's reason `NewReplicaSetAvailable` (the
+#   rollout is complete), the two conditions pulumi-kubernetes' own Deployment await checks
+#   (provider/pkg/await/deployment.go); `Available` alone is true at once for one replica with
+#   maxUnavailable 1.
+# Weights take long to load, so the await gets an hour (`pulumi.com/timeoutSeconds`, the same
+# overrides.go; the default is 10 minutes) before `up` fails.
+WAIT_FOR = {
+    "LLMInferenceService": "condition=Ready",
+    "LeaderWorkerSet": "condition=Available",
+    "Deployment": json.dumps(["condition=Available",
+                              'jsonpath={.status.conditions[?(@.type=="Progressing")].reason}=NewReplicaSetAvailable']),
+}
+AWAIT_SECONDS = 3600
+WORKLOAD_KINDS = tuple(WAIT_FOR)
+
+
+def await_ready(kind: str) -> dict:
+    """The annotations that make `up` wait until a workload of this kind serves."""
+    return {"pulumi.com/waitFor": WAIT_FOR[kind], "pulumi.com/timeoutSeconds": str(AWAIT_SECONDS)}
 
 # Per team namespace on every cluster a model lands on: the ServiceAccount its model pods run as,
 # and the Secret holding the Hugging Face token (KServe's storage initializer reads secrets
@@ -45,15 +72,18 @@ def gpu_toleration(driver: str) -> dict:
     return {**GPU_TOLERATION, "key": GPU_RESOURCE.get(driver, GPU_TAINT["key"])}
 
 
-def replica_name(deployment: str, replica: int) -> str:
-    return f"{deployment}-{replica}"
+def replica_name(deployment: str, replica: int, slot: int = 0) -> str:
+    """`<name>-<i>`; in slot 1 (a replica surged beside its old self) `<name>-<i>-b`."""
+    return f"{deployment}-{replica}" + ("-b" if slot else "")
 
 
 def workload_name(md, replica: int, cluster: str, role: str | None = None) -> str:
     """The name of a replica's workload: its LLMInferenceService (role None) or a role's
-    Deployment/LeaderWorkerSet; an adopted object keeps the name it already has."""
-    adopted = md.adopted(replica, cluster).get(role or "decode")
-    base = replica_name(md.name, replica)
+    Deployment/LeaderWorkerSet; an adopted object keeps the name it already has (in slot 0)."""
+    slot = md.slot(replica, cluster)
+    adopted = {} if slot else md.adopted(replica, cluster)
+    adopted = adopted.get(role or "decode")
+    base = replica_name(md.name, replica, slot)
     if role is None:
         return adopted.name if adopted and adopted.kind == "LLMInferenceService" else base
     return adopted.name if adopted and adopted.kind != "LLMInferenceService" else f"{base}-{role}"

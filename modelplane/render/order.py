@@ -3,10 +3,8 @@ InPlace replica changes size, the scale order of its bindings (growing: the role
 decode first; shrinking: decode first). A scale edge that would contradict `dependsOn` (a cycle)
 is left out: start-up order wins. Pure; the component turns edges into Pulumi `depends_on`.
 
-This is an order of submission, not of readiness: the role workloads carry
-`pulumi.com/skipAwait: "true"` (GPU pods come up long after `up` returns), so Pulumi sends a
-role's update once the API server accepted the update of the role it waits for, not once that
-role's pods are Ready. For a moment a binding can be short by the pods still starting.
+The workloads carry `pulumi.com/waitFor` (names.await_ready), so a role changes only once the
+role it waits for is Ready at its new size.
 """
 from __future__ import annotations
 
@@ -66,7 +64,7 @@ def scale_change(spec, placement, before) -> tuple:
 
 
 def scale_order(spec, placement, before) -> list[str] | None:
-    """The roles of an InPlace replica that changes size, in the order `up` submits them; else None."""
+    """The roles of an InPlace replica that changes size, in the order `up` changes them; else None."""
     depth, grow = scale_change(spec, placement, before)
     if depth is None:
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import yaml
 
-from .names import DEPLOYMENT, MANAGED_BY, meta
+from .names import DEPLOYMENT, MANAGED_BY, await_ready, meta
 
 # KServe v0.20.0's scheduler preset image (config-llm-scheduler.yaml L49): llm-d/llm-d-router v0.9.0,
 # the renamed llm-d-inference-scheduler (its Makefile L20-22 builds llm-d-router-endpoint-picker).
@@ -141,7 +141,8 @@ def picker_objects(deployment: str, namespace: str, disaggregated: bool) -> list
          "metadata": meta(f"{namespace}-{picker}-auth", None, picker_lbls),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
          "subjects": [{"kind": "ServiceAccount", "name": picker, "namespace": namespace}]},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(picker, namespace, picker_lbls),
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": meta(picker, namespace, picker_lbls, await_ready("Deployment")),
          "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
                   "selector": {"matchLabels": {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"}},
                   "template": {"metadata": {"labels": picker_lbls},

@@ -1,14 +1,15 @@
 """Everything one placed replica needs on its cluster, as plain Kubernetes dicts."""
 from __future__ import annotations
 
-from ..api.deployment import ExtraRole, ModelDeployment
+from ..api.deployment import ExtraRole, ModelDeployment, Topology
 from ..api.fabric import carries
 from ..api.rules import kserve_autoscaling
 from ..scheduler import Placement
 from ..scheduler.bindings import resolve
+from ..scheduler.model import TOPOLOGY_AXES
 from . import kai, keda, kserve, native, picker, presets
 from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
-from .names import DEPLOYMENT, REPLICA, ROLE, SKIP_AWAIT, labels, meta, replica_name, workload_name
+from .names import DEPLOYMENT, REPLICA, ROLE, await_ready, labels, meta, replica_name, workload_name
 from .pod import GpuWiring, container, env_list, pod_spec, token_env
 from .pod import pod_annotations as wiring_annotations
 
@@ -65,7 +66,8 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, repli
         main["env"] = env_list(role.env)
     main["ports"] = [{"name": "http", "containerPort": role.port, "protocol": "TCP"}]
     main["resources"] = {"requests": {"cpu": role.cpu, "memory": role.memory}}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, md.namespace, lbls, SKIP_AWAIT),
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": meta(name, md.namespace, lbls, await_ready("Deployment")),
                   "spec": {"replicas": role.replicas if replicas is None else replicas,
                            "selector": {"matchLabels": selector},
                            "template": {"metadata": {"labels": lbls}, "spec": {"containers": [main]}}}}
@@ -75,12 +77,12 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, repli
 
 
 def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus_per_node: int,
-           nodes_per_worker: int) -> tuple[GpuWiring, list[dict]]:
+           nodes_per_worker: int, slot: int = 0) -> tuple[GpuWiring, list[dict]]:
     """How the role's pods get GPUs (DRA claim or device plugin) and, where the role needs the
     pool's fabric (api.fabric.carries: multi-node workers; disaggregated replicas on RDMA), its
     NICs; plus the claim templates this needs."""
     device, fabric = pool["device"], pool.get("fabric", {})
-    base = replica_name(md.name, idx)
+    base = replica_name(md.name, idx, slot)
     lbls = labels(md.name, idx, role, pool["name"])
     objects = []
     gpu_claim = nic_claim = None
@@ -143,7 +145,10 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
     served = served_names or [md.served_name]
     autos = {a.role: a for a in md.autoscaling}
     idx = placement.replica
-    base = replica_name(md.name, idx)
+    # Objects a surged replica needs beside its old self (PodGroup, claim templates, workloads) take
+    # its name slot; Services keep the slot-0 name and select the pods of both by label.
+    base = replica_name(md.name, idx, placement.slot)
+    stable = replica_name(md.name, idx)
     pools = {p["name"]: p for p in inv["pools"]}
     use_kai = inv["kai"]["enabled"]
     objects, workloads = [], {}
@@ -155,8 +160,9 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         objects.append(kai.pod_group(base, md.namespace, labels(md.name, idx), md.queue_name, md.priority_class, pods))
     for role, rp in placement.roles.items():
         _, workers, engine = gpu_roles[role]
-        topology = workers.topology
-        gpu, claims = wiring(md, inv, pools[rp.pool], idx, role, rp.gpus_per_node, topology.nodes_per_worker)
+        topology = recorded(rp) or workers.topology     # a replica kept at its recorded shape runs that
+        gpu, claims = wiring(md, inv, pools[rp.pool], idx, role, rp.gpus_per_node, topology.nodes_per_worker,
+                             placement.slot)
         objects += claims
         lbls = labels(md.name, idx, role, rp.pool)
         pod_labels, pod_annotations = kai.pod_metadata(base, md.queue_name, role) if use_kai else ({}, {})
@@ -179,7 +185,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         args = native.engine_args(md.model.uri, served, topology, engine.port) + list(engine.args)
         env = env_list(engine.env) + ([token_env()] if md.model.token_secret else [])
         selector = {DEPLOYMENT: md.name, REPLICA: str(idx), ROLE: role}
-        name = f"{base}-{role}"
+        name = f"{stable}-{role}"
         work_name = workload_name(md, idx, placement.cluster, role)
         if topology.nodes_per_worker > 1:
             lead_cmd, work_cmd = (native.ray_commands(args) if native.uses_ray(topology) else
@@ -200,11 +206,20 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
                                       leader_only=topology.nodes_per_worker > 1))
     if md.backend == "kserve":
         objects.append(kserve.llm_inference_service(meta(workload_name(md, idx, placement.cluster), md.namespace,
-                                                         labels(md.name, idx)), md.model.uri,
+                                                         labels(md.name, idx), await_ready("LLMInferenceService")),
+                                                    md.model.uri,
                                                     served[0], workloads["decode"], workloads.get("prefill"),
                                                     inv.get("gateway"), picker.pool_name(md.name)))
     # InPlace: bound extra roles follow the decode workers this replica was placed with.
     bound = resolve(md.scaling.binding_map(), placement.roles["decode"].workers) if md.in_place else {}
     for role in md.roles:
-        objects += _extra_role(md, base, idx, role, bound.get(role.name), workload_name(md, idx, placement.cluster, role.name))
+        objects += _extra_role(md, stable, idx, role, bound.get(role.name),
+                               workload_name(md, idx, placement.cluster, role.name))
     return objects
+
+
+def recorded(rp) -> Topology | None:
+    """The worker topology a placed role was created with, when the placement records it."""
+    if not rp.topology:
+        return None
+    return Topology.model_validate({**dict(zip(TOPOLOGY_AXES, rp.topology)), "expert": rp.topology[4:] == (1,)})

@@ -239,7 +239,7 @@ def _role(obj: dict) -> str | None:
 
 
 def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, ClusterNodes], weights_gib: float, served_names: list[str] | None, namespaces: dict[str, str],
-                     progress: dict, previous: dict, sizing: dict | None = None) -> str:
+                     progress: dict, previous: dict) -> str:
     """Each placed replica's rendered objects on its cluster. Extra roles start after the roles
     they depend on: objects follow a topological order, each waiting for its dependencies'
     objects; an InPlace size change follows the scale order."""
@@ -276,8 +276,6 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
         "clusters": {c: targets[c].inventory for c in sorted({p.cluster for p in placements})},
         "weightsGiB": weights_gib,
         "progress": progress or {},
-        # sized from an SLO: objective, traffic, choice, prediction and what is served (policy `slo`)
-        **({"sizing": sizing} if sizing is not None else {}),
     }
     return me
 

@@ -215,3 +215,65 @@ class Matcher:
                 raise CelError(f"yields {_type_name(type(result).__name__)}, not true or false")
             self._cache[key] = bool(result)
         return self._cache[key]
+
+    def why(self, expr: str, class_name: str, capabilities: dict) -> str:
+        """Why `expr` is false for a class: its first top-level `&&` clause that is false (the
+        whole expression when it has one clause) and the class's values of the fields it reads."""
+        clauses = _conjuncts(expr)
+        failed = expr.strip()
+        if len(clauses) > 1:
+            try:
+                failed = next((c for c in clauses if not self.matches(c, class_name, capabilities)), failed)
+            except CelError:       # a clause alone need not compile (a macro split across &&): name the whole
+                pass
+        values = [f"{path} = {_shown(_lookup(capabilities, path))}" for path in _fields(failed)]
+        return f"{failed} is false" + (f" ({', '.join(values)})" if values else "")
+
+
+def _conjuncts(expr: str) -> list[str]:
+    """The expression's top-level `&&` clauses (outside brackets and string literals)."""
+    out, depth, quote, start, i = [], 0, None, 0, 0
+    while i < len(expr):
+        ch = expr[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif expr.startswith("&&", i) and depth == 0:
+            out.append(expr[start:i].strip())
+            start = i + 2
+            i += 1
+        i += 1
+    return [c for c in (*out, expr[start:].strip()) if c]
+
+
+def _fields(expr: str) -> list[str]:
+    """The capability fields an expression reads (gpu.memoryGiB, network.fabric, ...), in order."""
+    import re
+
+    text = re.sub(r"\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'", '""', expr)    # not inside string literals
+    found = re.findall(r"\b(?:capabilities\.)?((?:gpu|interconnect|network)(?:\.[A-Za-z_]\w*)+)", text)
+    return list(dict.fromkeys(found))
+
+
+def _lookup(capabilities: dict, path: str):
+    value = capabilities
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _shown(value) -> str:
+    import json
+
+    return "absent" if value is None else json.dumps(value)
+

@@ -7,22 +7,22 @@ by name, ties break by name, nothing depends on hash order or input order).
    and GPU role: nodeSelector CEL over the class capabilities -> per-node shape. A cluster where some GPU role
    has no pool left is rejected (`coLocation`): all roles of a replica share a cluster.
 2. Retain: a previous replica (index < replicas) keeps its cluster and pools while they exist,
-   still pass the filter, still have its recorded size and still have room; it is charged at
-   that size. Otherwise it is re-placed (a `Move` says why). Indices >= replicas are dropped
-   first, so scale-down removes the highest indices and frees their nodes before any fill.
+   still pass the filter and still have room; it is charged at its recorded size (a change of
+   worker counts alone resizes it in place when its pools have room). One whose roles or worker
+   topology changed also stays, charged at its recorded shape, until surge.py replaces it after
+   Fill. Otherwise it is re-placed (a `Move` says why). Replicas the plan deletes (indices >=
+   replicas, removed deployments, moved replicas) keep their nodes charged (`held`): Pulumi
+   deletes them at the end of `up`, after everything new is created.
    An adopted replica without a previous placement is bound on its cluster here, before fill.
-3. Fill, per deployment in tier and name order, per missing index ascending. Capacity is
-   counted in GPUs of a pool: a multi-node worker takes whole nodes, a smaller worker its slot
-   of a node it shares with other workers of the pool (model.need; any set of slots that fits
-   the pool's GPUs fits its nodes). A candidate is a cluster plus one pool per GPU role with
-   room (a pool shared by two roles must hold both). Score, lowest wins: replicas of this
-   deployment already on the cluster (spread first), then the fabric shared by the roles' pools
-   (same pool > RDMA > TCP), then GPUs taken beyond those used (slot rounding, whole nodes),
-   then the pools' GPUs per node (the smallest nodes that hold the workers), then free GPUs
-   left in the chosen pools (best fit), then cluster and pool names. Bind reserves the GPUs.
-   A replica is placed whole or not at all; once one index fails the later ones fail for the
-   same reasons (capacity only shrinks). Sized deployments (Options) pick a candidate at their
-   turn (sizing.py).
+3. Fill, per deployment in priority tier then name order, per missing index ascending. Capacity
+   is counted in GPUs of a pool: a multi-node worker takes whole nodes, a smaller worker its slot
+   of a node it shares with other workers of the pool (model.need; any set of slots that fits the
+   pool's GPUs fits its nodes). A candidate is a cluster plus one pool per GPU role with room (a
+   pool shared by two roles must hold both); Score and Bind are in score.py. A replica is placed
+   whole or not at all; once one index fails the later ones fail for the same reasons (capacity
+   only shrinks). A sized deployment (Options) picks its candidate at its turn (sizing.py).
+4. Exact phase (exact.py), when Fill leaves a replica unplaced; then replace changed replicas
+   (surge.py: surge beside the old one, roll in place one at a time, or keep the recorded shape).
 
 Complexity: Filter decides each (role, class) once (CEL compiled once per expression, evaluated
 once per class) and then costs a dictionary lookup per pool: O(deployments x pools). Fill keeps
@@ -34,101 +34,26 @@ whole run is close to linear in replicas x eligible pools. Rejection details are
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import Counter, defaultdict
+from dataclasses import replace
 from types import MappingProxyType
 
 from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
 from . import sizing
-from .model import (CAPACITY, NO_CLUSTER, RDMA_FABRICS, Cluster, Demand, Move, Options, Placement, Plan, Rejection,
-                    RolePlacement, Unplaced)
+from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
+                    Transition, Unplaced)
 from .progress import progress as _progress
-
-
-def _fabric_tier(pools) -> int:
-    """How well the pools of one replica can move KV cache between roles (higher is better)."""
-    if len(pools) < 2 or len({p.name for p in pools}) == 1:
-        return 2
-    return 1 if all(p.fabric in RDMA_FABRICS for p in pools) else 0
-
-
-def _best(d: Demand, cluster: str, per_role, free, count: int):
-    """Score: the lowest key (count, -fabric tier, stranded, node size, leftover, cluster, pools)
-    of one more replica of `d` on this cluster, or None when no pool combination has room.
-    Capacity is in GPUs of a pool: a role takes whole nodes for multi-node workers, else its
-    workers' slots (model.need); stranded counts the GPUs it takes beyond those it uses; node size
-    (GPUs per node of the chosen pools) keeps big nodes for big workers."""
-    if len(d.roles) == 1:    # the hot path: one loop, no intermediate lists
-        role = d.roles[0]
-        gpus, best = role.gpus, None
-        for p in per_role[role.name]:
-            have, want = free[(cluster, p.name)], role.need(p)
-            if have >= want:
-                key = (count, -2, want - gpus, p.gpus_per_node, have - want, cluster, (p.name,))
-                if best is None or key < best:
-                    best = key
-        return best
-    options = []
-    for role in d.roles:     # each role alone must fit before any combination can
-        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= role.need(p)]
-        if not fits:
-            return None
-        options.append(fits)
-    if len(d.roles) == 2:
-        return _best_pair(d, cluster, options, free, count)
-    return _best_product(d, cluster, options, free, count)
-
-
-def _best_pair(d: Demand, cluster: str, options, free, count: int):
-    """Two roles without the full product. A pool holding both wins outright (best fabric tier).
-    Otherwise the key of a pair of distinct pools is a per-role sum, so the best pair is among
-    each role's two best pools (one may collide with the other role's pick), tried first over
-    RDMA pools only (tier 1), then over all pools (tier 0)."""
-    (r1, r2), (o1, o2) = d.roles, options
-    both = {p.name for p in o2}
-    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.need(p) + r2.need(p)]
-    if shared:
-        return min((count, -2, r1.need(p) - r1.gpus + r2.need(p) - r2.gpus, 2 * p.gpus_per_node,
-                    free[(cluster, p.name)] - r1.need(p) - r2.need(p), cluster, (p.name, p.name)) for p in shared)
-
-    def top2(role, pools):
-        return sorted(pools, key=lambda p: (role.need(p) - role.gpus, p.gpus_per_node, free[(cluster, p.name)] - role.need(p),
-                                            p.name))[:2]
-
-    for tier, keep in ((1, lambda p: p.fabric in RDMA_FABRICS), (0, lambda p: True)):
-        pairs = [(a, b) for a in top2(r1, filter(keep, o1)) for b in top2(r2, filter(keep, o2)) if a.name != b.name]
-        if pairs:
-            return min(_key(d, cluster, pair, free, count) for pair in pairs)
-    return None
-
-
-def _key(d: Demand, cluster: str, combo, free, count: int):
-    want: dict[str, int] = {}
-    stranded = 0
-    for role, pool in zip(d.roles, combo):
-        n = role.need(pool)
-        want[pool.name] = want.get(pool.name, 0) + n
-        stranded += n - role.gpus
-    if len(want) < len(combo) and any(free[(cluster, name)] < n for name, n in want.items()):
-        return None     # a pool shared by roles must hold their sum
-    leftover = sum(free[(cluster, name)] - n for name, n in want.items())
-    size = sum(p.gpus_per_node for p in combo)
-    return (count, -_fabric_tier(combo), stranded, size, leftover, cluster, tuple(p.name for p in combo))
-
-
-def _best_product(d: Demand, cluster: str, options, free, count: int):
-    """Every combination of pools; the reference the faster paths must agree with."""
-    keys = [k for combo in itertools.product(*options) if (k := _key(d, cluster, combo, free, count))]
-    return min(keys) if keys else None
+from .score import _best, _bind
+from .surge import replace_changed, topology_text
 
 
 def _gpus_text(n: int) -> str:
     return f"{n} GPU{'s' if n != 1 else ''}"
 
 
-def _capacity_reasons(d: Demand, eligible, free, capacity) -> list[Rejection]:
-    out = []
+def _capacity_reasons(d: Demand, eligible, free, capacity, held=None) -> list[Rejection]:
+    out, held = [], held or {}
     for cluster, per_role in eligible.items():
         alone = True
         for role in d.roles:
@@ -137,7 +62,9 @@ def _capacity_reasons(d: Demand, eligible, free, capacity) -> list[Rejection]:
                 if have < want:
                     alone = alone and any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name])
                     out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {_gpus_text(want)}, "
-                                         f"{have}/{capacity[(cluster, p.name)]} GPUs free", role.name))
+                                         f"{have}/{capacity[(cluster, p.name)]} GPUs free"
+                                         + (f" ({held[(cluster, p.name)]} held by replicas this `up` deletes)"
+                                            if held.get((cluster, p.name)) else ""), role.name))
             if not any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name]):
                 alone = False
         if alone and len(d.roles) > 1:
@@ -163,37 +90,43 @@ def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, capacity) -> l
     return out
 
 
-def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> str | None:
+GONE, MOVED, RESHAPE, RESIZE, ROOM = "gone", "moved", "reshape", "resize", "room"
+
+
+def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tuple[str, str] | None:
+    """Why a previous replica cannot stay exactly as it is, and what kind of change that is: its
+    cluster or pool is GONE (it went with it), MOVED (they no longer qualify), RESHAPE (its roles or
+    a role's worker topology changed), RESIZE (only its worker counts changed) or ROOM (its pool
+    shrank below what it holds); None when it stays."""
     if old.cluster not in clusters:
-        return f"cluster {old.cluster} is gone"
+        return f"cluster {old.cluster} is gone", GONE
     if old.cluster not in eligible:
-        return f"cluster {old.cluster} no longer passes the filter"
+        return f"cluster {old.cluster} no longer passes the filter", MOVED
     if set(old.roles) != {r.name for r in d.roles}:
-        return "its roles changed"
-    want = Counter()
-    shape = tuple(old.roles[r.name].workers for r in d.roles)
+        return "its roles changed", RESHAPE
+    need = Counter()
     pools = {p.name: p for p in clusters[old.cluster].pools}
     for role in d.roles:
         rp = old.roles[role.name]
         if rp.pool not in {p.name for p in eligible[old.cluster][role.name]}:
-            return f"pool {rp.pool} is gone" if rp.pool not in pools else f"pool {rp.pool} no longer fits {role.name}"
-        if (rp.nodes, rp.gpus_per_node) != (rp.workers * role.nodes_per_worker, role.gpus_per_node) \
-                or shape not in d.shapes:
-            return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
-                    f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs)")
-        want[rp.pool] += rp.need(pools[rp.pool].gpus_per_node)
-    for pool, n in want.items():
+            if rp.pool not in pools:
+                return f"pool {rp.pool} is gone", GONE
+            return f"pool {rp.pool} no longer fits {role.name}", MOVED
+        need[rp.pool] += rp.need(pools[rp.pool].gpus_per_node)
+    for pool, n in need.items():
         if free[(old.cluster, pool)] < n:
-            return f"pool {pool} has no room left for it"
+            return f"pool {pool} has no room left for it", ROOM
+    for role in d.roles:
+        rp = old.roles[role.name]
+        if (rp.topology and role.topology and rp.topology != role.topology) \
+                or (rp.nodes_per_worker, rp.gpus_per_node) != (role.nodes_per_worker, role.gpus_per_node):
+            return (f"{role.name} changed shape ({rp.workers} workers on {rp.nodes}x{rp.gpus_per_node} "
+                    f"-> {role.workers} on {role.nodes}x{role.gpus_per_node} nodes x GPUs; topology "
+                    f"{topology_text(rp.topology)} -> {topology_text(role.topology)})"), RESHAPE
+    if tuple(old.roles[r.name].workers for r in d.roles) not in d.shapes:
+        a = ", ".join(f"{r.name} {old.roles[r.name].workers}" for r in d.roles)
+        return f"its workers changed ({a} -> {', '.join(f'{r.name} {r.workers}' for r in d.roles)})", RESIZE
     return None
-
-
-def _bind(d: Demand, idx: int, cluster: str, names, free, pools) -> Placement:
-    roles = {}
-    for role, pool in zip(d.roles, names):
-        free[(cluster, pool)] -= role.need(pools[(cluster, pool)])
-        roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers)
-    return Placement(d.key, idx, cluster, MappingProxyType(roles))
 
 
 def _grow(d: Demand, old: Placement, free, pools) -> Placement:
@@ -203,14 +136,15 @@ def _grow(d: Demand, old: Placement, free, pools) -> Placement:
         if shape == now:
             break
         sized = d.shaped(shape)
-        want = Counter()
+        need = Counter()
         for role in sized.roles:
             pool = old.roles[role.name].pool
-            want[pool] += role.need(pools[(old.cluster, pool)])
+            need[pool] += role.need(pools[(old.cluster, pool)])
         # `free` is not yet charged for this replica: its own GPUs count as room
-        if all(free[(old.cluster, pool)] >= n for pool, n in want.items()):
+        if all(free[(old.cluster, pool)] >= n for pool, n in need.items()):
             return Placement(d.key, old.replica, old.cluster, MappingProxyType({
-                r.name: RolePlacement(old.roles[r.name].pool, r.nodes, r.gpus_per_node, r.workers) for r in sized.roles}))
+                r.name: RolePlacement(old.roles[r.name].pool, r.nodes, r.gpus_per_node, r.workers, r.topology)
+                for r in sized.roles}), old.slot)
     return old
 
 
@@ -258,8 +192,8 @@ def _fill(d: Demand, have: dict, eligible, free, pools) -> tuple[dict, int | Non
 def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exact: str = "auto",
              budget: float | None = None, options=()) -> Plan:
     """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced (or a sized
-    deployment's choice may not be the cheapest), "always" runs it anyway, "off" never; `budget`:
-    its deterministic time budget; `options`: deployments sized from an SLO (one Options each), of
+    deployment's pick may not be the cheapest), "always" runs it anyway, "off" never; `budget`: its
+    deterministic time budget; `options`: deployments sized from an SLO (one Options each), of
     which one candidate is placed (sizing.py)."""
     matcher = matcher or Matcher()
     clusters = sorted(clusters, key=lambda c: c.name)
@@ -295,16 +229,32 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     rejections = LazyRejections(demands, clusters, verdicts)
 
     kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
-    moves = []
+    moves, stale, leaving, gone = [], [], [], {}
     for d in demands:
         for idx, old in sorted(prev.get(d.key, {}).items()):
             if idx >= d.replicas:
+                leaving.append(old)          # scale-down: deleted at the end of `up`
                 continue
-            why = _retain_problem(d, old, by_name, eligible[d.key], free)
-            if why:
+            problem = _retain_problem(d, old, by_name, eligible[d.key], free)
+            why, kind = problem or (None, None)
+            if kind == RESIZE:
+                grown = _grow(d, old, free, pools)
+                if tuple(grown.roles[r.name].workers for r in d.roles) in d.shapes:
+                    why, kind, old = None, None, grown      # resized in place: its workload scales
+                else:
+                    kind = RESHAPE                           # no room in its own pools: replace it
+            if kind in (GONE, ROOM, MOVED):
                 moves.append(Move(d.key, idx, old.cluster, why))
+                gone[(d.key, idx)] = (old, why, kind)
+                if kind == MOVED:
+                    leaving.append(old)      # it runs on where it is until `up` ends
                 continue
-            if d.steps:
+            if kind == RESHAPE:
+                # It keeps running at its recorded shape until it is replaced (surge.py, after fill).
+                # It can stay only if its objects can be rendered as they run: same roles, topology recorded.
+                keepable = set(old.roles) == {r.name for r in d.roles} and all(rp.topology for rp in old.roles.values())
+                stale.append((d, idx, old, why, keepable))
+            elif d.steps:
                 old = _grow(d, old, free, pools)
             for rp in old.roles.values():
                 free[(old.cluster, rp.pool)] -= rp.need(pools[(old.cluster, rp.pool)].gpus_per_node)
@@ -321,12 +271,15 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 moves.append(Move(d.key, idx, cluster, f"it is adopted there, but {cluster} {why}"))
                 continue
             kept[d.key][idx] = _bind(d, idx, cluster, key[-1], free, pools)
-    for o in choice.open:
+    for o in choice.open:       # sized anew: what runs now is replaced, deleted at the end of `up`
         moves += [Move(o.key, idx, old.cluster, "sizing chose another configuration")
                   for idx, old in sorted(prev.get(o.key, {}).items())]
 
+    known = {d.key for d in demands}
+    leaving += [p for key, olds in sorted(prev.items()) if key not in known for p in olds.values()]
+    held = _hold(leaving, by_name, free)
     after_retain = dict(free)
-    failed_at, filled = {}, {d.key: {} for d in demands}
+    placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
     # Fill order: priority tier (highest first), then name; a sized deployment picks its candidate
     # when its turn comes (the one that places the most, then costs least: sizing.Choice.pick).
     for item in sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key)):
@@ -346,13 +299,14 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
 
     phase, changed = "fast path", []
     if exact == "always" or (exact == "auto" and (failed_at or choice.dearer_than_bound(filled))):
-        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget, choice,
-                                                       pools)
+        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget,
+                                                       exact == "auto", choice, pools)
         for key, d in swapped.items():
             demands[next(i for i, x in enumerate(demands) if x.key == key)] = d
             verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
         rejections = LazyRejections(demands, clusters, verdicts)
-    placements = []
+    transitions = replace_changed(stale, kept, filled, eligible, free, held, moves, pools)
+    transitions += _relocated(gone, kept, filled)
     for d in demands:
         have = {**kept[d.key], **filled[d.key]}
         placements.extend(have[i] for i in sorted(have))
@@ -363,7 +317,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         missing = [i for i in range(d.replicas) if i not in kept[d.key] and i not in filled[d.key]]
         if not missing:
             continue
-        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity)),
+        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity, held)),
                                key=_order))
         if not reasons:
             reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
@@ -376,11 +330,40 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         missing_by_d[u.deployment].append(u)
     progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, capacity, pools) for d in demands]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
-                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress, dict(choice.chosen),
-                {key: p.gpus_per_node for key, p in pools.items()})
+                {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress,
+                sorted(transitions, key=lambda t: (t.deployment, t.replica)), {k: v for k, v in sorted(held.items()) if v},
+                dict(choice.chosen), {key: p.gpus_per_node for key, p in pools.items()})
 
 
-def _exact(demands, eligible, after_retain, kept, filled, budget, choice, pools):
+def _hold(leaving, clusters, free) -> Counter:
+    """Charge the GPUs of replicas this plan deletes: Pulumi deletes them at the end of `up`
+    (after every create and update), so nothing created in the same `up` may count on them."""
+    held = Counter()
+    for old in leaving:
+        pools = {p.name: p for p in clusters[old.cluster].pools} if old.cluster in clusters else {}
+        for rp in old.roles.values():
+            if rp.pool in pools:
+                n = min(rp.need(pools[rp.pool].gpus_per_node), free[(old.cluster, rp.pool)])
+                free[(old.cluster, rp.pool)] -= n
+                held[(old.cluster, rp.pool)] += n
+    return held
+
+
+def _relocated(gone: dict, kept, filled) -> list[Transition]:
+    """Replicas re-placed because their spot went away or no longer qualifies: where they went.
+    One that stays on its cluster while its old objects still exist there takes the other slot."""
+    out = []
+    for (key, idx), (old, why, kind) in sorted(gone.items()):
+        new = filled[key].get(idx) or kept[key].get(idx)
+        if new is not None and new.cluster == old.cluster and new.slot == old.slot and kind == MOVED:
+            new = replace(new, slot=1 - old.slot)
+            (filled[key] if idx in filled[key] else kept[key])[idx] = new
+        how = "lost" if kind in (GONE, ROOM) else "moved" if new is not None else "removed"
+        out.append(Transition(key, idx, how, old.cluster, new.cluster if new else None, why))
+    return out
+
+
+def _exact(demands, eligible, after_retain, kept, filled, budget, only_if_better, choice, pools):
     from .exact import refill     # OR-Tools loads only when the exact phase runs
 
-    return refill(demands, eligible, after_retain, kept, filled, budget, choice, pools)
+    return refill(demands, eligible, after_retain, kept, filled, budget, only_if_better, choice, pools)

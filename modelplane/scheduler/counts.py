@@ -27,7 +27,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from .core import _fabric_tier as fabric_tier
+from .score import _fabric_tier as fabric_tier
 
 EPS = 1e-6
 PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: replicas per tier and GPUs; spread and quality
@@ -353,25 +353,32 @@ def _levels(kinds_, spots_, use, x, y=None) -> list[tuple]:
                   ("cost", list(zip(rest[1][0], variables)), True, PLACE / 4, LINEAR)]
 
 
-def _polish(kinds_, spots_, use, x, fast, top_of) -> list[tuple]:
+def _polish(kinds_, spots_, use, x, fast, top_of, keep_fast: bool = False) -> list[tuple]:
     """Spread (the most replicas of a kind on one cluster, summed over kinds), then quality
     (fabric and stranded GPUs, then replicas off the fast path's spots): one solve, two if too
-    wide. Without CP-SAT's LP (linearization level 0): a min-max objective gives its root LP
-    much work and little to prune, and the budget is then counted faithfully."""
+    wide. `keep_fast`: replicas off the fast path's spots come first, before spread (the exact
+    phase run because something was left unplaced moves no more than it must). Without CP-SAT's
+    LP (linearization level 0): a min-max objective gives its root LP much work and little to
+    prune, and the budget is then counted faithfully."""
     off = sum(k.want for k in kinds_) + 1
-    quality = [spots_[i].cost * off + (0 if fast[i] else 1) for i in use]
+    moved = [0 if fast[i] else 1 for i in use]
+    quality = [spots_[i].cost * (1 if keep_fast else off) + (0 if keep_fast else m) for i, m in zip(use, moved)]
     worst = defaultdict(int)
     for i, q in zip(use, quality):
         worst[spots_[i].kind] = max(worst[spots_[i].kind], q)
     tops = list(top_of.values())
     n = len(tops)
     spread = ([1] * n + [0] * len(use), sum(kinds_[k].want for k in top_of))
-    both = _merge([spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))], WIDE)
+    parts = [spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))]
+    if keep_fast:
+        parts.insert(0, ([0] * n + moved, sum(k.want for k in kinds_)))
+    merged = _merge(parts, WIDE)
     variables = tops + [x[i] for i in use]
-    if both is not None:
-        return [("spread and quality", [(c, v) for c, v in zip(both, variables) if c], False, POLISH, 0)]
-    return [("spread", [(c, v) for c, v in zip(spread[0], variables) if c], False, POLISH / 2, 0),
-            ("quality", [(c, v) for c, v in zip([0] * n + quality, variables) if c], False, POLISH / 2, 0)]
+    if merged is not None:
+        name = "moves, spread and quality" if keep_fast else "spread and quality"
+        return [(name, [(c, v) for c, v in zip(merged, variables) if c], False, POLISH, 0)]
+    return [(name, [(c, v) for c, v in zip(coefs, variables) if c], False, POLISH / len(parts), 0)
+            for name, (coefs, _) in zip((["moves"] if keep_fast else []) + ["spread", "quality"], parts)]
 
 
 @dataclass
@@ -416,10 +423,12 @@ def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
     return out
 
 
-def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float) -> Solved:
+def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float,
+             keep_fast: bool = False) -> Solved:
     """Counts per spot, lexicographic: replicas per tier, GPUs, the cost of sized deployments,
     spread, quality (two solves, see `_levels` and `_polish`). `fast`: the fast path's counts per
-    spot (a floor per tier and the last tie-break: an equal plan moves nothing)."""
+    spot (a floor per tier and the last tie-break: an equal plan moves nothing); `keep_fast`: see
+    `_polish`."""
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
@@ -465,7 +474,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
             model.Add(sum(x[i] for i in idx) <= top_of[k])
-        levels += _polish(kinds_, spots_, use, x, fast, top_of)
+        levels += _polish(kinds_, spots_, use, x, fast, top_of, keep_fast)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1

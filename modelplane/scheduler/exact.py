@@ -45,10 +45,11 @@ class Group:
 
 
 def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: dict[str, list],
-          budget: float = DEFAULT_BUDGET, groups: list[Group] = (), price=None) -> Outcome:
+          budget: float = DEFAULT_BUDGET, keep_fast: bool = False, groups: list[Group] = (), price=None) -> Outcome:
     """`free`: GPUs per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
-    `greedy`: the fast path's (cluster, pool names) per new replica; `groups`: sized deployments
-    whose candidate is chosen here; `price(demand, cluster, pools)`: $/hour of one of its replicas."""
+    `greedy`: the fast path's (cluster, pool names) per new replica; `keep_fast`: see
+    counts._polish; `groups`: sized deployments whose candidate is chosen here;
+    `price(demand, cluster, pools)`: $/hour of one of its replicas."""
     kinds_ = _kinds(demands, eligible, missing)
     fast_kind = {}
     for g in groups:
@@ -67,7 +68,7 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
     for dk, fills in greedy.items():
         for cluster, names in fills:
             fast[at[(kind_of[dk], cluster, names)]] += 1
-    solved = optimise(kinds_, spots_, free, fast, budget)
+    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast)
     phase = "exact"
     if solved.unproven:
         phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
@@ -129,12 +130,17 @@ def _partial(d: Demand, placements) -> bool:
     return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
 
 
-def refill(demands, eligible, after_retain, kept, filled, budget, choice=None, pools=None):
+def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better: bool = False, choice=None,
+           pools=None):
     """Run the exact phase; keep the fast path's replicas where the solution has room for them
     there, give the rest the solution's remaining spots in index order. Deployments with a
     replica at a smaller step keep the fast path's fill (the program counts full shapes only).
-    Sized deployments the fast path picked a candidate for (`choice.open`) have theirs chosen
-    again with everything else. Returns (fills, free, phase, changed, {key: new candidate})."""
+    `only_if_better` (the phase run on its own, not asked for): the solution stands only if it
+    places more (per tier, then GPUs) or costs sized deployments less, and moves as few fast-path
+    replicas as it can; otherwise nothing moves, so a deployment that fits nowhere never moves
+    another's replicas. Sized deployments the fast path picked a candidate for (`choice.open`)
+    have theirs chosen again with everything else. Returns (fills, free, phase, changed, {key:
+    new candidate})."""
     fixed = {d.key for d in demands if _partial(d, [*kept[d.key].values(), *filled[d.key].values()])}
     original = filled
     if fixed:
@@ -153,7 +159,7 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None, p
     missing = {d.key: d.replicas - len(kept[d.key]) for d in plain}
     greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
               for k, v in filled.items()}
-    outcome = solve(plain, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET, groups,
+    outcome = solve(plain, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET, only_if_better, groups,
                     choice.replica_cost if choice else None)
     fast_free = dict(after_retain)
     for d in demands:
@@ -164,11 +170,26 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None, p
         return original, fast_free, outcome.phase, [], {}
     units = {g.key: g.units for g in groups}
     by_tier_fast, by_tier_exact = Counter(), Counter()
+    gpus, cost = [0, 0], [0.0, 0.0]
     for d in demands:
-        by_tier_fast[d.priority] += len(filled[d.key])
         got = len(outcome.fills.get(d.key, []))
-        by_tier_exact[d.priority] += (units[d.key] if got else 0) if d.key in open_keys else got
-    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()):
+        by_tier_fast[d.priority] += len(filled[d.key])
+        if d.key in open_keys:             # a sized deployment: its units when placed whole, and its cost
+            g = next(g for g in groups if g.key == d.key)
+            pick = outcome.picks.get(d.key, g.fast)
+            by_tier_exact[d.priority] += units[d.key] if got else 0
+            cost[0] += sum(choice.replica_cost(d, p.cluster, tuple(rp.pool for rp in p.roles.values()))
+                           for p in filled[d.key].values())
+            cost[1] += sum(choice.replica_cost(g.candidates[pick], c, names) for c, names in outcome.fills.get(d.key, []))
+            continue
+        size = sum(r.nodes * r.gpus_per_node for r in d.roles)
+        by_tier_exact[d.priority] += got
+        gpus[0] += size * len(filled[d.key])
+        gpus[1] += size * got
+    tiers = sorted(set(by_tier_fast) | set(by_tier_exact), reverse=True)
+    fast_rank, exact_rank = ([*(c[t] for t in tiers), g, -round(m, 6)]
+                             for c, g, m in ((by_tier_fast, gpus[0], cost[0]), (by_tier_exact, gpus[1], cost[1])))
+    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) or (only_if_better and exact_rank <= fast_rank):
         return original, fast_free, "fast path (the exact phase found no better plan)", [], {}
     swapped = {}
     for g in groups:
@@ -192,7 +213,8 @@ def refill(demands, eligible, after_retain, kept, filled, budget, choice=None, p
                                      for i, s in enumerate(group))]
         free_idx = [i for i in range(d.replicas) if i not in kept[d.key] and i not in mine]
         for idx, (cluster, names) in zip(free_idx, rest):
-            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers) for r, pool in zip(d.roles, names)}
+            roles = {r.name: RolePlacement(pool, r.nodes, r.gpus_per_node, r.workers, r.topology)
+                     for r, pool in zip(d.roles, names)}
             mine[idx] = Placement(d.key, idx, cluster, MappingProxyType(roles))
             before = filled[d.key].get(idx)
             changed.append((d.key, idx, before.cluster if before else None, cluster))

@@ -178,8 +178,9 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
             fits = 0
             for p in c.pools:
                 if not verdicts.ok(role, p):
+                    why = verdicts.matcher.why(role.cel, p.class_name, p.capabilities)
                     out.append(Rejection(c.name, p.name, NODE_SELECTOR,
-                                         f"{role.name}: false for class {p.class_name}", role.name))
+                                         f"{role.name}: false for class {p.class_name}: {why}", role.name))
                     continue
                 problem = verdicts.fit(role, p)
                 if problem:

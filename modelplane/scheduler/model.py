@@ -26,7 +26,7 @@ MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "ef
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
 
 
-def slot(gpus: int, per_node: int) -> int:
+def gpu_slot(gpus: int, per_node: int) -> int:
     """The GPUs of a node one worker of `gpus` GPUs takes when workers share nodes: the smallest
     power-of-two divisor of `per_node` that holds it, else the whole node. Slot sizes divide one
     another, so any set of slots whose sum fits a pool's GPUs also fits its nodes (largest first,
@@ -43,7 +43,7 @@ def need(nodes: int, gpus_per_node: int, nodes_per_worker: int, per_node: int) -
     the node with others of the same pool."""
     if nodes_per_worker > 1:
         return nodes * per_node
-    return nodes * slot(gpus_per_node, per_node)
+    return nodes * gpu_slot(gpus_per_node, per_node)
 
 
 def domain_nodes(capabilities: Mapping) -> int:
@@ -85,12 +85,13 @@ class Role:
     gpus_per_node: int
     weights_gib: float = 0.0     # model weights (0: unknown, memory and disk are not checked)
     copy_gpus: int = 0           # GPUs that hold one copy of the weights (tensor x pipeline)
-    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
-    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
-    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     expert_gib: float = 0.0      # of weights_gib, a mixture of experts' routed experts (0: a dense model)
     expert_gpus: int = 0         # GPUs the routed experts are sharded over (tensor x pipeline x data)
     expert: bool = False         # expert parallelism: all-to-all between every rank of a worker
+    # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
+    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
+    refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
+    topology: tuple = ()         # topology_of(the worker topology); (): not known
     classes: frozenset[str] | None = None   # a sizing candidate: only pools of these classes
 
     @property
@@ -135,6 +136,19 @@ class Demand:
         return (tuple(r.workers for r in self.roles), *self.steps)
 
 
+TOPOLOGY_AXES = ("tensor", "pipeline", "data", "dataLocal")
+
+
+def topology_of(t) -> tuple:
+    """A worker topology as the scheduler records it: the four axes, then 1 when experts are
+    sharded (expert parallelism) — a change of any of them is a new shape."""
+    return (t.tensor, t.pipeline, t.data, t.data_local) + ((1,) if t.expert else ())
+
+
+def topology_json(topo: tuple) -> dict:
+    return {**dict(zip(TOPOLOGY_AXES, topo)), **({"expert": True} if topo[4:] == (1,) else {})}
+
+
 @dataclass(frozen=True)
 class Options:
     """A deployment sized from an SLO: each candidate is a Demand with the deployment's key (one
@@ -155,6 +169,23 @@ class RolePlacement:
     nodes: int              # node slices: workers x nodes per worker
     gpus_per_node: int      # GPUs each worker takes on each of its nodes
     workers: int
+    topology: tuple = ()          # the worker topology it was created with (topology_of)
+
+    @property
+    def nodes_per_worker(self) -> int:
+        return self.nodes // self.workers if self.workers else 0
+
+    def to_json(self) -> dict:
+        out = {"pool": self.pool, "nodes": self.nodes, "gpusPerNode": self.gpus_per_node, "workers": self.workers}
+        if self.topology:
+            out["topology"] = topology_json(self.topology)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "RolePlacement":
+        topo = doc.get("topology")
+        return cls(doc["pool"], int(doc["nodes"]), int(doc["gpusPerNode"]), int(doc["workers"]),
+                   tuple(int(topo[a]) for a in TOPOLOGY_AXES) + ((1,) if topo.get("expert") else ()) if topo else ())
 
     def need(self, per_node: int) -> int:
         """GPUs of its pool (nodes of `per_node` GPUs) this role takes."""
@@ -163,21 +194,28 @@ class RolePlacement:
 
 @dataclass(frozen=True)
 class Placement:
+    """Where one replica runs. `slot` names its objects (`<name>-<i>`, or `<name>-<i>-b` in slot 1):
+    a replica surged beside its old self on the same cluster takes the other slot, so both exist
+    until the old one is deleted at the end of the `up`."""
+
     deployment: str
     replica: int
     cluster: str
     roles: Mapping[str, RolePlacement]
+    slot: int = 0
 
     def to_json(self) -> dict:
-        return {"deployment": self.deployment, "replica": self.replica, "cluster": self.cluster,
-                "roles": {name: {"pool": r.pool, "nodes": r.nodes, "gpusPerNode": r.gpus_per_node,
-                                 "workers": r.workers} for name, r in self.roles.items()}}
+        out = {"deployment": self.deployment, "replica": self.replica, "cluster": self.cluster,
+               "roles": {name: r.to_json() for name, r in self.roles.items()}}
+        if self.slot:
+            out["slot"] = self.slot
+        return out
 
     @classmethod
     def from_json(cls, doc: dict) -> "Placement":
-        roles = {name: RolePlacement(r["pool"], int(r["nodes"]), int(r["gpusPerNode"]), int(r["workers"]))
-                 for name, r in doc["roles"].items()}
-        return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles))
+        roles = {name: RolePlacement.from_json(r) for name, r in doc["roles"].items()}
+        return cls(doc["deployment"], int(doc["replica"]), doc["cluster"], MappingProxyType(roles),
+                   int(doc.get("slot", 0)))
 
 
 @dataclass(frozen=True)
@@ -213,6 +251,26 @@ class Move:
     why: str
 
 
+@dataclass(frozen=True)
+class Transition:
+    """What `up` does to a replica that ran before and runs differently now (plan.transitions).
+
+    `how`: "surge" (the new one is created beside the old and awaited Ready; the old is deleted at
+    the end of `up`), "roll" (no room beside it: replaced in place, old deleted first, one replica
+    at a time in `step` order), "kept" (no room to surge or roll: it keeps running at its recorded
+    shape), "moved" (re-placed because its cluster or pool no longer qualifies; the old is deleted
+    at the end of `up`), "lost" (its cluster or pool is gone, and it with it), "removed" (not
+    placed again: deleted at the end of `up`)."""
+
+    deployment: str
+    replica: int
+    how: str
+    before: str                  # cluster it ran on
+    after: str | None            # cluster it runs on now (None: not placed)
+    why: str
+    step: int = 0                # rolls: position in the one-at-a-time order (1-based)
+
+
 @dataclass
 class Plan:
     placements: list[Placement]
@@ -224,6 +282,8 @@ class Plan:
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
     progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
+    transitions: list = field(default_factory=list)  # Transition per previous replica that changes
+    held: dict = field(default_factory=dict)  # nodes per (cluster, pool) old replicas hold until the end of `up`
     chosen: dict = field(default_factory=dict)   # sized deployment -> index of the candidate placed (or targeted)
     gpus_per_node: dict = field(default_factory=dict)   # per (cluster, pool): GPUs of one node
 

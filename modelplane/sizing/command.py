@@ -9,8 +9,12 @@ from pathlib import Path
 
 import click
 
-from ..api.loader import ROOT
 from ..errors import InputError
+
+
+def project_options(fn):
+    from ..cli import project_options as options     # the CLI's --project / --catalog
+    return options(fn)
 
 
 def _console():
@@ -18,9 +22,10 @@ def _console():
     return out, err
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
+    """Exit 2: invalid input (an option); 3: the estimator is missing or gave no profile."""
     _console()[1].print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(1)
+    sys.exit(code)
 
 
 def model_uri(model: str) -> str:
@@ -61,35 +66,36 @@ def write_profile(uri: str, estimates: list[dict], folder: Path, today: date) ->
 
 
 @click.command()
+@project_options
 @click.argument("model")
 @click.option("--classes", help="Comma-separated InferenceClasses to profile (default: every class with an "
               "estimator system); classes of one system are profiled once.")
 @click.option("--isl", type=click.IntRange(1, 1_000_000), required=True, help="Input tokens per request (the traffic's inputTokens).")
 @click.option("--osl", type=click.IntRange(1, 1_000_000), required=True, help="Output tokens per request (the traffic's outputTokens).")
-@click.option("--catalog-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help="Your catalog (modelplane:catalogDir): the profile goes to its profiles/ folder.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Write the profile into this folder instead.")
+              show_default="your project's catalog/profiles/",
+              help="Write the profile into this folder instead (plan reads the profiles/ folder of each catalog).")
 @click.option("--estimator-model", help="The model's name for the estimator when it differs from the URI's "
               "Hugging Face id (e.g. an architecture-identical model it ships a config for).")
-def size(model, classes, isl, osl, catalog_dir, out_dir, estimator_model):
+def size(model, classes, isl, osl, out_dir, estimator_model):
     """Estimate MODEL (hf://org/name) with NVIDIA AIConfigurator on the catalog's GPU systems and write
     its sizing profile, which `plan` reads for deployments that give an `slo` and `traffic`."""
-    from ..api import load_catalog
+    from ..api.loader import catalog_of
+    from ..api.project import current
     from .estimator import EstimatorError, estimate, estimator_model as default_name, missing
 
     out, err = _console()
     try:
-        catalog = load_catalog(extra=catalog_dir) if catalog_dir else load_catalog()
+        catalog = catalog_of({})
     except InputError as exc:
         err.print(exc.render(), markup=False)
-        sys.exit(1)
+        sys.exit(2)
     uri = model_uri(model)
     wanted = systems_of(catalog, [c.strip() for c in classes.split(",") if c.strip()] if classes else None)
     reason = missing()
     if reason:
-        _fail(reason)
-    folder = out_dir or ((catalog_dir / "profiles") if catalog_dir else ROOT / "catalog" / "profiles")
+        _fail(reason, 3)
+    folder = out_dir or current().root / "catalog" / "profiles"
     name = estimator_model or default_name(uri)
     path = None
     for system, names in wanted.items():
@@ -103,5 +109,5 @@ def size(model, classes, isl, osl, catalog_dir, out_dir, estimator_model):
         err.print(f"{system} ({', '.join(names)}): {len(est['shapes'])} shapes, {est['backend']} "
                   f"{est['databaseVersion']}, {time.monotonic() - start:.0f} s", markup=False)
     if path is None:
-        _fail(f"the estimator profiled {uri} on none of {', '.join(wanted)}")
+        _fail(f"the estimator profiled {uri} on none of {', '.join(wanted)}", 3)
     out.print(f"wrote {path}", markup=False)

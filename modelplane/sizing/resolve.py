@@ -92,7 +92,7 @@ def _size_fix(md: ModelDeployment, missing) -> str:
     t = md.traffic
     classes = ",".join(sorted({c for c, _ in missing}))
     return (f"run: modelplane size {md.model.uri} --classes {classes} --isl {t.input_tokens} --osl {t.output_tokens} "
-            "(add --catalog-dir DIR to write it into your catalog), or pip install 'modelplane[sizing]' to let plan "
+            "in your project (it writes catalog/profiles/), or pip install 'modelplane[sizing]' to let plan "
             "estimate it")
 
 

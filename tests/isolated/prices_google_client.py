@@ -78,7 +78,7 @@ def test_a_broken_price_file_is_named_not_a_traceback(tmp_path, gcp_client, monk
     bad.write_text("prices: [ {class: x\n")
     monkeypatch.setattr(fetch, "gcp_skus", lambda client=None: all_skus())
     result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", "gcp", "--regions", "us-central1", "--out", str(bad)])
-    assert result.exit_code == 1 and f"{bad}: not a price file" in result.output and "nothing written" in result.output
+    assert result.exit_code == 2 and f"{bad}: not a price file" in result.output and "nothing written" in result.output
     assert bad.read_text() == "prices: [ {class: x\n"
 
 
@@ -109,7 +109,7 @@ def test_without_credentials_a_clear_message_and_nothing_written(tmp_path, monke
     for cloud, says in (("gcp", "no Google credentials"), ("aws", "no AWS credentials")):
         result = CliRunner().invoke(main, ["prices", "refresh", "--cloud", cloud, "--regions", "us-east-1",
                                            "--out", str(out)])
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 3, result.output       # the price API could not answer
         assert says in result.output and "nothing written" in result.output
         assert "Traceback" not in result.output
     assert not out.exists()

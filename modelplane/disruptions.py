@@ -1,0 +1,146 @@
+"""What applying a plan does to serving replicas (pure; docs/changes.md).
+
+`transitions`: every replica that ran before and runs differently now (surge, roll, kept, moved,
+lost, removed; scheduler/surge.py), with its old and new shape. `disruptions`: each deployment
+whose serving replicas dip during `up` below both what served before and what it asks for, with
+why. The program knows the transitions (its previous placements); `plan --previous` also knows,
+from the resources that change, which node pools are replaced (their replicas restart at once)
+and which workloads update in place (they roll one replica at a time, each awaited Ready), and
+adds those.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .changes import POOL_TYPES
+from .scheduler.surge import serving, topology_text
+
+WORKLOAD_TYPES = ("LLMInferenceService", "LeaderWorkerSet", "Deployment")
+# Fields of a workload whose change restarts its pods (its replica count and rollout strategy do not).
+QUIET_FIELDS = ("spec.replicas", "spec.strategy")
+
+
+def shape(p) -> str:
+    """Per role: workers x nodes per worker x GPUs per node, and the topology when recorded."""
+    out = []
+    for name, rp in sorted(p.roles.items()):
+        text = f"{name} {rp.workers}x{rp.nodes_per_worker}x{rp.gpus_per_node}"
+        if rp.topology:
+            text += f" ({topology_text(rp.topology)})"
+        out.append(text)
+    return ", ".join(out)
+
+
+def transitions(plan, previous) -> list[dict]:
+    """The plan's transitions with where each replica ran and runs, for the plan document."""
+    was = {(p.deployment, p.replica): p for p in previous}
+    now = {(p.deployment, p.replica): p for p in plan.placements}
+    out = []
+    for t in plan.transitions:
+        old, new = was.get((t.deployment, t.replica)), now.get((t.deployment, t.replica))
+        row = {"deployment": t.deployment, "replica": t.replica, "how": t.how,
+               "from": {"cluster": t.before, **({"shape": shape(old)} if old else {})},
+               "to": {"cluster": new.cluster, "shape": shape(new), **({"slot": new.slot} if new.slot else {})}
+               if new is not None else None,
+               "why": t.why}
+        if t.step:
+            row["step"] = t.step
+        out.append(row)
+    return out
+
+
+def _restarts(changes: list[dict]) -> dict[str, dict]:
+    """Per deployment, what the resource changes restart: replicas on replaced node pools (all at
+    once) and replicas whose workload updates its pods (one at a time)."""
+    out: dict[str, dict] = {}
+    for c in changes or []:
+        if c["action"] == "replace" and c["type"] in POOL_TYPES:
+            for ref in c.get("replicas", []):
+                key, idx = ref.rsplit("#", 1)
+                out.setdefault(key, {"pool": {}, "roll": set()})["pool"][int(idx)] = c["name"]
+        elif c["action"] == "update" and c["type"].rsplit(":", 1)[-1] in WORKLOAD_TYPES and "deployment" in c:
+            if any(f.startswith("spec.") and not f.startswith(QUIET_FIELDS) for f in c.get("fields", ())):
+                out.setdefault(c["deployment"], {"pool": {}, "roll": set()})["roll"].add(int(c["replica"]))
+    return out
+
+
+def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict | None = None) -> list[dict]:
+    """Deployments whose serving replicas dip during `up`: {deployment, servingBefore,
+    servingDuring, replicas, cause, allowed}. `changes`: the resource changes against the previous
+    plan (None: the program's own view only); `specs`: deployment key -> ModelDeployment."""
+    before, placed = Counter(p.deployment for p in previous), Counter(p.deployment for p in plan.placements)
+    extra = _restarts(changes)
+    out = []
+    for key, want in sorted(plan.desired.items()):
+        mine = [t for t in plan.transitions if t.deployment == key]
+        row = serving(before[key], placed[key], want, mine)
+        more = extra.get(key)
+        if more:
+            counted = {t.replica for t in mine if t.how in ("lost", "roll")}
+            pool = {i: name for i, name in more["pool"].items() if i not in counted}
+            rolled = sorted(more["roll"] - counted - set(pool))
+            down = len(pool) + int(bool(rolled) and not any(t.how == "roll" for t in mine))
+            row["servingDuring"] = max(0, min(row["servingDuring"] - down, placed[key]))
+            for name in sorted(set(pool.values())):
+                hit = ", ".join(f"#{i}" for i, n in sorted(pool.items()) if n == name)
+                row["causes"].append(f"{hit} restart at once: node pool {name} is replaced")
+            if rolled:
+                row["causes"].append(f"{', '.join(f'#{i}' for i in rolled)} roll one at a time: their workload "
+                                     "changes, each awaited Ready before the next")
+            row["disrupted"] = row["servingDuring"] < min(row["servingBefore"], want)
+        if row["disrupted"]:
+            md = (specs or {}).get(key)
+            out.append({"deployment": key, "servingBefore": row["servingBefore"], "servingDuring": row["servingDuring"],
+                        "replicas": want, "cause": "; ".join(row["causes"]) or "its replicas are replaced",
+                        **({"allowed": True} if md is not None and md.allow_disruption else {})})
+    return out
+
+
+def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
+    """`no-outage` verdicts for outages only `plan --previous` sees (node pool replacements, rolling
+    updates): the rule is the pack's (policy/stack.py `outage`), at the level the config gives it;
+    outages the program itself knows the pack reports already."""
+    from .assemble import serving_changes
+    from .policy import DISABLED, resolve
+    from .policy.stack import outage
+
+    level, _ = resolve(config)["no-outage"]
+    if level == DISABLED:
+        return []
+    own = serving_changes(run.result.plan, run.result.previous)
+    specs = {d.key: d.model_dump(by_alias=True, exclude_none=True, mode="json") for d in run.result.spec.deployments}
+    out = []
+    for row in rows:
+        if own[row["deployment"]]["servingDuring"] == 0:
+            continue
+        change = {"servingBefore": row["servingBefore"], "servingDuring": row["servingDuring"],
+                  "replicas": row["replicas"], "causes": [row["cause"]]}
+        for message in outage(row["deployment"], specs[row["deployment"]], change):
+            ns, name = row["deployment"].split("/", 1)
+            out.append({"policy": "no-outage", "level": "mandatory" if level in ("mandatory", "remediate") else level,
+                        "message": message, "resource": f"{ns}-{name}"})
+    return out
+
+
+def up_order(rows: list[dict]) -> list[str]:
+    """The order `up` applies the transitions in, as steps a reviewer reads (docs/changes.md)."""
+    if not rows:
+        return []
+
+    def name(t):
+        return f"{t['deployment']}#{t['replica']}"
+    made = [f"{name(t)} on {t['to']['cluster']}" for t in rows if t["how"] in ("surge", "moved", "lost") and t["to"]]
+    rolls = sorted((t for t in rows if t["how"] == "roll"), key=lambda t: t["step"])
+    gone = [f"{name(t)} on {t['from']['cluster']}" for t in rows if t["how"] in ("surge", "moved", "removed")]
+    out = []
+    if made:
+        out.append("create and await Ready: " + ", ".join(made))
+    if rolls:
+        out.append("replace in place, one at a time, each awaited Ready: " + " -> ".join(name(t) for t in rolls))
+    out.append("routes, InferencePools and DNS records then send traffic to the Ready replicas they depend on")
+    if gone:
+        out.append("delete at the end of `up`: the old " + ", ".join(gone))
+    kept = [name(t) for t in rows if t["how"] == "kept"]
+    if kept:
+        out.append("left at their recorded shape until there is room: " + ", ".join(kept))
+    return out

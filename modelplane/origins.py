@@ -1,0 +1,93 @@
+"""Where a policy verdict comes from in the user's files: the stack-file entry (a deployment, a
+service, a cluster or one of its node pools, the DNS settings) whose settings made the resource
+the verdict names. CI points its annotations there (`plan --format sarif`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .api.loader import NAMESPACE, read_yaml
+from .errors import InputError
+from .references import infra_file
+
+POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
+
+
+def _entry(run, name: str | None):
+    """(key of the config list, entry name, pool name or None) for the resource `name`, from the
+    component it belongs to; None for a stack-wide verdict."""
+    by_urn = {r.urn: r for r in run.records}
+    record = next((r for r in run.records if r.name == name), None)
+    pool = None
+    while record is not None:
+        kind = record.type.rsplit(":", 1)[-1]
+        if record.type in POOL_TYPES:
+            pool = record.name
+        elif record.type == "modelplane:index:InferenceCluster":
+            return "clusters", record.name, pool[len(record.name) + 1:] if pool else None
+        elif kind in ("ModelDeployment", "ModelService") and record.type.startswith("modelplane:"):
+            return ("deployments" if kind == "ModelDeployment" else "services"), record.name, None
+        elif record.type == "modelplane:index:ServiceDns":
+            return "dns", None, None
+        record = by_urn.get(record.parent)
+    return None
+
+
+def _where(src, key_name: str, index=None, *rest):
+    """(file, YAML path, line) of config.<key>[index]... in `src`, with the key as the file writes it."""
+    config = src.data.get("config") if isinstance(src.data, dict) else None
+    config = config if isinstance(config, dict) else {}
+    key = next((k for k in (f"{NAMESPACE}:{key_name}", key_name) if k in config), f"{NAMESPACE}:{key_name}")
+    parts = [p for p in (index, *rest) if p is not None]
+    path = "config." + key + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+    return src.file, path, src.line(("config", key, *parts))
+
+
+def _index(items, name: str, keyed) -> int | None:
+    return next((i for i, item in enumerate(items or []) if isinstance(item, dict) and keyed(item) == name), None)
+
+
+def _cluster_entry(files, cluster: str, pool: str | None):
+    for src in files:
+        config = src.data.get("config") if isinstance(src.data, dict) else None
+        for key in (f"{NAMESPACE}:clusters", "clusters"):
+            items = (config or {}).get(key) if isinstance(config, dict) else None
+            i = _index(items, cluster, lambda c: c.get("name"))
+            if i is None:
+                continue
+            j = _index(items[i].get("nodePools"), pool, lambda p: p.get("name")) if pool else None
+            return _where(src, "clusters", i, *(("nodePools", j) if j is not None else ()))
+    return None
+
+
+def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:
+    """Each violation with the `file`, `path` (YAML path) and `line` of the stack-file entry it
+    comes from; a stack-wide verdict points at the file's `config:`. Without a stack file (a
+    program planned with --program) violations are returned as they are."""
+    if path is None:
+        return [dict(v) for v in violations]
+    try:
+        src = read_yaml(Path(path))
+        infra = [read_yaml(infra_file(name, Path(path).parent)) for name in run.result.spec.fleet]
+    except InputError:      # the files were read once already; a change under our feet keeps the bare verdicts
+        return [dict(v) for v in violations]
+    spec = run.result.spec
+    components = {f"{md.namespace}-{md.name}": i for i, md in enumerate(spec.deployments)}
+    services = {f"{s.namespace}-{s.name}": i for i, s in enumerate(spec.services)}
+    out = []
+    for v in violations:
+        entry = _entry(run, v.get("resource"))
+        where = None
+        if entry and entry[0] == "deployments" and entry[1] in components:
+            where = _where(src, "deployments", components[entry[1]])
+        elif entry and entry[0] == "services" and entry[1] in services:
+            where = _where(src, "services", services[entry[1]])
+        elif entry and entry[0] == "dns":
+            where = _where(src, "dns")
+        elif entry and entry[0] == "clusters":
+            where = _cluster_entry([src, *infra], entry[1], entry[2])
+        if where is None:
+            where = (src.file, "config", src.line(("config",)) or 1)
+        file, yaml_path, line = where
+        out.append({**v, "file": file, "path": yaml_path, "line": line})
+    return out
+

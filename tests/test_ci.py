@@ -1,0 +1,170 @@
+"""Issue 39: `plan` in CI without glue. --format markdown is the pull-request comment, --format sarif
+a SARIF 2.1.0 log whose results point at the stack file's lines (input problems and policy
+verdicts), every verdict carries a fix, the plan document a version, and the exit status tells a
+mandatory violation (1) from invalid input (2)."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from jsonschema import Draft4Validator
+
+from modelplane.cli import main
+from modelplane.policy import POLICIES
+
+ROOT = Path(__file__).resolve().parents[1]
+SARIF_SCHEMA = json.loads((ROOT / "schemas" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+
+
+def plan(*args):
+    return CliRunner().invoke(main, ["plan", *map(str, args)])
+
+
+def sarif_of(result) -> dict:
+    log = json.loads(result.stdout)
+    errors = sorted(Draft4Validator(SARIF_SCHEMA).iter_errors(log), key=str)
+    assert not errors, errors[0]
+    return log
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_invalid_input_and_a_mandatory_violation_exit_differently(tmp_path):
+    bad = tmp_path / "Pulumi.dev.yaml"
+    bad.write_text(DEV.replace("replicas: 2", "replica: 2"))
+    assert plan("dev", "--config-file", bad).exit_code == 2
+    assert plan("prod", "--without", "eks-use1").exit_code == 1          # a production stack loses replicas
+    assert plan("dev").exit_code == 0
+    usage = plan("dev", "--json", "--format", "markdown")
+    assert usage.exit_code == 2 and "--json is --format json" in usage.output
+
+
+def test_sarif_of_invalid_input_points_at_each_problems_file_and_line(tmp_path):
+    bad = tmp_path / "Pulumi.dev.yaml"
+    for text, rule, needle in ((DEV.replace("replicas: 2", "replica: 2"), "input", "replica: 2"),
+                               (DEV.replace("{name: l4, class: gke-l4-1x-g2", "{name: l4, class: gke-l4"), "pool-class",
+                                "{name: l4, class: gke-l4,")):
+        bad.write_text(text)
+        result = plan("dev", "--config-file", bad, "--format", "sarif")
+        assert result.exit_code == 2 and "invalid input" in result.stderr
+        log = sarif_of(result)
+        results = log["runs"][0]["results"]
+        where = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                  r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results}
+        assert (rule, bad.resolve().as_uri(), line_of(text, needle)) in where, where
+        assert all(r["level"] == "error" and "Fix: " in r["message"]["text"] for r in results)
+        rules = log["runs"][0]["tool"]["driver"]["rules"]
+        assert [rules[r["ruleIndex"]]["id"] for r in results] == [r["ruleId"] for r in results]
+
+
+def test_sarif_of_policy_verdicts_points_at_the_stack_file_entry(tmp_path):
+    config = tmp_path / "strict.json"
+    config.write_text(json.dumps({"all": "mandatory", "gpu-budget": {"maxGpus": 1}}))
+    result = plan("prod", "--without", "eks-use1", "--policy-config", config, "--format", "sarif")
+    assert result.exit_code == 1
+    log = sarif_of(result)
+    prod = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    found = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+             for r in log["runs"][0]["results"]}
+    qwen = line_of(prod, "- name: qwen3-32b")           # the deployment entry the verdict is about
+    assert ("placement-complete", qwen) in found and ("rollout-complete", qwen) in found
+    assert ("gpu-budget", line_of(prod, "modelplane:production")) in found      # stack-wide: the file's config
+    assert ("flex-start-serving", line_of(prod, "- name: llama-70b")) in found
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}
+    assert uris == {"stacks/Pulumi.prod.yaml"}        # relative to the repository, as code scanning wants
+    driver = log["runs"][0]["tool"]["driver"]
+    assert {r["id"]: r["help"]["text"] for r in driver["rules"]}["placement-complete"].startswith("Fix: make room")
+
+
+def test_a_verdict_on_a_node_pool_points_at_the_pool_entry():
+    from modelplane import direct, origins
+
+    run = direct.run("infra-gke-us-central1")
+    text = (ROOT / "stacks" / "Pulumi.infra-gke-us-central1.yaml").read_text()
+    entry = yaml.safe_load(text)["config"]["modelplane:clusters"][0]
+    j = len(entry["nodePools"]) - 1
+    name = f"{entry['name']}-{entry['nodePools'][j]['name']}"
+    assert any(r.name == name and r.type == "gcp:container/nodePool:NodePool" for r in run.records)
+    located = origins.locate(run, ROOT / "stacks" / "Pulumi.infra-gke-us-central1.yaml",
+                             [{"policy": "node-pool-bounds", "level": "mandatory", "message": "m", "resource": name}])
+    assert located[0]["path"] == f"config.modelplane:clusters[0].nodePools[{j}]", located
+    assert located[0]["line"] == line_of(text, f"{{name: {entry['nodePools'][j]['name']},")
+
+
+def test_every_policy_says_how_to_pass_and_every_verdict_carries_it():
+    assert all(p.fix for p in POLICIES.values()), [n for n, p in POLICIES.items() if not p.fix]
+    doc = json.loads(plan("prod", "--without", "eks-use1", "--json").stdout)
+    assert doc["policy"]["violations"]
+    for v in doc["policy"]["violations"]:
+        assert v["fix"] == POLICIES[v["policy"]].fix and v["file"] == "stacks/Pulumi.prod.yaml" and v["line"] > 0
+    text = plan("prod", "--without", "eks-use1").output
+    assert f"  fix: {POLICIES['placement-complete'].fix}" in text
+
+
+def test_markdown_is_the_pull_request_comment(tmp_path):
+    main_json = tmp_path / "main.json"
+    main_json.write_text(plan("dev", "--json").stdout)
+    branch = tmp_path / "Pulumi.dev.yaml"
+    branch.write_text(DEV.replace("replicas: 2", "replicas: 3").replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2"))
+    result = plan("dev", "--config-file", branch, "--previous", main_json, "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    lines = text.splitlines()
+    assert lines[0] == "<!-- modelplane plan dev -->" and lines[1] == "### modelplane plan `dev` against `main.json`"
+    assert lines[3].startswith("3 to create, 1 to replace · replicas: 1 added · **+$")
+    assert "<details><summary>4 resource changes</summary>" in text
+    assert "| `+-` | replace | gcp:container/nodePool:NodePool | dev-gke-l4 | dev-gke | nodeConfig.guestAccelerators " \
+           "(forces replacement)" in text
+    assert "| `+` | added | ml-team/gpt-oss-20b#2 | - | dev-gke | scale-up 2 -> 3 replicas |" in text
+    assert "| ml-team/gpt-oss-20b | $1.41/h |" in text and "| **stack dev** | $161/h |" in text
+    assert "#### Policy" in text and "No violations (`dev.json`)." in text
+
+
+def test_markdown_lists_mandatory_verdicts_first_and_calls_out_unpriced_capacity():
+    result = plan("lab", "--format", "markdown")
+    text = result.stdout
+    assert "(+ unpriced capacity)" in text.splitlines()[3] and "> **Unpriced:** 2 pools have no price" in text
+    result = plan("prod", "--without", "eks-use1", "--format", "markdown")
+    assert result.exit_code == 1
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| **mandatory**") or
+            line.startswith("| advisory")]
+    assert rows and rows[0].startswith("| **mandatory** | `placement-complete` | stacks/Pulumi.prod.yaml:")
+    assert [r.startswith("| **mandatory**") for r in rows] == sorted((r.startswith("| **mandatory**") for r in rows),
+                                                                     reverse=True)
+
+
+def test_refused_input_still_gives_one_document_on_stdout(tmp_path):
+    bad = tmp_path / "Pulumi.dev.yaml"
+    bad.write_text(DEV.replace("replicas: 2", "replica: 2"))
+    doc = json.loads(plan("dev", "--config-file", bad, "--json").stdout)
+    assert doc["apiVersion"] == "modelplane.ai/v1alpha1" and doc["refused"] is True
+    assert {"file": str(bad), "line": line_of(bad.read_text(), "replica: 2"),
+            "path": "modelplane:deployments[0].replica", "message": "unknown field 'replica'",
+            "fix": "did you mean 'replicas'?"} in doc["problems"]
+    md = plan("dev", "--config-file", bad, "--format", "markdown").stdout
+    assert "invalid input, nothing planned" in md and "unknown field 'replica'" in md
+
+
+def test_a_previous_plan_of_another_format_version_is_refused(tmp_path):
+    doc = json.loads(plan("dev", "--json").stdout)
+    path = tmp_path / "main.json"
+    path.write_text(json.dumps({**doc, "apiVersion": "modelplane.ai/v9"}))
+    result = plan("dev", "--previous", path)
+    assert result.exit_code == 2 and "apiVersion: 'modelplane.ai/v9' is not a plan this modelplane reads" \
+        in result.output, result.output
+    path.write_text(json.dumps({k: v for k, v in doc.items() if k != "apiVersion"}))     # older plans: no version
+    assert plan("dev", "--previous", path).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["github/modelplane-plan.yml", "gitlab/modelplane-plan.gitlab-ci.yml"])
+def test_the_ci_examples_run_commands_the_cli_has(name):
+    text = (ROOT / "ci" / name).read_text()
+    yaml.safe_load(text)
+    assert "--format markdown" in text and "--format sarif" in text and "--previous" in text and "--project" in text
+    help_text = CliRunner().invoke(main, ["plan", "--help"]).output
+    assert all(opt in help_text for opt in ("--format", "--previous", "--project"))
+    assert not (ROOT / ".github" / "workflows").exists()       # an example only: nothing runs on this repository

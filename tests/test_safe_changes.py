@@ -1,0 +1,424 @@
+"""Changes that lose nothing (docs/changes.md): the shape a replica was created with is kept until it
+is replaced; a replaced replica surges beside its old self where capacity allows and rolls in
+place one at a time beyond that; removed replicas hold their nodes until `up` ends; traffic waits
+for the workloads it reaches; outages are reported and refused in production; unpriced capacity
+is never $0; production clusters and pools are protected; an unplaceable deployment moves nobody."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from modelplane import direct, offline
+from modelplane.cli import main
+from modelplane.scheduler import Cluster, Demand, Placement, Pool, Role, schedule
+
+from helpers import objects
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _doc(output: str) -> dict:
+    """The plan document in a CLI run's output (stderr lines may come before or after it)."""
+    return json.JSONDecoder().raw_decode(output[output.index("{"):])[0]
+
+
+def topo(tensor=8, pipeline=1, data=1, local=1):
+    return {"tensor": tensor, "pipeline": pipeline, "data": data, "dataLocal": local}
+
+
+def placed(key, idx, cluster, pool, nodes, workers=1, gpn=8, t=None, slot=0):
+    doc = {"deployment": key, "replica": idx, "cluster": cluster,
+           "roles": {"decode": {"pool": pool, "nodes": nodes, "gpusPerNode": gpn, "workers": workers,
+                                **({"topology": t} if t else {})}}}
+    return {**doc, **({"slot": slot} if slot else {})}
+
+
+def h200(nodes):
+    return Pool("h", "h200-8x", 8, nodes, {}, "infiniband")
+
+
+def pipelined(key="ml/m", replicas=2, stages=4):
+    """A deployment whose workers span `stages` nodes (tensor 8, pipeline `stages`)."""
+    return Demand(key, replicas, (Role("decode", "", 1, stages, 8, topology=(8, stages, 1, 1)),))
+
+
+# ---- 1. the shape a replica was created with ----------------------------------------------------
+
+def test_a_retained_replica_keeps_its_recorded_shape_so_both_replicas_fit():
+    """The acceptance scenario: replica 0 runs on 2 nodes (pipeline 2), the topology now needs 4,
+    the pool has 6. Replica 0 keeps running as recorded (4 more nodes beside it would not fit once
+    replica 1 has its 4), replica 1 is placed at the new shape: both serve."""
+    old = Placement.from_json(placed("ml/m", 0, "c", "h", 2, t=topo(pipeline=2)))
+    plan = schedule([pipelined()], [Cluster("c", (h200(6),))], [old])
+    assert [(p.replica, p.roles["decode"].nodes, p.roles["decode"].topology) for p in plan.placements] == [
+        (0, 2, (8, 2, 1, 1)), (1, 4, (8, 4, 1, 1))]
+    assert plan.unplaced == [] and plan.free == {("c", "h"): 0}
+    assert [(t.replica, t.how) for t in plan.transitions] == [(0, "kept")]
+    assert "no room to surge or roll it, so it keeps its recorded shape" in plan.transitions[0].why
+
+
+def test_placements_record_each_roles_topology_and_read_back_older_plans_without_it():
+    plan = schedule([pipelined(replicas=1, stages=2)], [Cluster("c", (h200(4),))])
+    doc = plan.placements[0].to_json()
+    assert doc["roles"]["decode"]["topology"] == topo(pipeline=2) and "slot" not in doc
+    assert Placement.from_json(doc) == plan.placements[0]
+    legacy = placed("ml/m", 0, "c", "h", 2)
+    assert Placement.from_json(legacy).roles["decode"].topology == ()
+
+
+# ---- 2. make before break ------------------------------------------------------------------------
+
+def test_a_new_shape_surges_beside_the_old_one_where_there_is_room():
+    old = Placement.from_json(placed("ml/m", 0, "c", "h", 2, t=topo(pipeline=2)))
+    plan = schedule([pipelined(replicas=1)], [Cluster("c", (h200(6),))], [old])
+    (p,) = plan.placements
+    assert (p.roles["decode"].nodes, p.slot) == (4, 1)          # the other name slot: both exist during `up`
+    assert plan.held == {("c", "h"): 16} and plan.free == {("c", "h"): 0}    # the old one's GPUs until `up` ends
+    assert [(t.how, t.before, t.after) for t in plan.transitions] == [("surge", "c", "c")]
+    again = schedule([pipelined(replicas=1)], [Cluster("c", (h200(6),))], plan.placements)
+    assert again.transitions == [] and again.placements == plan.placements and again.held == {}
+
+
+def test_without_room_to_surge_replicas_roll_in_place_one_at_a_time_in_order():
+    """A full pool and a topology change at the same size: every replica is replaced in place."""
+    olds = [Placement.from_json(placed("ml/m", i, "c", "h", 1, t=topo(tensor=4, local=2))) for i in range(3)]
+    plan = schedule([pipelined(replicas=3, stages=1)], [Cluster("c", (h200(3),))], olds)
+    assert [(t.replica, t.how, t.step) for t in plan.transitions] == [(0, "roll", 1), (1, "roll", 2), (2, "roll", 3)]
+    assert all(p.slot == 0 and p.roles["decode"].topology == (8, 1, 1, 1) for p in plan.placements)   # same names
+
+
+def test_a_roll_frees_what_the_next_replica_surges_into():
+    """Replica 0 rolls from 2 nodes to 1; the node it frees lets replica 1 surge beside itself."""
+    olds = [Placement.from_json(placed("ml/m", i, "c", "h", 2, t=topo(pipeline=2))) for i in range(3)]
+    plan = schedule([pipelined(replicas=3, stages=1)], [Cluster("c", (h200(6),))], olds)
+    assert [(t.replica, t.how) for t in plan.transitions] == [(0, "roll"), (1, "surge"), (2, "roll")]
+
+
+def test_a_replica_whose_roles_changed_cannot_stay_and_is_removed_when_nothing_fits():
+    old = Placement.from_json(placed("ml/m", 0, "c", "h", 4, t=topo(pipeline=4)))
+    disagg = Demand("ml/m", 1, (Role("decode", "", 1, 4, 8, topology=(8, 4, 1, 1)),
+                                Role("prefill", "", 1, 2, 8, topology=(8, 2, 1, 1))))
+    plan = schedule([disagg], [Cluster("c", (h200(5),))], [old])
+    assert plan.placements == [] and [u.replica for u in plan.unplaced] == [0]
+    assert [(t.how, t.after) for t in plan.transitions] == [("removed", None)]
+
+
+def test_a_moved_replica_holds_its_old_nodes_and_takes_the_other_slot_on_its_own_cluster():
+    """Its pool no longer fits: it is re-placed on another pool of the same cluster while the old
+    one still runs there (deleted at the end of `up`), so its objects take the other name slot."""
+    old = Placement.from_json(placed("ml/m", 0, "c", "a", 1, t=topo()))
+    pools = (Pool("a", "l40s", 8, 2, {"gpu": {"product": "L40S"}}, "tcp"),
+             Pool("b", "h200-8x", 8, 2, {"gpu": {"product": "H200"}}, "tcp"))
+    want = Demand("ml/m", 1, (Role("decode", 'gpu.product == "H200"', 1, 1, 8, topology=(8, 1, 1, 1)),))
+    plan = schedule([want], [Cluster("c", pools)], [old])
+    (p,) = plan.placements
+    assert (p.cluster, p.roles["decode"].pool, p.slot) == ("c", "b", 1)
+    assert plan.held == {("c", "a"): 8} and [(t.how, t.after) for t in plan.transitions] == [("moved", "c")]
+
+
+# ---- 7. stable without --previous ----------------------------------------------------------------
+
+def test_an_unplaceable_deployment_moves_no_other_replica():
+    """F7: the exact phase runs because something is left unplaced; when it places no more, the
+    fast path stands."""
+    clusters = [Cluster("c1", (h200(3),)), Cluster("c2", (h200(3),))]
+    others = [Demand("a/x", 3, (Role("decode", "", 1, 1, 8),)), Demand("b/y", 1, (Role("decode", "", 2, 1, 8),))]
+    huge = Demand("z/wide", 1, (Role("decode", "", 1, 16, 8),))
+    alone = schedule(others, clusters)
+    plan = schedule([*others, huge], clusters)
+    assert [u.deployment for u in plan.unplaced] == ["z/wide"] and plan.changed == []
+    assert plan.placements == alone.placements
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=5),
+       st.lists(st.integers(1, 6), min_size=1, max_size=3))
+def test_adding_a_deployment_that_fits_nowhere_never_changes_the_others(shapes, sizes):
+    clusters = [Cluster(f"c{i}", (h200(n),)) for i, n in enumerate(sizes)]
+    others = [Demand(f"ns/d{i}", r, (Role("decode", "", 1, nodes, 8),)) for i, (r, nodes) in enumerate(shapes)]
+    huge = Demand("zz/wide", 1, (Role("decode", "", 1, max(sizes) + 1, 8),))
+    assert schedule([*others, huge], clusters).placements == schedule(others, clusters).placements
+
+
+def test_prod_with_an_unplaceable_deployment_places_the_others_as_before(tmp_path):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    wide = {"name": "deepseek-r1-wideep", "namespace": "chat", "model": {"uri": "hf://deepseek-ai/DeepSeek-R1"},
+            "replicas": 1, "workers": {"count": 1, "topology": {"tensor": 8, "data": 16, "dataLocal": 1}}}
+    stack["config"]["modelplane:deployments"].append(wide)
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    base, more = direct.run("prod"), direct.run("prod", path)
+    assert [u.deployment for u in more.result.plan.unplaced] == ["chat/deepseek-r1-wideep"]
+    assert more.result.plan.placements == base.result.plan.placements and more.result.plan.changed == []
+
+
+# ---- the program: what `up` is told ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def prod_json():
+    return json.loads(CliRunner().invoke(main, ["plan", "prod", "--json"]).output)
+
+
+def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reaches(prod_json):
+    res = {r["name"]: r for r in prod_json["resources"]}
+    kinds = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in prod_json["resources"]}
+    routes = [r for r in prod_json["resources"] if r["type"].endswith(":HTTPRoute")]
+    records = [r for r in prod_json["resources"] if r["type"] == "aws:route53/record:Record"
+               and not r["name"].startswith("gateway-")]
+    assert routes and records
+    for r in routes + records:
+        assert r.get("dependsOn"), r["name"]
+        assert all(kinds[d] == "LLMInferenceService" or kinds[d] == "Deployment" for d in r["dependsOn"]
+                   if d in kinds and kinds[d] in ("LLMInferenceService", "Deployment", "LeaderWorkerSet"))
+    # chat on eks-use1 waits for exactly the llama replicas there
+    assert res["chat-chat-eks-use1"]["dependsOn"] == ["eks-use1/chat/llminferenceservice/llama-70b-0",
+                                                      "eks-use1/chat/llminferenceservice/llama-70b-2"]
+    assert set(res["eks-use1/chat/httproute/chat"]["dependsOn"]) >= {"eks-use1/chat/llminferenceservice/llama-70b-0",
+                                                                     "eks-use1/chat/llminferenceservice/llama-70b-2"}
+    assert res["eks-use1/search/deployment/qwen3-32b-0-decode"]["deployment"] == "search/qwen3-32b"
+
+
+def test_an_inference_pool_labelled_with_its_deployment_waits_for_that_deployments_workloads():
+    """The wiring reads what a node is, not who rendered it: a routing renderer that emits its own
+    InferencePool per deployment and cluster gets the same order."""
+    from modelplane.render.graph import Graph, Node
+    from modelplane.render.rollout import await_traffic
+
+    g = Graph()
+
+    def obj(kind, name, **labels):
+        return Node(f"kubernetes:x/v1:{kind}", f"c/ml/{kind.lower()}/{name}", {
+            "kind": kind, "metadata": {"name": name, "namespace": "ml", "labels": labels}}, cluster="c")
+    work = g.add(obj("LLMInferenceService", "m-0", **{"modelplane.ai/deployment": "m", "modelplane.ai/replica": "0"}))
+    g.add(obj("LLMInferenceService", "n-0", **{"modelplane.ai/deployment": "n", "modelplane.ai/replica": "0"}))
+    picker = g.add(obj("Deployment", "m-epp", **{"modelplane.ai/deployment": "m"}))     # no replica: not a model server
+    pool = g.add(obj("InferencePool", "m", **{"modelplane.ai/deployment": "m"}))
+    route = g.add(obj("HTTPRoute", "svc", **{"modelplane.ai/service": "svc"}))
+    await_traffic(g, {"ml/svc": {"hostname": None, "deployments": ["ml/m"]}})
+    assert g.nodes[pool].depends_on == (work,) and g.nodes[route].depends_on == (work,)
+    assert g.nodes[picker].depends_on == ()
+
+
+def _single(tmp_path, md_extra=None, replicas=2, max_nodes=4, topology=None, production=False, name="t"):
+    cluster = {"name": "c", "existing": {"kubeconfigSecret": "kc", "version": "1.34"},
+               "nodePools": [{"name": "h", "class": "h200-8x", "maxNodes": max_nodes}], "queues": [{"namespace": "ml"}]}
+    md = {"name": "m", "namespace": "ml", "model": {"uri": "hf://org/m"}, "replicas": replicas,
+          "workers": {"topology": topology or {"tensor": 8}}, **(md_extra or {})}
+    config = {"modelplane:kc": {"secure": "x"}, "modelplane:clusters": [cluster], "modelplane:deployments": [md]}
+    if production:
+        config["modelplane:production"] = True
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+def test_a_roll_replaces_in_place_old_first_and_the_engines_record_the_same_options(tmp_path):
+    path = _single(tmp_path, max_nodes=2, topology={"tensor": 8})
+    old = [placed("ml/m", i, "c", "h", 1, t=topo(tensor=4, local=2)) for i in (0, 1)]   # same 8 GPUs/node, new topology
+    fast, real = direct.run("t", path, old), offline.run("t", path, old)
+    from test_engines import assert_same
+    assert_same(fast, real)
+    svc = objects(fast, "LLMInferenceService")
+    for i in (0, 1):
+        r = svc[f"m-{i}"]
+        assert (r.delete_before_replace, r.replace_on_changes) == (True, ("spec",))
+    assert svc["m-0"].urn in svc["m-1"].dependencies          # step 2 waits for step 1
+    assert [(t.replica, t.how, t.step) for t in fast.result.plan.transitions] == [(0, "roll", 1), (1, "roll", 2)]
+
+
+def test_a_surge_takes_the_other_slot_and_the_engines_agree(tmp_path):
+    path = _single(tmp_path, replicas=1, max_nodes=4, topology={"tensor": 8, "pipeline": 2})
+    old = [placed("ml/m", 0, "c", "h", 1, t=topo())]
+    fast, real = direct.run("t", path, old), offline.run("t", path, old)
+    from test_engines import assert_same
+    assert_same(fast, real)
+    names = set(objects(fast, "PodGroup")) | set(objects(fast, "LLMInferenceService"))
+    assert names == {"m-0-b"}
+    assert fast.result.plan.placements[0].slot == 1
+
+
+# ---- 3. disruptions are never silent -------------------------------------------------------------
+
+def test_a_single_replica_that_must_roll_is_an_outage_the_production_gate_refuses(tmp_path):
+    path = _single(tmp_path, replicas=1, max_nodes=2, topology={"tensor": 8, "pipeline": 2}, production=True)
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps({"stack": "t", "placements": [placed("ml/m", 0, "c", "h", 1, t=topo())]}))
+    result = CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev), "--json"])
+    assert result.exit_code == 1
+    doc = _doc(result.output)
+    assert doc["disruptions"] == [{"deployment": "ml/m", "servingBefore": 1, "servingDuring": 0, "replicas": 1,
+                                   "cause": doc["disruptions"][0]["cause"]}]
+    assert doc["disruptions"][0]["cause"].startswith("#0 roll: decode changed shape")
+    (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    assert v["level"] == "mandatory" and v["resource"] == "ml-m" and "serves 0/1 replicas" in v["message"]
+    text = CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--previous", str(prev)]).output
+    assert "! deployment ml/m: serving during change: 0/1 (outage): #0 roll" in " ".join(text.split())
+    allowed = _single(tmp_path, {"allowDisruption": True}, replicas=1, max_nodes=2,
+                      topology={"tensor": 8, "pipeline": 2}, production=True, name="u")
+    ok = CliRunner().invoke(main, ["plan", "t", "--config-file", str(allowed), "--previous", str(prev), "--json"])
+    doc = _doc(ok.output)
+    assert not [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    assert doc["disruptions"][0]["allowed"] is True
+
+
+def test_prod_topology_change_keeps_a_replica_serving_and_says_how(tmp_path, prod_json):
+    """The user trial's F1: deepseek-r1 decode {tensor 8, data 2} -> {tensor 8} on prod. One replica
+    surges where there is room, the other rolls in place: 1/2 serve, reported; the gate passes."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    changed = text.replace("workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}",
+                           "workers: {count: 1, topology: {tensor: 8}}")
+    assert changed != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(changed)
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    result = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.output)
+    assert sorted((t["replica"], t["how"]) for t in doc["transitions"]) == [(0, "surge"), (1, "roll")]
+    assert [(d["deployment"], d["servingDuring"], d["servingBefore"]) for d in doc["disruptions"]] == [
+        ("chat/deepseek-r1", 1, 2)]
+    assert all(d["servingDuring"] >= 1 for d in doc["disruptions"])
+    reps = {r["replica"]: r for r in doc["replicaChanges"] if r["deployment"] == "chat/deepseek-r1"}
+    assert reps[0]["change"] == "surged" and reps[1]["change"] == "rolled"
+    assert "1 -> 1 workers" not in json.dumps(doc["replicaChanges"])
+    assert doc["upOrder"][0].startswith("create and await Ready: chat/deepseek-r1#0")
+    from bs4 import BeautifulSoup
+    page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
+    assert "serving during change: 1/2" in page.select_one("#disruptions").text
+    assert {tr["data-how"] for tr in page.select("#transitions tr[data-how]")} == {"surge", "roll"}
+
+
+# ---- 4. traffic delta ------------------------------------------------------------------------------
+
+def test_previous_shows_how_each_services_traffic_moves(tmp_path, prod_json):
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("      replicas: 3\n      clusterSelector",
+                                                            "      replicas: 2\n      clusterSelector", 1))
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    out = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")]).output
+    doc = _doc(out)
+    (chat,) = doc["trafficDelta"]
+    was = next(s["clusters"] for s in prod_json["services"] if s["service"] == "chat/chat")
+    assert chat["service"] == "chat/chat" and chat["before"] == was and was["eks-use1"] > was["gke-usc1"]
+    assert chat["after"] == {"eks-use1": 500, "gke-usc1": 500}
+    out = " ".join(CliRunner().invoke(main, args).output.split())
+    moved = (f"traffic chat/chat: eks-use1 {was['eks-use1'] / 10:.1f}% -> 50.0%, "
+             f"gke-usc1 {was['gke-usc1'] / 10:.1f}% -> 50.0%")
+    assert moved in out
+    from bs4 import BeautifulSoup
+    page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
+    assert f"eks-use1 {was['eks-use1'] / 10:.1f}% -> 50.0%" in page.select_one("#traffic-delta tr[data-service='chat/chat']").text
+
+
+# ---- 5. unpriced is never $0 -----------------------------------------------------------------------
+
+def test_a_move_to_an_unpriced_region_is_never_a_saving_and_fails_a_budget_as_unpriced(tmp_path):
+    before = CliRunner().invoke(main, ["plan", "dev", "--json"]).output
+    (tmp_path / "dev.json").write_text(before)
+    moved = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text().replace("us-central1", "us-east4")
+    (tmp_path / "Pulumi.dev.yaml").write_text(moved)
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({"cost-budget": {"enforcementLevel": "mandatory", "maxHourlyCost": 1000}}))
+    args = ["plan", "dev", "--config-file", str(tmp_path / "Pulumi.dev.yaml"), "--previous", str(tmp_path / "dev.json"),
+            "--policy-config", str(budget)]
+    result = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")])
+    doc = _doc(result.output)
+    stack = doc["costDelta"]["stack"]
+    assert stack["after"]["max"] == 0 and stack["unpricedNodes"] == {"before": 0, "after": 4}   # two 4-GPU prefill workers share a node
+    assert stack["priced"] is False
+    (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "cost-budget"]
+    assert v["level"] == "mandatory" and "none of the stack's capacity is priced: 4 unpriced nodes" in v["message"]
+    assert "dev-gke/h100, dev-gke/l4" in v["message"] and "`modelplane prices refresh --regions us-east4`" in v["message"]
+    text = " ".join(CliRunner().invoke(main, args).output.split())
+    assert "cost stack dev: $108/h -> unpriced (4 nodes) (change not known: 4 nodes unpriced" in text
+    assert "$0.00" not in text.split("changes against")[1]
+    from bs4 import BeautifulSoup
+    page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
+    row = page.select_one("#cost-delta tr[data-row=stack]").text
+    assert "unpriced (4 nodes)" in row and "unknown" in row and "$0.00" not in row
+
+
+def test_a_budget_below_the_priced_part_fails_and_names_the_unpriced_pools(lab):
+    from modelplane.policy import evaluate
+
+    found = evaluate(lab, {"cost-budget": {"enforcementLevel": "mandatory", "maxHourlyCost": 1_000_000}})
+    (v,) = [v for v in found if v["policy"] == "cost-budget"]
+    assert "unpriced nodes" in v["message"] and "could exceed the budget of $1,000,000/hour" in v["message"]
+
+
+# ---- 6. production protected -----------------------------------------------------------------------
+
+def test_production_clusters_and_gpu_pools_are_protected_and_the_opt_in_lifts_it(tmp_path):
+    doc = json.loads(CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--json"]).output)
+    protected = sorted(r["name"] for r in doc["resources"] if r.get("protect"))
+    assert protected == ["eks-use1", "eks-use1-h100", "eks-use1-h200", "eks-use1-l40s"]      # not the system pool
+    dev = json.loads(CliRunner().invoke(main, ["plan", "dev", "--json"]).output)
+    assert sorted(r["name"] for r in dev["resources"] if r.get("protect")) == ["dev-gke-h100", "dev-gke-l4"]   # carry replicas
+    text = (ROOT / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text()
+    lifted = text.replace("  modelplane:production: true\n", "  modelplane:production: true\n  modelplane:unprotect: [eks-use1/l40s]\n")
+    (tmp_path / "infra.yaml").write_text(lifted)
+    doc = json.loads(CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"),
+                                               "--json"]).output)
+    assert sorted(r["name"] for r in doc["resources"] if r.get("protect")) == ["eks-use1", "eks-use1-h100", "eks-use1-h200"]
+
+
+def test_deleting_a_protected_pool_is_refused_until_an_up_unprotects_it(tmp_path):
+    before = CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--json"]).output
+    (tmp_path / "prev.json").write_text(before)
+    text = (ROOT / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text()
+    start = text.index("        - {name: l40s")
+    gone = text[:start] + text[text.index("\n", start) + 1:]
+    (tmp_path / "infra.yaml").write_text(gone)
+    args = ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"), "--previous",
+            str(tmp_path / "prev.json")]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 1
+    (c,) = [c for c in _doc(result.output)["changes"] if c["name"] == "eks-use1-l40s" and c["type"] == "aws:eks/nodeGroup:NodeGroup"]
+    assert c["action"] == "delete" and c["protected"] and c["destructive"]
+    assert "`up` refuses it; list it in modelplane:unprotect and run `up` once before this change" in result.output
+    # after an `up` that lifted it, the delete goes through, still shown as destructive
+    lifted = json.loads(before)
+    for r in lifted["resources"]:
+        if r["name"] == "eks-use1-l40s" and r["type"] == "aws:eks/nodeGroup:NodeGroup":
+            del r["protect"]
+    (tmp_path / "prev.json").write_text(json.dumps(lifted))
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    (c,) = [c for c in _doc(result.output)["changes"] if c["name"] == "eks-use1-l40s" and c["type"] == "aws:eks/nodeGroup:NodeGroup"]
+    assert c["destructive"] and not c.get("protected")
+
+
+def test_an_engine_args_change_rolls_replicas_one_at_a_time_each_awaited(tmp_path, prod_json):
+    """F1(3): new engine args update every LLMInferenceService of the deployment; the replicas that
+    already run wait for each other, so one rolls at a time and the others serve."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("--max-model-len=65536", "--max-model-len=32768"))
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.output)
+    assert doc["disruptions"] == [{"deployment": "chat/llama-70b", "servingBefore": 3, "servingDuring": 2, "replicas": 3,
+                                   "cause": "#0, #1, #2 roll one at a time: their workload changes, each awaited Ready "
+                                            "before the next"}]
+    res = {r["name"]: r for r in doc["resources"]}
+    assert "eks-use1/chat/llminferenceservice/llama-70b-0" in res["gke-usc1/chat/llminferenceservice/llama-70b-1"]["dependsOn"]
+    assert "gke-usc1/chat/llminferenceservice/llama-70b-1" in res["eks-use1/chat/llminferenceservice/llama-70b-2"]["dependsOn"]
+
+
+def test_an_engine_args_change_of_a_single_production_replica_is_an_outage_plan_previous_refuses(tmp_path):
+    path = _single(tmp_path, replicas=1, production=True)
+    first = CliRunner().invoke(main, ["plan", "t", "--config-file", str(path), "--json"])
+    (tmp_path / "prev.json").write_text(json.dumps(_doc(first.output)))
+    changed = _single(tmp_path, {"engine": {"args": ["--max-model-len=8192"]}}, replicas=1, production=True, name="u")
+    result = CliRunner().invoke(main, ["plan", "t", "--config-file", str(changed), "--previous",
+                                       str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 1
+    doc = _doc(result.output)
+    assert [(d["servingDuring"], d["servingBefore"]) for d in doc["disruptions"]] == [(0, 1)]
+    (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    assert v["level"] == "mandatory" and "roll one at a time" in v["message"]
