@@ -96,8 +96,8 @@ class _Sum:
     def json(self) -> dict:
         out = {"gpus": {"min": self.gpus[0], "max": self.gpus[1]}, "nodes": _span_of(self.nodes),
                "hourly": _span(*self.hourly), "monthly": _span(*(h * HOURS_PER_MONTH for h in self.hourly), digits=2)}
-        if self.unpriced:
-            out["unpricedNodes"] = self.unpriced
+        if self.unpriced > 1e-9:       # shares of shared nodes add up; a part of a node counts as one
+            out["unpricedNodes"] = math.ceil(self.unpriced - 1e-9)
         return out
 
 
@@ -138,7 +138,7 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
             # there (its slots; whole nodes for a multi-node worker) as a share of nodes.
             gpus_taken = (need(lo, gpn, per_worker, per_node), need(slices, gpn, per_worker, per_node))
             share = (gpus_taken[0] / per_node, gpus_taken[1] / per_node)
-            row.add((lo * gpn, slices * gpn), share, price, math.ceil(share[0]) if price is None else 0)
+            row.add((lo * gpn, slices * gpn), share, price, share[0] if price is None else 0)
             key = (p["cluster"], rp["pool"])
             for acc, add in ((took.setdefault(key, [0, 0]), gpus_taken), (busy.setdefault(key, [0, 0]), (lo * gpn, slices * gpn)),
                              (by_deployment.setdefault(key, {}).setdefault(p["deployment"], [0, 0]), share)):
@@ -162,7 +162,7 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
             continue
         price = (pool.get("price") or {}).get("hourly")
         row = _Sum()
-        row.add(left, (left[0] / per_node, left[1] / per_node), price, 1 if price is None else 0)
+        row.add(left, (left[0] / per_node, left[1] / per_node), price, left[0] / per_node if price is None else 0)
         stranded_rows.append({"cluster": cluster, "pool": name, **row.json()})
         clusters.setdefault(cluster, _Sum()).merge(row)
         stranded_total.merge(row)
