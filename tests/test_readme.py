@@ -43,8 +43,10 @@ def test_the_previous_sample_is_the_change_view_of_the_change_it_describes(tmp_p
     pool = "{name: l4, class: gke-l4-1x-g2, minNodes: 0, maxNodes: 4, zones: [us-central1-a]}"
     assert pool in dev and "replicas: 2" in dev
     branch = tmp_path / "Pulumi.dev.yaml"
+    # The pool carries replicas, so it is protected: the change lifts that for it (docs/changes.md).
     branch.write_text(dev.replace("replicas: 2", "replicas: 3").replace(
-        pool, "{name: l4, class: gke-l4-1x-g2, minNodes: 0, maxNodes: 6, zones: [us-central1-a], capacity: {type: spot}}"))
+        pool, "{name: l4, class: gke-l4-1x-g2, minNodes: 0, maxNodes: 6, zones: [us-central1-a], capacity: {type: spot}}")
+        .replace("  modelplane:clusters:", "  modelplane:unprotect: [dev-gke/l4]\n  modelplane:clusters:", 1))
     output = printed("plan", "dev", "--config-file", branch, "--previous", main_json)
     assert_printed(block_after("`tests/test_readme.py` holds this sample"), output)
 
