@@ -274,7 +274,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if previous:
         doc.update(report.changes_against(run, doc, _previous_document(previous)))
-        violations = _with_outages(run, doc, violations, policy, policy_file)
+        violations = _with_outages(run, doc, violations, policy, policy_file, checked[0] if checked else None)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
     if explain and fmt == "json":
@@ -368,13 +368,16 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
     tables.print_violations(out, violations, Path(policy_file))
 
 
-def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file) -> list[dict]:
+def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, stack_path=None) -> list[dict]:
     """The plan's violations plus the `no-outage` verdicts only `--previous` can see (node pools
-    replaced, workloads rolling), in the pack's order; the document's policy section follows."""
+    replaced, workloads rolling), in the pack's order, located and with their fix like the others;
+    the document's policy section follows."""
+    from . import origins
     from .disruptions import outage_verdicts
-    from .policy import read_config
+    from .policy import read_config, with_fixes
 
     extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file))
+    extra = origins.locate(run, stack_path, with_fixes(extra))
     if not extra:
         return violations
     out = sorted(violations + extra, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))

@@ -74,6 +74,10 @@ def _resources(doc: dict) -> list[str]:
         fields = ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c.get("fields") or [])
         if c.get("replicas"):
             fields += ("; " if fields else "") + f"restarts {', '.join(c['replicas'])}"
+        if c.get("protected"):
+            fields += ("; " if fields else "") + "**protected: `up` refuses it** (modelplane:unprotect)"
+        elif c.get("destructive"):
+            fields += ("; " if fields else "") + "destructive"
         rows.append([f"`{SYMBOLS[c['action']]}`", c["action"], c["type"], c["name"], c.get("cluster", "-"),
                      fields or "-"])
     return ["<details><summary>" + f"{_plural(len(res), 'resource change')}" + "</summary>", "",
@@ -137,11 +141,22 @@ def _policy(violations: list[dict], policy_file: str) -> list[str]:
     return ["#### Policy", "", *table(["level", "policy", "where", "message", "fix"], rows), ""]
 
 
+def _disruptions(doc: dict) -> list[str]:
+    """Deployments that serve fewer replicas while `up` applies the change (docs/changes.md)."""
+    rows = [[f"**{d['deployment']}**" if not d.get("servingDuring") else d["deployment"],
+             f"{d['servingDuring']}/{d['servingBefore']}" + (" (outage)" if not d.get("servingDuring") else ""),
+             d.get("cause", ""), "yes" if d.get("allowed") else "-"] for d in doc.get("disruptions") or []]
+    if not rows:
+        return []
+    return ["#### Serving during the change", "",
+            *table(["deployment", "serving", "cause", "allowDisruption"], rows), ""]
+
+
 def render(doc: dict, previous: str | None, policy_file: str) -> str:
     """The comment for a plan document (`previous`: the file it was planned against, if any)."""
     title = f"### modelplane plan `{doc['stack']}`" + (f" against `{previous}`" if previous else "")
     lines = [marker(doc["stack"]), title, "", _summary(doc, previous), ""]
-    lines += _resources(doc) + _replicas(doc, previous) + _cost(doc, previous)
+    lines += _resources(doc) + _replicas(doc, previous) + _disruptions(doc) + _cost(doc, previous)
     lines += _policy(doc["policy"]["violations"], policy_file)
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -109,7 +109,9 @@ def test_markdown_is_the_pull_request_comment(tmp_path):
     main_json = tmp_path / "main.json"
     main_json.write_text(plan("dev", "--json").stdout)
     branch = tmp_path / "Pulumi.dev.yaml"
-    branch.write_text(DEV.replace("replicas: 2", "replicas: 3").replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2"))
+    # The pool carries replicas, so it is protected; the change lifts that for it (docs/changes.md).
+    branch.write_text(DEV.replace("replicas: 2", "replicas: 3").replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2")
+                      .replace("  modelplane:clusters:", "  modelplane:unprotect: [dev-gke/l4]\n  modelplane:clusters:", 1))
     result = plan("dev", "--config-file", branch, "--previous", main_json, "--format", "markdown")
     assert result.exit_code == 0, result.output
     text = result.stdout
@@ -120,8 +122,11 @@ def test_markdown_is_the_pull_request_comment(tmp_path):
     assert "| `+-` | replace | gcp:container/nodePool:NodePool | dev-gke-l4 | dev-gke | nodeConfig.guestAccelerators " \
            "(forces replacement)" in text
     assert "| `+` | added | ml-team/gpt-oss-20b#2 | - | dev-gke | scale-up 2 -> 3 replicas |" in text
+    # The pool replacement restarts both running replicas at once: an outage the comment shows.
+    assert "#### Serving during the change" in text
+    assert "| **ml-team/gpt-oss-20b** | 0/2 (outage) | #0, #1 restart at once: node pool dev-gke-l4 is replaced | - |" in text
     assert "| ml-team/gpt-oss-20b | $1.41/h |" in text and "| **stack dev** | $161/h |" in text
-    assert "#### Policy" in text and "No violations (`dev.json`)." in text
+    assert "#### Policy" in text and f"| advisory | `no-outage` | {branch}:" in text
 
 
 def test_markdown_lists_mandatory_verdicts_first_and_calls_out_unpriced_capacity():
@@ -132,7 +137,8 @@ def test_markdown_lists_mandatory_verdicts_first_and_calls_out_unpriced_capacity
     assert result.exit_code == 1
     rows = [line for line in result.stdout.splitlines() if line.startswith("| **mandatory**") or
             line.startswith("| advisory")]
-    assert rows and rows[0].startswith("| **mandatory** | `placement-complete` | stacks/Pulumi.prod.yaml:")
+    assert rows and rows[0].startswith("| **mandatory** |")
+    assert any(r.startswith("| **mandatory** | `placement-complete` | stacks/Pulumi.prod.yaml:") for r in rows)
     assert [r.startswith("| **mandatory**") for r in rows] == sorted((r.startswith("| **mandatory**") for r in rows),
                                                                      reverse=True)
 

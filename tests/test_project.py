@@ -232,7 +232,9 @@ def test_a_wheel_installed_in_a_fresh_virtualenv_has_its_data_and_plans_the_user
     checked = modelplane("validate", str(out))          # the schemas came with the wheel
     assert checked.returncode == 0 and " ok " in f" {checked.stdout} ", checked.stdout
     # `init` names the wheel it was installed from as the new project's requirement
-    assert subprocess.run([str(python), "-m", "modelplane", "init", str(tmp_path / "new")], env=env,
+    # (run outside the checkout: `python -m` puts the working folder first on sys.path, and an editable
+    # install leaves modelplane.egg-info in the checkout)
+    assert subprocess.run([str(python), "-m", "modelplane", "init", str(tmp_path / "new")], env=env, cwd=tmp_path,
                           capture_output=True, text=True).returncode == 0
     assert (tmp_path / "new" / "requirements.txt").read_text() == f"modelplane @ {wheel.resolve().as_uri()}\n"
 

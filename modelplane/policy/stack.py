@@ -446,14 +446,13 @@ def outage(key: str, spec: dict, change: dict) -> list[str]:
     if before <= 0 or want <= 0 or during > 0:
         return []
     why = "; ".join(change.get("causes") or []) or "its replicas are replaced"
-    return [f"{key} serves {during}/{before} replicas while `up` applies this change ({why}); give the new "
-            "shape room beside the old one (a surge), run more than one replica so they change one at a time, "
-            "or set allowDisruption: true on the deployment"]
+    return [f"{key} serves {during}/{before} replicas while `up` applies this change ({why})"]
 
 
 @policy("no-outage", "While `up` applies a change, every deployment that served keeps at least one replica "
         "serving (changed replicas surge or roll one at a time), unless it sets allowDisruption: true.", "stack",
-        level=ADVISORY)
+        level=ADVISORY, fix="give the new shape room beside the old one (free nodes in the pool for a surge), run "
+        "more than one replica so they change one at a time, or set allowDisruption: true on the deployment")
 def no_outage(resources, config=None):
     return [(message, r.urn) for r, spec, _, _ in deployments(resources)
             for message in outage(_key(spec), spec, dict(r.props.get("change") or {}))]
