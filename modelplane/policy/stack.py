@@ -202,7 +202,9 @@ def placement_complete(resources, config=None):
 
 @policy("slo", "Deployments sized from an SLO meet it: a configuration was found, its predicted TTFT and ITL are "
         "within the objective and its placed replicas serve the traffic (advisory; mandatory in production "
-        "configs).", "stack", level=ADVISORY)
+        "configs).", "stack", level=ADVISORY,
+        fix="make room for the chosen configuration (raise maxNodes of a pool of its class), let it use more classes "
+            "(nodeSelector, clusterSelector, `modelplane size --classes`), or loosen slo / lower traffic (docs/sizing.md)")
 def slo(resources, config=None):
     out = []
     for r, spec, placements, _ in deployments(resources):
