@@ -56,7 +56,7 @@ typecheck-tools:
 	@test -x tools/typecheck/node_modules/.bin/tsc || npm ci --prefix tools/typecheck --no-audit --no-fund >/dev/null \
 		|| echo "typecheck-tools: npm ci failed; the TypeScript and pyright checks will skip" >&2
 
-test: install $(VENV)/prices.stamp browser typecheck-tools
+test: install $(VENV)/prices.stamp $(VENV)/sizing.stamp browser typecheck-tools
 	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory report-check
 
@@ -94,4 +94,10 @@ clean:
 # `modelplane prices refresh` through them on recorded responses.
 $(VENV)/prices.stamp: requirements-prices.txt $(BIN)/modelplane
 	$(BIN)/pip install -q -r requirements-prices.txt
+	@touch $@
+
+# The estimator of the optional extra modelplane[sizing]: tests/test_sizing_estimator.py runs it
+# (without it the test skips; every other test reads the shipped profiles).
+$(VENV)/sizing.stamp: requirements-sizing.txt $(BIN)/modelplane
+	$(BIN)/pip install -q -r requirements-sizing.txt
 	@touch $@

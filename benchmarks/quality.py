@@ -77,7 +77,9 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     from ortools.sat.python import cp_model
 
     clusters = sorted(clusters, key=lambda c: c.name)
-    free = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
+    # capacity in GPUs as the scheduler counts it: whole nodes for multi-node workers, a slot of a
+    # shared node for smaller ones (modelplane.scheduler.model.need)
+    free = {(c.name, p.name): p.max_nodes * p.gpus_per_node for c in clusters for p in c.pools}
     tiers = sorted({d.priority for d in demands})
     weight = {t: (sum(d.replicas for d in demands) + 1) ** i for i, t in enumerate(tiers)}
     model, lp = cp_model.CpModel(), pywraplp.Solver.CreateSolver("GLOP")
@@ -87,7 +89,7 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
             for combo in itertools.product(*(per_role[r.name] for r in d.roles)):
                 need = Counter()
                 for role, pool in zip(d.roles, combo):
-                    need[pool.name] += role.nodes
+                    need[pool.name] += role.need(pool)
                 cap = min([d.replicas] + [free[(cluster, p)] // n for p, n in need.items()])
                 if cap > 0:
                     v, x = model.NewIntVar(0, cap, ""), lp.NumVar(0, cap, "")

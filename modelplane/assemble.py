@@ -25,6 +25,7 @@ from .render.stack import (inference_cluster, model_deployment, model_namespace,
 from .scheduler import DemandError, Placement, Plan, schedule
 from .scheduler.surge import serving
 from .services import certificate_problems, dns_problems, hop_problems, plan_routes, served_names
+from .sizing import resolve as sizing
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Result:
     previous: list[Placement] = field(default_factory=list)
     routes: dict = field(default_factory=dict)        # service key -> scheduler.traffic.Routes
     catalog: Catalog | None = None
+    sizing: dict = field(default_factory=dict)        # sized deployment -> (sizing.Sizing, chosen Candidate or None)
 
 
 @dataclass
@@ -121,16 +123,19 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
             targets[inv["name"]] = made
             inventories[inv["name"]] = inv
             addresses[inv["name"]] = (made.gateway_address, (inv.get("gateway") or {}).get("addressType"))
+    in_fleet = {name: inv for name, inv in inventories.items() if name not in exclude}
+    sizings = sizing.size_all(spec, catalog, in_fleet, where)      # --without CLUSTER re-sizes without it
     try:
-        plan = schedule([demand_from(d, catalog) for d in spec.deployments],
-                        [cluster_from_inventory(inv) for name, inv in inventories.items() if name not in exclude],
-                        previous, exact="always" if spec.repack else "auto")
+        plan = schedule([demand_from(d, catalog) for d in spec.deployments if not d.sized],
+                        [cluster_from_inventory(inv) for inv in in_fleet.values()],
+                        previous, exact="always" if spec.repack else "auto", options=sizing.options_of(sizings, catalog))
     except DemandError as exc:
         index = next(i for i, d in enumerate(spec.deployments) if d.key == exc.deployment)
         at = "nodeSelector.cel" if exc.role == "decode" else f"{exc.role}.nodeSelector.cel"
         raise InputError([Problem(where, f"{NAMESPACE}:deployments[{index}].{at}",
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
+    spec, sized = sizing.apply(spec, sizings, plan)      # sized deployments as the chosen configuration
     by_key = {d.key: d.with_slots(plan.placements) for d in spec.deployments}
     routes = plan_routes(spec, plan.placements, inventories)
     problems = dns_problems(spec, routes, inventories)
@@ -161,6 +166,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                          progress[key], {p.replica: p for p in previous if p.deployment == key})
             # What the `no-outage` policy reads: how many replicas serve while `up` applies this plan.
             graph.nodes[component].outputs["change"] = changes[key]
+            if key in sized:      # what the `slo` policy reads: objective, traffic, prediction, what is served
+                graph.nodes[component].outputs["sizing"] = sizing.gate_row(*sized[key], len(mine))
     except RenderError as exc:
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
@@ -181,7 +188,7 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
-    result = Result(spec, inventories, plan, previous, routes, catalog)
+    result = Result(spec, inventories, plan, previous, routes, catalog, sized)
     RUNS.append(result)
     return Built(result, graph, outputs)
 

@@ -335,6 +335,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
         if run.result.spec.deployments:
             out.print(tables.placement_table(doc))
         tables.summary(out, doc, run.result.plan.desired)
+        tables.sizing(out, doc)
         if doc["cost"]["replicas"] or doc["cost"]["idle"]["pools"]:
             out.print(tables.cost_table(doc))
             tables.price_notes(out, doc)
@@ -534,6 +535,10 @@ def init(folder):
 from .prices.command import prices as _prices  # noqa: E402  (the `prices` command group)
 
 main.add_command(_prices)
+
+from .sizing.command import size as _size  # noqa: E402  (the `size` command)
+
+main.add_command(_size)
 
 
 if __name__ == "__main__":

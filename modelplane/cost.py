@@ -15,10 +15,18 @@ A pool's node price, first that applies:
 otherwise the pool is unpriced and listed as such, never counted as free.
 
 A price older than STALE_DAYS on the day of the plan is marked `stale` with its age.
+
+Workers smaller than a node share the nodes of their pool (scheduler/model.py `need`): a role pays
+for the GPUs it takes there (its slots; whole nodes for multi-node workers) as a share of a node,
+and the GPUs of those nodes no role takes are listed as `stranded`, billed with the node, as the
+idle `minNodes` are. So a stack's cost is its deployments' shares + stranded + idle.
 """
 from __future__ import annotations
 
+import math
 from datetime import date
+
+from .scheduler.model import need
 
 HOURS_PER_MONTH = 730
 CURRENCY = "USD"
@@ -50,6 +58,15 @@ def _entry(price, basis: str) -> dict:
     return out
 
 
+def _count(x: float) -> int | float:
+    """A node count: whole where it is (a share of shared nodes keeps three decimals)."""
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else round(x, 3)
+
+
+def _span_of(pair) -> dict:
+    return {"min": _count(pair[0]), "max": _count(pair[1])}
+
+
 def _span(lo: float, hi: float, digits: int = 4) -> dict:
     return {"min": round(lo, digits), "max": round(hi, digits)}
 
@@ -77,10 +94,10 @@ class _Sum:
         self.unpriced += other.unpriced
 
     def json(self) -> dict:
-        out = {"gpus": {"min": self.gpus[0], "max": self.gpus[1]}, "nodes": {"min": self.nodes[0], "max": self.nodes[1]},
+        out = {"gpus": {"min": self.gpus[0], "max": self.gpus[1]}, "nodes": _span_of(self.nodes),
                "hourly": _span(*self.hourly), "monthly": _span(*(h * HOURS_PER_MONTH for h in self.hourly), digits=2)}
-        if self.unpriced:
-            out["unpricedNodes"] = self.unpriced
+        if self.unpriced > 1e-9:       # shares of shared nodes add up; a part of a node counts as one
+            out["unpricedNodes"] = math.ceil(self.unpriced - 1e-9)
         return out
 
 
@@ -101,31 +118,58 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
 
     Per replica, `min` is what runs at minimum and `max` the envelope the plan reserved."""
     pools = {(c, p["name"]): p for c, inv in inventories.items() for p in inv.get("pools", [])}
-    used: dict[tuple[str, str], list[int]] = {}
-    by_deployment: dict[tuple[str, str], dict[str, list[int]]] = {}
+    took: dict[tuple[str, str], list[int]] = {}       # GPUs of the pool the placed roles take (slots, whole nodes)
+    busy: dict[tuple[str, str], list[int]] = {}       # GPUs the placed workers use
+    by_deployment: dict[tuple[str, str], dict[str, list[float]]] = {}
     replicas, deployments, clusters = [], {}, {}
     for p in sorted(placements, key=lambda p: (p["deployment"], int(p["replica"]))):
         row = _Sum()
         mins = minimum_workers.get(p["deployment"], {})
         for role, rp in sorted(p["roles"].items()):
-            workers, nodes = int(rp["workers"]), int(rp["nodes"])
+            workers, slices = int(rp["workers"]), int(rp["nodes"])
+            per_worker = slices // workers if workers else 1
             # a replica placed at a smaller step runs at most what it was placed with
-            lo = min(mins.get(role, workers), workers) * (nodes // workers) if workers else 0
+            lo = min(mins.get(role, workers), workers) * per_worker if workers else 0
             gpn = int(rp["gpusPerNode"])
             pool = pools.get((p["cluster"], rp["pool"]), {})
+            per_node = int(pool.get("gpusPerNode") or gpn)
             price = (pool.get("price") or {}).get("hourly")
-            row.add((lo * gpn, nodes * gpn), (lo, nodes), price, nodes if price is None else 0)
-            for u in (used.setdefault((p["cluster"], rp["pool"]), [0, 0]),
-                      by_deployment.setdefault((p["cluster"], rp["pool"]), {}).setdefault(p["deployment"], [0, 0])):
-                u[0], u[1] = u[0] + lo, u[1] + nodes
+            # Workers within a node share their pool's nodes: a role pays for the GPUs it takes
+            # there (its slots; whole nodes for a multi-node worker) as a share of nodes.
+            gpus_taken = (need(lo, gpn, per_worker, per_node), need(slices, gpn, per_worker, per_node))
+            share = (gpus_taken[0] / per_node, gpus_taken[1] / per_node)
+            row.add((lo * gpn, slices * gpn), share, price, share[0] if price is None else 0)
+            key = (p["cluster"], rp["pool"])
+            for acc, add in ((took.setdefault(key, [0, 0]), gpus_taken), (busy.setdefault(key, [0, 0]), (lo * gpn, slices * gpn)),
+                             (by_deployment.setdefault(key, {}).setdefault(p["deployment"], [0, 0]), share)):
+                acc[0], acc[1] = acc[0] + add[0], acc[1] + add[1]
         replicas.append({"deployment": p["deployment"], "replica": int(p["replica"]), "cluster": p["cluster"], **row.json()})
         deployments.setdefault(p["deployment"], _Sum()).merge(row)
         clusters.setdefault(p["cluster"], _Sum()).merge(row)
-    idle_rows, stack, idle_total = [], _Sum(), _Sum()
+
+    def nodes_of(key) -> tuple[int, int]:
+        per_node = int(pools[key].get("gpusPerNode") or 1)
+        lo, hi = took.get(key, (0, 0))
+        return -(-lo // per_node), -(-hi // per_node)
+
+    idle_rows, stack, idle_total, stranded_rows, stranded_total = [], _Sum(), _Sum(), [], _Sum()
+    for (cluster, name), pool in sorted(pools.items()):
+        # the rest of the nodes shared workers occupy: GPUs no role takes, billed with the node
+        per_node = int(pool.get("gpusPerNode") or 1)
+        nodes = nodes_of((cluster, name))
+        left = tuple(n * per_node - t for n, t in zip(nodes, took.get((cluster, name), (0, 0))))
+        if not any(left):
+            continue
+        price = (pool.get("price") or {}).get("hourly")
+        row = _Sum()
+        row.add(left, (left[0] / per_node, left[1] / per_node), price, left[0] / per_node if price is None else 0)
+        stranded_rows.append({"cluster": cluster, "pool": name, **row.json()})
+        clusters.setdefault(cluster, _Sum()).merge(row)
+        stranded_total.merge(row)
     for (cluster, name), pool in sorted(pools.items()):
         if cluster not in owned:
             continue
-        lo, hi = used.get((cluster, name), (0, 0))
+        lo, hi = nodes_of((cluster, name))
         keep = int(pool.get("minNodes", 0))
         idle = (max(0, keep - lo), max(0, keep - hi))
         if not idle[0]:
@@ -141,16 +185,18 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
         stack.merge(row)
     fill = []
     for (cluster, name), pool in sorted(pools.items()):
-        lo, hi = used.get((cluster, name), (0, 0))
+        lo, hi = nodes_of((cluster, name))
         keep = int(pool.get("minNodes", 0)) if cluster in owned else 0
         fill.append({"cluster": cluster, "pool": name, "maxNodes": int(pool.get("maxNodes", 0)),
                      "minNodes": int(pool.get("minNodes", 0)), "used": {"min": lo, "max": hi},
                      "idle": {"min": max(0, keep - lo), "max": max(0, keep - hi)},
-                     "deployments": {d: {"min": v[0], "max": v[1]}
-                                     for d, v in sorted(by_deployment.get((cluster, name), {}).items())}})
+                     "gpus": {"used": _span_of(busy.get((cluster, name), (0, 0))),
+                              "stranded": _span_of(tuple(n * int(pool.get("gpusPerNode") or 1) - b for n, b in
+                                                         zip((lo, hi), busy.get((cluster, name), (0, 0)))))},
+                     "deployments": {d: _span_of(v) for d, v in sorted(by_deployment.get((cluster, name), {}).items())}})
     price_rows, unpriced = [], []
     for (cluster, name), pool in sorted(pools.items()):
-        if (cluster, name) not in used and cluster not in owned:
+        if (cluster, name) not in took and cluster not in owned:
             continue
         where = {"cluster": cluster, "pool": name, "class": pool.get("class"), "capacityType": pool.get("capacityType")}
         if pool.get("price"):
@@ -162,6 +208,7 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
     return {
         "currency": CURRENCY, "hoursPerMonth": HOURS_PER_MONTH,
         "stack": stack.json(), "idle": {**idle_total.json(), "pools": idle_rows},
+        "stranded": {**stranded_total.json(), "pools": stranded_rows},
         "clusters": [{"cluster": c, **clusters[c].json()} for c in sorted(clusters)],
         "deployments": [{"deployment": d, **deployments[d].json()} for d in sorted(deployments)],
         "replicas": replicas, "pools": fill, "prices": price_rows, "unpriced": unpriced,

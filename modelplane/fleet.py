@@ -93,7 +93,7 @@ def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
                        int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
-                       domain_nodes(p["capabilities"])) for p in inv["pools"])
+                       domain_nodes(p["capabilities"]), (p.get("price") or {}).get("hourly")) for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
 

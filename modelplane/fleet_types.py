@@ -403,6 +403,21 @@ class ModelSource(TypedDict):
     tokenSecret: NotRequired[str]
 
 
+class Slo(TypedDict):
+    'Latency objectives per request, as the estimator predicts them: time to first token and\ninter-token latency (time per output token, TPOT).'
+
+    ttftMs: float
+    itlMs: float
+
+
+class Traffic(TypedDict):
+    "The load the deployment must serve within its SLO: requests per second across all its\nreplicas, and the tokens of a typical request (the estimator's workload)."
+
+    requestsPerSecond: float
+    inputTokens: int
+    outputTokens: int
+
+
 class ClusterSelector(TypedDict):
     'ClusterSelector'
 
@@ -569,8 +584,10 @@ class ModelDeployment(TypedDict):
     'facts about the deployment for policies, e.g. modelplane.ai/residency: eu'
     model: ModelSource
     'where the weights come from and the name clients use'
-    replicas: int
-    'whole copies, each on one cluster (all its roles together)'
+    replicas: NotRequired[int]
+    'whole copies, each on one cluster (all its roles together); chosen by sizing with slo'
+    slo: NotRequired[Slo]
+    traffic: NotRequired[Traffic]
     clusterSelector: NotRequired[ClusterSelector]
     'which clusters may hold a replica. Default: {"matchLabels": {}}.'
     nodeSelector: NotRequired[NodeSelector]

@@ -118,6 +118,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
     placements = [p.to_json() for p in plan.placements]
+    cost = cost_of(run, placements)
     doc = {
         "apiVersion": API_VERSION,
         "kind": "Plan",
@@ -134,7 +135,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "upOrder": up_order(moved),
         "disruptions": disruptions(run.result.plan, run.result.previous, None, _specs(run)),
         "services": services(run),
-        "cost": cost_of(run, placements),
+        "cost": cost,
+        "sizing": sizing_of(run, placements, cost),
         "clusters": clusters_of(run),
         "resources": resources,
         "policy": {"violations": violations},
@@ -150,6 +152,16 @@ def refusal(stack: str, problems) -> dict:
             "problems": [{k: v for k, v in (("file", p.file), ("line", p.line), ("path", p.path),
                                              ("message", p.message), ("fix", p.fix), ("rule", p.rule)) if v is not None}
                          for p in problems]}
+
+
+def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]:
+    """Per deployment sized from an SLO: objective, traffic, choice, prediction, what is served
+    and what it costs, the alternatives and the frontier (sizing/report.py)."""
+    from .sizing.report import row
+
+    by_d = {c["deployment"]: c for c in cost["deployments"]}
+    return [row(s, c, [p for p in placements if p["deployment"] == key], run.result.inventories, by_d.get(key))
+            for key, (s, c) in sorted(run.result.sizing.items())]
 
 
 def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
@@ -171,7 +183,7 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
 
 def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
     """Per deployment with autoscaled GPU roles: GPUs at minimum and reserved maximum, and the free
-    nodes its pools have left after the plan (its headroom)."""
+    GPUs its pools have left after the plan (its headroom)."""
     from .fleet import envelope
 
     out = []

@@ -76,7 +76,7 @@ def summary(out, doc: dict, desired: dict[str, int]) -> None:
                       f"({row['percent']:g}%); stuck at replica {stuck['replica']}"
                       + (f" ({stuck['role']})" if stuck["role"] else "") + f": {stuck['reason']}: {stuck['detail']}")
     for row in doc.get("envelope") or []:
-        head = ", ".join(f"{k} {v} node{'s' if v != 1 else ''} free" for k, v in row["headroom"].items())
+        head = ", ".join(f"{k} {v} GPU{'s' if v != 1 else ''} free" for k, v in row["headroom"].items())
         out.print(f"  envelope {row['deployment']}: {row['gpus']['min']}-{row['gpus']['max']} GPUs reserved "
                   f"(asks {row['target']['min']}-{row['target']['max']})" + (f"; headroom {head}" if head else ""),
                   markup=False)
@@ -138,7 +138,8 @@ def transition_text(t: dict) -> str:
 
 def cost_table(doc: dict) -> Table:
     """$/hour and $/month per deployment and cluster: `min` runs at minimum, `max` is the
-    autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses."""
+    autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses; stranded
+    GPUs are those of partly used nodes no worker takes (billed with the node)."""
     from .cost import money_span
 
     cost = doc["cost"]
@@ -160,6 +161,8 @@ def cost_table(doc: dict) -> Table:
         row("deployment", d["deployment"], d)
     for i in cost["idle"]["pools"]:
         row("idle", f"{i['cluster']}/{i['pool']}", i)
+    for i in cost.get("stranded", {}).get("pools", []):
+        row("stranded", f"{i['cluster']}/{i['pool']}", i)
     for c in cost["clusters"]:
         row("cluster", c["cluster"], c)
     row("stack", doc["stack"], cost["stack"])
@@ -317,3 +320,49 @@ def changes(out, doc: dict, previous: str) -> None:
     for d in cost["deployments"]:
         out.print(f"  cost {d['deployment']}: {cost_change(d)}", markup=False)
     out.print(f"  cost stack {doc['stack']}: {cost_change(cost['stack'])}", markup=False)
+
+
+FRONTIER_ROWS = 8     # frontier points a table shows per sized deployment (the chosen one always)
+
+
+def sizing(out, doc: dict) -> None:
+    """Per sized deployment: objective and traffic, the configuration chosen with its prediction,
+    what is served and its cost, then the chosen class's frontier with the chosen point marked."""
+    from .cost import money
+
+    for row in doc.get("sizing") or []:
+        slo, t = row["slo"], row["traffic"]
+        head = (f"sizing {row['deployment']}: TTFT <= {slo['ttftMs']:g} ms, ITL <= {slo['itlMs']:g} ms at "
+                f"{t['requestsPerSecond']:g} req/s ({t['inputTokens']} in / {t['outputTokens']} out tokens)")
+        c = row["choice"]
+        if c is None:
+            out.print(f"{head}: [red]no configuration meets it[/red]")
+            for note in row["notes"]:
+                out.print(f"    {note}", markup=False)
+            continue
+        topo = c["topology"]
+        shape = (f"{c['prefill']['workers']} prefill x tp{c['prefill']['topology']['tensor']} + " if "prefill" in c else "") \
+            + f"{c['workers']} {'decode' if 'prefill' in c else 'worker'} x tp{topo['tensor']}" \
+            + (f" dp{topo['data']}" if topo["data"] > 1 else "") + (f" pp{topo['pipeline']}" if topo["pipeline"] > 1 else "")
+        p, served, cost, est = row["predicted"], row["served"], row["cost"], row["estimator"]
+        per_m = f", {money(cost['perMillionTokens'])} per million output tokens" if cost["perMillionTokens"] else ""
+        out.print(head, markup=False)
+        out.print(f"    chosen: {c['class']} {c['mode']} {shape}, {c['replicas']} replica{'s' if c['replicas'] != 1 else ''}; predicted TTFT "
+                  f"{p['ttftMs']:g} ms, ITL {p['itlMs']:g} ms, {p['requestsPerSecond']:g} req/s, "
+                  f"{p['tokensPerSecondPerGpu']:g} tok/s/GPU", markup=False)
+        out.print(f"    serves {served['requestsPerSecond']:g} req/s with {served['replicas']}/{c['replicas']} replicas "
+                  f"placed; {money(cost['hourly'])}/h{per_m} ({est['name']} {est['version']}, {est['database']}, "
+                  f"{est['system']}; {len(row['alternatives'])} candidates)", markup=False)
+        table = Table(title=f"frontier of {c['class']} ({row['deployment']})", title_justify="left")
+        for col in ("", "tok/s/user", "tok/s/GPU", "$/M tok", "shape"):
+            table.add_column(col, justify="left" if col in ("", "shape") else "right")
+        points = row["frontier"]
+        chosen = [f for f in points if f["chosen"]]
+        rest = [f for f in points if not f["chosen"]]
+        if len(rest) > FRONTIER_ROWS - 1:
+            step = (len(rest) - 1) / (FRONTIER_ROWS - 2)
+            rest = [rest[round(i * step)] for i in range(FRONTIER_ROWS - 1)]
+        for f in sorted(rest + chosen, key=lambda f: (f["tokensPerSecondPerUser"], f["chosen"])):
+            table.add_row("*" if f["chosen"] else "", f"{f['tokensPerSecondPerUser']:g}", f"{f['tokensPerSecondPerGpu']:g}",
+                          money(f["perMillionTokens"]) if f["perMillionTokens"] is not None else "-", f["shape"])
+        out.print(table)

@@ -5,6 +5,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
+# Plans in tests read the shipped sizing profiles and never start the estimator, whether or not the
+# extra is installed (tests/test_sizing_estimator.py runs it on purpose).
+os.environ["MODELPLANE_ESTIMATE"] = "never"
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,35 @@ def demand(key="ml/kimi", replicas=1, roles=None, labels=None, queue=None):
     return Demand(key, replicas, tuple(roles or (role(),)), labels or {}, queue)
 
 
+def pack(items: list[int], per_node: int, nodes: int) -> bool:
+    """Whether workers taking these GPUs of one node each fit `nodes` nodes of `per_node` GPUs:
+    largest first, first fit, the way KAI's bin-packing places them."""
+    room = [per_node] * nodes
+    for size in sorted(items, reverse=True):
+        at = next((i for i, r in enumerate(room) if r >= size), None)
+        if at is None:
+            return False
+        room[at] -= size
+    return True
+
+
+def packs(plan, demands, clusters) -> bool:
+    """Whether every pool holds what the plan puts on it, node by node: a multi-node worker's
+    slices take whole nodes, a smaller worker its slot of a node shared with others."""
+    from modelplane.scheduler.model import gpu_slot
+
+    pools = {(c.name, q.name): q for c in clusters for q in c.pools}
+    by_key = {d.key: d for d in demands}
+    items = {key: [] for key in pools}
+    for p in plan.placements:
+        d = by_key[p.deployment]
+        for r in d.roles:
+            key = (p.cluster, p.roles[r.name].pool)
+            size = pools[key].gpus_per_node if r.nodes_per_worker > 1 else gpu_slot(r.gpus_per_node, pools[key].gpus_per_node)
+            items[key] += [size] * p.roles[r.name].nodes
+    return all(pack(items[k], pools[k].gpus_per_node, pools[k].max_nodes) for k in items)
+
+
 def objects(run, kind):
     """An offline run's resources of one Kubernetes kind, by object name."""
     return {r.name.rsplit("/", 1)[-1]: r for r in run.records if r.type.endswith(f":{kind}")}

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
 E = "engine:\n        args: [--max-model-len=32768, --gpu-memory-utilization=0.90]"
 REPLICAS = "      replicas: 2\n"
+SLO = "      slo: {ttftMs: 1000, itlMs: 20}\n      traffic: {requestsPerSecond: 20, inputTokens: 4000, outputTokens: 500}\n"
 CLUSTERS = "  modelplane:clusters:\n"
 HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"     # shaped like a Hugging Face token; not a real one
 # What never belongs in a message: Python's own words and the libraries' internals.
@@ -115,6 +116,17 @@ STACKS = {
                         29, "name 'Bad Name' is not a DNS subdomain"),
     "cpu-quantity": (sub(REPLICAS, REPLICAS + "      roles: [{name: router, image: 'nginx:1.27', cpu: lots}]\n"), 26,
                      "'lots' is not a Kubernetes quantity"),
+    # sizing from an SLO (docs/sizing.md)
+    "slo-and-replicas": (sub(REPLICAS, REPLICAS + SLO), 22, "replicas is set together with slo; sizing chooses the "
+                         "replica count"),
+    "slo-without-traffic": (sub(REPLICAS, "      slo: {ttftMs: 1000, itlMs: 20}\n"), 22,
+                            "sizing needs both slo and traffic; traffic is missing"),
+    "neither-replicas-nor-slo": (sub(REPLICAS, ""), 22, "the deployment sets neither replicas nor an slo"),
+    "slo-not-positive": (sub(REPLICAS, SLO.replace("itlMs: 20", "itlMs: 0")), 25, "slo.itlMs: must be greater than 0"),
+    "slo-with-coordination": (sub(REPLICAS, SLO + "      coordination: {totalWorkers: 2, bands: [{role: decode, min: 0, "
+                                  "max: 100}]}\n"), 22, "coordination cannot be combined with slo"),
+    "slo-no-profile": (sub(REPLICAS, SLO), None, "no sizing profile of hf://openai/gpt-oss-20b for 4000 input / 500 "
+                       "output tokens"),
     # cloud identifiers
     "region-with-yaml-in-it": (sub("region: us-central1,", 'region: "us-central1\\nfoo: bar",'), 12,
                                "text of 20 characters (not shown) is not a GCP region"),

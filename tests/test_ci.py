@@ -125,7 +125,7 @@ def test_markdown_is_the_pull_request_comment(tmp_path):
     # The pool replacement restarts both running replicas at once: an outage the comment shows.
     assert "#### Serving during the change" in text
     assert "| **ml-team/gpt-oss-20b** | 0/2 (outage) | #0, #1 restart at once: node pool dev-gke-l4 is replaced | - |" in text
-    assert "| ml-team/gpt-oss-20b | $1.41/h |" in text and "| **stack dev** | $161/h |" in text
+    assert "| ml-team/gpt-oss-20b | $1.41/h |" in text and "| **stack dev** | $108/h |" in text
     assert "#### Policy" in text and f"| advisory | `no-outage` | {branch}:" in text
 
 

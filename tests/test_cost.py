@@ -69,6 +69,27 @@ def test_replicas_envelope_and_idle_nodes_add_up():
     assert pools["l4"]["idle"] == {"min": 2, "max": 2}
 
 
+def test_workers_smaller_than_a_node_share_it_and_the_rest_is_stranded():
+    """The user trial's F5: two 1-GPU replicas on 4-GPU L4 nodes take one node, not two; each pays
+    for its GPU, and the node's two other GPUs are listed as stranded, billed with it."""
+    inventories = {"a": inv("a", [("l4", "l4", 0, 4, 4, 8.0)])}
+    placements = [placement("ns/m", i, "a", decode=("l4", 1, 1, 1)) for i in range(2)]
+    cost = fleet_cost(placements, inventories, {}, {"a"})
+    assert [r["hourly"]["max"] for r in cost["replicas"]] == [2.0, 2.0]
+    assert cost["deployments"][0]["nodes"] == {"min": 0.5, "max": 0.5} and cost["deployments"][0]["gpus"]["max"] == 2
+    assert cost["stranded"]["pools"] == [{"cluster": "a", "pool": "l4", "gpus": {"min": 2, "max": 2},
+                                          "nodes": {"min": 0.5, "max": 0.5}, "hourly": {"min": 4.0, "max": 4.0},
+                                          "monthly": {"min": 4.0 * HOURS_PER_MONTH, "max": 4.0 * HOURS_PER_MONTH}}]
+    assert cost["stack"]["hourly"] == {"min": 8.0, "max": 8.0} and cost["stack"]["nodes"] == {"min": 1, "max": 1}
+    pool = cost["pools"][0]
+    assert pool["used"] == {"min": 1, "max": 1} and pool["gpus"] == {"used": {"min": 2, "max": 2},
+                                                                   "stranded": {"min": 2, "max": 2}}
+    # a 3-GPU worker takes a 4-GPU slot: it pays for the slot, and a multi-node worker for whole nodes
+    odd = fleet_cost([placement("ns/o", 0, "a", decode=("l4", 1, 3, 1)), placement("ns/w", 0, "a", decode=("l4", 2, 2, 1))],
+                     inventories, {}, {"a"})
+    assert [r["hourly"]["max"] for r in odd["replicas"]] == [8.0, 16.0] and odd["stranded"]["pools"] == []
+
+
 def test_an_envelope_can_use_idle_nodes_up():
     """A pool's minNodes counts once: nodes the envelope fills are not idle at the maximum."""
     inventories = {"a": inv("a", [("l4", "l4", 3, 8, 1, 1.0)])}

@@ -5,6 +5,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from modelplane.scheduler import Cluster, Demand, Pool, Role, schedule
 
+from helpers import packs
+
 
 def pool(name, nodes, gpus=8, fabric="tcp"):
     return Pool(name, "h100", gpus, nodes, {"gpu": {"count": gpus}}, fabric)
@@ -96,14 +98,10 @@ def assert_whole_never_worse_within_capacity(demands, clusters, fast, final):
     fast_n = Counter(tier[p.deployment] for p in fast.placements)
     final_n = Counter(tier[p.deployment] for p in final.placements)
     assert all(final_n[t] >= n for t, n in fast_n.items())
-    used = Counter()
     for p in final.placements:
         d = next(d for d in demands if d.key == p.deployment)
         assert set(p.roles) == {r.name for r in d.roles}           # never split: every role, one cluster
-        for r in d.roles:
-            used[(p.cluster, p.roles[r.name].pool)] += r.nodes
-    size = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
-    assert all(n <= size[k] for k, n in used.items())
+    assert packs(final, demands, clusters)                         # every pool holds it, node by node
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -161,7 +159,7 @@ def test_interchangeable_deployments_share_one_count_per_spot():
     found = kinds(demands, eligible, {d.key: d.replicas for d in demands})
     assert [[m.key for m in k.members] for k in found] == [["a/x", "b/y"], ["c/z"], ["d/w"]]
     assert found[0].want == 303
-    free = {("c1", "p"): 4, ("c2", "q"): 4}
+    free = {("c1", "p"): 32, ("c2", "q"): 32}      # GPUs: four 8-GPU nodes each
     assert [(s.kind, s.cluster, s.names, s.cap) for s in spots(found, eligible, free)] == [
         (0, "c1", ("p",), 4), (0, "c2", ("q",), 4), (1, "c1", ("p",), 2), (1, "c2", ("q",), 2),
         (2, "c1", ("p",), 1), (2, "c2", ("q",), 1)]   # d/w wants one replica
@@ -175,7 +173,7 @@ def test_a_kind_expands_to_its_deployments_fast_path_spots_first_then_spread():
     demands = [demand("a/x", 2), demand("b/y", 2)]
     eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
     found = kinds(demands, eligible, {"a/x": 2, "b/y": 2})
-    where = spots(found, eligible, {("c1", "p"): 4, ("c2", "q"): 4})
+    where = spots(found, eligible, {("c1", "p"): 32, ("c2", "q"): 32})
     # counts: three on c1, one on c2; b/y ran on c2 in the fast path and keeps it
     out = expand(found, where, [3, 1], {"a/x": 2, "b/y": 2}, {"b/y": [("c2", ("q",))]})
     assert out == {"a/x": [("c1", ("p",)), ("c1", ("p",))], "b/y": [("c2", ("q",)), ("c1", ("p",))]}
@@ -277,7 +275,7 @@ def test_rounding_one_tier_at_a_time_keeps_the_replicas_plain_rounding_costs_a_h
     demands = [demand("a/x", 3, nodes=2, priority=2), demand("b/y", 2, priority=0)]
     eligible = {d.key: {c.name: {"decode": list(c.pools)} for c in clusters} for d in demands}
     found = kinds(demands, eligible, {"a/x": 3, "b/y": 2})
-    free = {("c1", "p"): 5, ("c2", "q"): 3}
+    free = {("c1", "p"): 40, ("c2", "q"): 24}     # GPUs: five and three 8-GPU nodes
     where = spots(found, eligible, free)
     assert [(s.kind, s.cluster) for s in where] == [(0, "c1"), (0, "c2"), (1, "c1"), (1, "c2")]
     lp = [2.5, 0.5, 0.0, 2.0]

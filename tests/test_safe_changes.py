@@ -76,7 +76,7 @@ def test_a_new_shape_surges_beside_the_old_one_where_there_is_room():
     plan = schedule([pipelined(replicas=1)], [Cluster("c", (h200(6),))], [old])
     (p,) = plan.placements
     assert (p.roles["decode"].nodes, p.slot) == (4, 1)          # the other name slot: both exist during `up`
-    assert plan.held == {("c", "h"): 2} and plan.free == {("c", "h"): 0}     # the old one's nodes until `up` ends
+    assert plan.held == {("c", "h"): 16} and plan.free == {("c", "h"): 0}    # the old one's GPUs until `up` ends
     assert [(t.how, t.before, t.after) for t in plan.transitions] == [("surge", "c", "c")]
     again = schedule([pipelined(replicas=1)], [Cluster("c", (h200(6),))], plan.placements)
     assert again.transitions == [] and again.placements == plan.placements and again.held == {}
@@ -116,7 +116,7 @@ def test_a_moved_replica_holds_its_old_nodes_and_takes_the_other_slot_on_its_own
     plan = schedule([want], [Cluster("c", pools)], [old])
     (p,) = plan.placements
     assert (p.cluster, p.roles["decode"].pool, p.slot) == ("c", "b", 1)
-    assert plan.held == {("c", "a"): 1} and [(t.how, t.after) for t in plan.transitions] == [("moved", "c")]
+    assert plan.held == {("c", "a"): 8} and [(t.how, t.after) for t in plan.transitions] == [("moved", "c")]
 
 
 # ---- 7. stable without --previous ----------------------------------------------------------------
@@ -328,18 +328,18 @@ def test_a_move_to_an_unpriced_region_is_never_a_saving_and_fails_a_budget_as_un
     result = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")])
     doc = _doc(result.output)
     stack = doc["costDelta"]["stack"]
-    assert stack["after"]["max"] == 0 and stack["unpricedNodes"] == {"before": 0, "after": 5}
+    assert stack["after"]["max"] == 0 and stack["unpricedNodes"] == {"before": 0, "after": 4}   # two 4-GPU prefill workers share a node
     assert stack["priced"] is False
     (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "cost-budget"]
-    assert v["level"] == "mandatory" and "none of the stack's capacity is priced: 5 unpriced nodes" in v["message"]
+    assert v["level"] == "mandatory" and "none of the stack's capacity is priced: 4 unpriced nodes" in v["message"]
     assert "dev-gke/h100, dev-gke/l4" in v["message"] and "`modelplane prices refresh --regions us-east4`" in v["message"]
     text = " ".join(CliRunner().invoke(main, args).output.split())
-    assert "cost stack dev: $161/h -> unpriced (5 nodes) (change not known: 5 nodes unpriced" in text
+    assert "cost stack dev: $108/h -> unpriced (4 nodes) (change not known: 4 nodes unpriced" in text
     assert "$0.00" not in text.split("changes against")[1]
     from bs4 import BeautifulSoup
     page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
     row = page.select_one("#cost-delta tr[data-row=stack]").text
-    assert "unpriced (5 nodes)" in row and "unknown" in row and "$0.00" not in row
+    assert "unpriced (4 nodes)" in row and "unknown" in row and "$0.00" not in row
 
 
 def test_a_budget_below_the_priced_part_fails_and_names_the_unpriced_pools(lab):

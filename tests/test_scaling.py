@@ -21,14 +21,14 @@ def test_a_replica_whose_full_shape_fits_nowhere_takes_the_largest_step_that_doe
     row = plan.progress[0]
     assert (row["target"], row["placed"], row["percent"]) == (4, 2, 50.0)
     assert row["stuck"] == {"replica": 0, "role": "decode", "reason": "capacity",
-                            "detail": "runs 2 of 4 decode workers; needs 2 more nodes on c/h (0/2 free)"}
+                            "detail": "runs 2 of 4 decode workers; needs 16 more GPUs on c/h (0/16 GPUs free)"}
 
 
 def test_below_the_smallest_step_the_replica_is_unplaced_and_the_reason_is_capacity():
     plan = schedule([demand(workers=4, steps=((3,),))], [Cluster("c", (pool("h", 2),))])
     assert plan.placements == [] and len(plan.unplaced) == 1
     stuck = plan.progress[0]["stuck"]
-    assert stuck["reason"] == "capacity" and "c/h: decode needs 4 nodes, 2/2 free" in stuck["detail"]
+    assert stuck["reason"] == "capacity" and "c/h: decode needs 32 GPUs, 16/16 GPUs free" in stuck["detail"]
 
 
 def test_a_retained_replica_grows_in_place_when_its_pool_has_room():
@@ -74,8 +74,8 @@ def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(
     assert objects(inplace, "PodGroup")["deepseek-0"].inputs["spec"]["minMember"] == 8
     row = next(r for r in inplace.result.plan.progress if r["deployment"] == "ml/deepseek")
     assert (row["target"], row["placed"], row["percent"]) == (10, 8, 80.0)
-    assert row["stuck"]["detail"] == ("runs 3 of 4 decode and 5 of 6 prefill workers; needs 2 more nodes on "
-                                      "h200-inplace/h200 (0/8 free)")
+    assert row["stuck"]["detail"] == ("runs 3 of 4 decode and 5 of 6 prefill workers; needs 16 more GPUs on "
+                                      "h200-inplace/h200 (0/64 GPUs free)")
 
 
 def test_the_adopted_object_is_imported_under_its_own_name_and_routing_follows_it(inplace):

@@ -45,7 +45,7 @@ def test_capacity_counts_other_deployments():
     plan = schedule([demand("ml/kimi"), other], [cluster("c", pool(max_nodes=2))])
     assert sum(p.deployment == "ml/aaa" for p in plan.placements) == 2
     detail = next(r.detail for u in plan.unplaced for r in u.reasons if r.reason == "capacity")
-    assert "0/2 free" in detail and "needs 1 node" in detail
+    assert "0/16 GPUs free" in detail and "needs 8 GPUs" in detail
 
 
 def test_capacity_reserved_across_replicas_spreads_over_clusters():
@@ -92,8 +92,8 @@ def test_scale_down_drops_highest_indices_and_frees_capacity_from_the_next_up():
     plan = schedule([demand(replicas=1), other], [cluster("c", pool(max_nodes=4))], prev)
     assert [p.replica for p in plan.placements if p.deployment == "ml/kimi"] == [0]
     assert sum(p.deployment == "ml/zz" for p in plan.placements) == 1
-    assert plan.held == {("c", "h200"): 2}
-    assert "2 held by replicas this `up` deletes" in plan.unplaced[0].reasons[0].detail
+    assert plan.held == {("c", "h200"): 16}          # GPUs: two 8-GPU nodes
+    assert "16 held by replicas this `up` deletes" in plan.unplaced[0].reasons[0].detail
     after = schedule([demand(replicas=1), other], [cluster("c", pool(max_nodes=4))], plan.placements)
     assert sum(p.deployment == "ml/zz" for p in after.placements) == 3 and after.held == {}
 
@@ -135,7 +135,7 @@ def test_same_pool_must_hold_both_roles_and_says_why():
     plan = schedule([d], [cluster("c", pool(max_nodes=3))])
     assert not plan.placements
     reasons = [r for r in plan.unplaced[0].reasons if r.pool == "h200" and "together" in r.detail]
-    assert [r.detail for r in reasons] == ["decode + prefill need 4 nodes together, 3/3 free"]
+    assert [r.detail for r in reasons] == ["decode + prefill need 32 GPUs together, 24/24 GPUs free"]
 
 
 def test_prefers_rdma_pool_pairs_over_tcp_for_kv_transfer():
@@ -201,7 +201,7 @@ def test_previous_placements_of_removed_deployments_hold_their_nodes_until_up_en
     for this plan's new replicas; one on a pool that is gone holds nothing."""
     stale = [_prev("c", key="ml/deleted"), _prev("c", pool_name="gone", key="ml/other")]
     plan = schedule([demand(replicas=2)], [cluster("c", pool(max_nodes=2))], stale)
-    assert len(plan.placements) == 1 and plan.free[("c", "h200")] == 0 and plan.held == {("c", "h200"): 1}
+    assert len(plan.placements) == 1 and plan.free[("c", "h200")] == 0 and plan.held == {("c", "h200"): 8}
     again = schedule([demand(replicas=2)], [cluster("c", pool(max_nodes=2))], plan.placements)
     assert len(again.placements) == 2 and again.free[("c", "h200")] == 0
 
@@ -210,7 +210,7 @@ def test_retained_replica_is_charged_at_its_recorded_nodes():
     two_nodes = Placement.from_json({"deployment": "ml/kimi", "replica": 0, "cluster": "c", "roles": {
         "decode": {"pool": "h200", "nodes": 2, "gpusPerNode": 8, "workers": 1}}})
     plan = schedule([demand(roles=[role(tensor=8, pipeline=2)])], [cluster("c", pool(max_nodes=3))], [two_nodes])
-    assert where(plan) == [(0, "c", {"decode": "h200"})] and plan.free[("c", "h200")] == 1
+    assert where(plan) == [(0, "c", {"decode": "h200"})] and plan.free[("c", "h200")] == 8     # one node's GPUs
 
 
 def test_cel_parse_error_raises_even_when_no_cluster_is_eligible():

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from modelplane.scheduler import schedule
 
-from helpers import cluster, demand, pool, role
+from helpers import cluster, demand, pack, packs, pool, role
 
 fleets = st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 4, 8]), st.sampled_from(["roce", "tcp"])),
                   min_size=1, max_size=3).map(lambda pools: pools)
@@ -44,19 +44,30 @@ def test_deterministic_and_order_independent(sc, rnd):
 @settings(max_examples=150, deadline=None)
 @given(scenario())
 def test_never_overcommits_and_replicas_are_whole(sc):
+    """Workers smaller than a node share the nodes of their pool; what the plan puts on a pool
+    always packs onto its real nodes (largest first, first fit), multi-node workers on whole
+    nodes of their own."""
     demands, clusters = sc
     plan = schedule(demands, clusters)
-    used = Counter()
     by_key = {d.key: d for d in demands}
     for p in plan.placements:
-        d = by_key[p.deployment]
-        assert set(p.roles) == {r.name for r in d.roles}          # whole replica, one cluster
-        for r in d.roles:
-            used[(p.cluster, p.roles[r.name].pool)] += r.nodes
-    caps = {(c.name, q.name): q.max_nodes for c in clusters for q in c.pools}
-    assert all(used[k] <= caps[k] for k in used)
+        assert set(p.roles) == {r.name for r in by_key[p.deployment].roles}     # whole replica, one cluster
+    assert packs(plan, demands, clusters)
     for d in demands:
         assert plan.placed(d.key) + sum(u.deployment == d.key for u in plan.unplaced) == d.replicas
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 16), max_size=40), st.sampled_from([1, 2, 4, 6, 8, 16]), st.integers(0, 12))
+def test_slots_that_fit_a_pools_gpus_fit_its_nodes(gpus, per_node, nodes):
+    """The capacity rule behind sharing: slots of a node divide one another, so a set of them
+    fits the nodes whenever their sum fits the GPUs."""
+    from modelplane.scheduler.model import gpu_slot as slot
+
+    sizes = [slot(g, per_node) for g in gpus if g <= per_node]
+    assert all(s >= g for s, g in zip(sizes, (g for g in gpus if g <= per_node)))
+    assert all(per_node % s == 0 for s in sizes)
+    assert pack(sizes, per_node, nodes) == (sum(sizes) <= per_node * nodes)
 
 
 @settings(max_examples=100, deadline=None)
@@ -107,8 +118,8 @@ def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count)
     pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
     d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])
     per_role = {r.name: [p for p in pools if p.gpus_per_node >= r.gpus_per_node] for r in d.roles}
-    free = {("c", p.name): p.max_nodes for p in pools}
-    options = [[p for p in per_role[r.name] if free[("c", p.name)] >= r.nodes] for r in d.roles]
+    free = {("c", p.name): p.max_nodes * p.gpus_per_node for p in pools}
+    options = [[p for p in per_role[r.name] if free[("c", p.name)] >= r.need(p)] for r in d.roles]
     reference = _best_product(d, "c", options, free, count) if all(options) else None
     assert _best(d, "c", per_role, free, count) == reference
 

@@ -128,12 +128,25 @@ class Provisioning(Model):
     eks: EksProvisioning | None = None
 
 
+# The GPU systems NVIDIA AIConfigurator 0.12.0 has performance data or specs for
+# (aiconfigurator_core/systems/*.yaml of the aiconfigurator-core 0.12.0 wheel).
+EstimatorSystem = Literal["a100_pcie", "a100_sxm", "a30", "b200_sxm", "b300_sxm", "b60", "gb200", "gb300", "h100_pcie",
+                          "h100_sxm", "h200_sxm", "l4", "l40s", "rtx_pro_6000_server"]
+
+
+class Sizing(Model):
+    """Which of the estimator's GPU systems stands for this class when sizing from an SLO (docs/sizing.md)."""
+
+    system: EstimatorSystem
+
+
 class InferenceClass(Model):
     name: Name
     description: str = ""
     capabilities: Capabilities
     device: Device
     provisioning: Provisioning | None = None   # absent: bring-your-own clusters only
+    sizing: Sizing | None = None   # absent: the class is never a candidate when a deployment sizes from an SLO
     unconfirmed: list[str] = []   # facts not yet checked against a primary cloud source
 
     @model_validator(mode="after")

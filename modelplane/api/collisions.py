@@ -61,16 +61,16 @@ def _deployment_objects(md) -> list[tuple[str, str | None, str]]:
         out += [("InferencePool", ns, f"{name}-pool")]
         out += [(kind, ns, f"{name}-epp") for kind in ("Deployment", "Service", "ServiceAccount", "Role", "RoleBinding")]
         out += [("ClusterRoleBinding", None, f"{ns}-{name}-epp-auth")]
-        if md.disaggregated:
+        if md.disaggregated or md.sized:     # a sized deployment may be chosen disaggregated
             out.append(("Service", ns, f"{name}-decode"))
-        for i in range(md.replicas):
+        for i in range(md.replicas or 0):    # sized: its replica count is chosen by the plan
             # KServe's children of each replica's service (and the pool it deletes for a pool.ref service).
             llmisvc = f"{name}-{i}"
             out += [("LLMInferenceService", ns, llmisvc), ("InferencePool", ns, f"{llmisvc}-inference-pool"),
                     ("Service", ns, f"{llmisvc}-kserve-workload-svc"), ("Deployment", ns, f"{llmisvc}-kserve")]
     else:
         out.append(("Service", ns, name))
-        for i in range(md.replicas):
+        for i in range(md.replicas or 0):
             for role in md.role_names():
                 out += [("Service", ns, f"{name}-{i}-{role}"), ("Workload", ns, f"{name}-{i}-{role}")]
     return out

@@ -242,6 +242,23 @@ class ModelSource(Model):
 GPU_ROLES = ("decode", "prefill")
 
 
+class Slo(Model):
+    """Latency objectives per request, as the estimator predicts them: time to first token and
+    inter-token latency (time per output token, TPOT)."""
+
+    ttft_ms: float = Field(gt=0, le=600_000, allow_inf_nan=False)
+    itl_ms: float = Field(gt=0, le=60_000, allow_inf_nan=False)
+
+
+class Traffic(Model):
+    """The load the deployment must serve within its SLO: requests per second across all its
+    replicas, and the tokens of a typical request (the estimator's workload)."""
+
+    requests_per_second: float = Field(gt=0, le=1_000_000, allow_inf_nan=False)
+    input_tokens: int = Field(ge=1, le=1_000_000)
+    output_tokens: int = Field(ge=1, le=1_000_000)
+
+
 PRIORITY_TIERS = ("low", "standard", "critical")
 # PriorityClass name and value per tier. KAI treats priority >= 100 as non-preemptible, so every
 # tier keeps serving replicas safe from batch preemption; the order decides who waits.
@@ -256,7 +273,11 @@ class ModelDeployment(Model):
     namespace: Namespace           # the team namespace (created on every cluster a replica lands on)
     labels: Labels = {}            # facts about the deployment for policies, e.g. modelplane.ai/residency: eu
     model: ModelSource             # where the weights come from and the name clients use
-    replicas: int = Field(ge=0, le=1000)   # whole copies, each on one cluster (all its roles together)
+    replicas: int | None = Field(default=None, ge=0, le=1000)   # whole copies, each on one cluster (all its roles together); chosen by sizing with slo
+    # Size from a latency objective instead of replicas/workers/prefill (docs/sizing.md): the plan
+    # picks class, shape and replica count that meet `slo` at `traffic`; set workers or prefill to pin them.
+    slo: Slo | None = None
+    traffic: Traffic | None = None
     cluster_selector: ClusterSelector = ClusterSelector()   # which clusters may hold a replica
     node_selector: NodeSelector = NodeSelector()   # CEL over a class's capabilities, e.g. gpu.memoryGiB >= 80
     workers: Workers = Workers()   # decode (or unified) workers per replica and their parallelism
@@ -289,6 +310,37 @@ class ModelDeployment(Model):
         out = self.model_copy()
         out._slots = slots
         return out
+
+    @model_validator(mode="after")
+    def _sized_or_counted(self):
+        if self.slo is None and self.traffic is None:
+            if self.replicas is None:
+                raise invalid("the deployment sets neither replicas nor an slo",
+                              "set replicas: N, or slo: {ttftMs, itlMs} with traffic: {requestsPerSecond, "
+                              "inputTokens, outputTokens} to let the plan size it (docs/sizing.md)")
+            return self
+        if self.slo is None or self.traffic is None:
+            missing = "traffic" if self.traffic is None else "slo"
+            raise invalid(f"sizing needs both slo and traffic; {missing} is missing",
+                          "add traffic: {requestsPerSecond: 20, inputTokens: 4000, outputTokens: 500}" if missing ==
+                          "traffic" else "add slo: {ttftMs: 1000, itlMs: 20}")
+        if self.replicas is not None:
+            raise invalid("replicas is set together with slo; sizing chooses the replica count",
+                          "remove replicas (or remove slo and traffic to size by hand)")
+        clash = [name for name, on in (("coordination", self.coordination is not None),
+                                       ("scaling.mode: InPlace", self.in_place),
+                                       ("adopt", bool(self.adopt)),
+                                       ("autoscaling of a GPU role", any(a.role in GPU_ROLES for a in self.autoscaling)))
+                 if on]
+        if clash:
+            raise invalid(f"{clash[0]} cannot be combined with slo: they fix worker counts that sizing chooses",
+                          f"remove {clash[0].split(' ')[0]}, or size by hand with replicas, workers and prefill")
+        return self
+
+    @property
+    def sized(self) -> bool:
+        """Sized from an SLO: the plan chooses class, shape and replicas (resolved before rendering)."""
+        return self.slo is not None
 
     @property
     def tier(self) -> int:

@@ -88,6 +88,7 @@ class Catalog:
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
     overrides: list[dict] = field(default_factory=list)   # {kind, name, file}: the user's entries that replace built-ins
     sources: dict[str, str] = field(default_factory=dict)   # class -> the user's file defining it (built-ins: absent)
+    profile_dirs: list[Path] = field(default_factory=list)   # sizing profiles, the user's catalog first (sizing/profiles.py)
 
     def weights_gib(self, md) -> float:
         """The deployment's model size: its own `model.sizeGiB`, else the catalog's, else 0 (unknown)."""
@@ -113,12 +114,14 @@ def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple
     problems, catalog, origin, priced = [], Catalog(), {}, []
     user = [] if extra is None else [extra] if isinstance(extra, (str, Path)) else list(extra)
     paths = [(p, False) for p in sorted(directory.glob("*.yaml"))]
+    catalog.profile_dirs = [directory / "profiles"]      # sizing profiles: the user's folders first
     for more in map(Path, user):
         if not more.exists():
             raise InputError([Problem(str(more), "catalogDir", f"no such file or directory: {more}",
                                       "point modelplane:catalogDir (or catalogDir) at a directory of class YAML "
                                       "files or at one file, relative to the project directory")])
         paths += [(p, True) for p in (sorted(more.glob("*.yaml")) if more.is_dir() else [more])]
+        catalog.profile_dirs.insert(len(catalog.profile_dirs) - 1, (more if more.is_dir() else more.parent) / "profiles")
     seen_models, seen_prices = {}, {}
     for path, mine in paths:
         src = read_yaml(path)

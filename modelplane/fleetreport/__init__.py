@@ -12,7 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from ..changes import priced, serving_text, signed_money, traffic_text
 from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale
-from .bars import colours, pool_bar, progress_bar, share_bar, stable_colours
+from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -103,6 +103,7 @@ def context(doc: dict) -> dict:
         "shaky": doubtful(cost), "stale": stale(cost), "stale_days": STALE_DAYS,
         "unpriced_pools": len(cost["unpriced"]), "whatif": doc.get("whatIf"),
         "change": _change_view(doc),
+        "sizing": [{**row, "chart": frontier_chart(row)} for row in doc.get("sizing") or []],
     }
 
 

@@ -120,3 +120,42 @@ def progress_bar(deployment: str, placed: int, target: int, colour: str) -> Mark
     return Markup(f'<svg class="bar" role="img" aria-label="{escape(deployment)} rollout" width="{WIDTH}" '
                   f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">'
                   f'{"".join(parts)}</svg>')
+
+
+FRONT_W, FRONT_H, PAD = 360, 200, 34
+
+
+def frontier_chart(row: dict) -> Markup:
+    """A sized deployment's frontier: tokens/s per user (x) against tokens/s per GPU (y) of the
+    chosen class, each point a configuration the estimator computed; the chosen point is ringed."""
+    points = row["frontier"]
+    if not points:
+        return Markup("")
+    xs = [p["tokensPerSecondPerUser"] for p in points]
+    ys = [p["tokensPerSecondPerGpu"] for p in points]
+    x_max, y_max = max(xs) * 1.05 or 1.0, max(ys) * 1.1 or 1.0
+
+    def at(p):
+        return (PAD + (FRONT_W - PAD - 8) * p["tokensPerSecondPerUser"] / x_max,
+                FRONT_H - PAD + 8 - (FRONT_H - PAD) * p["tokensPerSecondPerGpu"] / y_max)
+
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (at(p) for p in points if not p["chosen"]))
+    parts = [f'<svg class="frontier" width="{FRONT_W}" height="{FRONT_H}" viewBox="0 0 {FRONT_W} {FRONT_H}" '
+             f'role="img" data-deployment="{escape(row["deployment"])}">',
+             f'<line x1="{PAD}" y1="{FRONT_H - PAD + 8}" x2="{FRONT_W - 8}" y2="{FRONT_H - PAD + 8}" stroke="#999"/>',
+             f'<line x1="{PAD}" y1="8" x2="{PAD}" y2="{FRONT_H - PAD + 8}" stroke="#999"/>',
+             f'<text x="{FRONT_W - 8}" y="{FRONT_H - 6}" text-anchor="end" font-size="10">tokens/s per user '
+             f'(max {x_max / 1.05:.0f})</text>',
+             f'<text x="4" y="12" font-size="10">tokens/s per GPU (max {y_max / 1.1:.0f})</text>',
+             f'<polyline points="{line}" fill="none" stroke="#0072B2" stroke-width="1.5"/>']
+    for p in points:
+        x, y = at(p)
+        cost = f", ${p['perMillionTokens']:,.2f}/M tokens" if p["perMillionTokens"] is not None else ""
+        title = f"{p['shape']}: {p['tokensPerSecondPerUser']:g} tok/s/user, {p['tokensPerSecondPerGpu']:g} tok/s/GPU{cost}"
+        if p["chosen"]:
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="none" stroke="#D55E00" stroke-width="2.5" '
+                         f'data-chosen="true"><title>chosen: {escape(title)}</title></circle>')
+        else:
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#0072B2"><title>{escape(title)}</title></circle>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -200,6 +200,35 @@ def placement_complete(resources, config=None):
     return out
 
 
+@policy("slo", "Deployments sized from an SLO meet it: a configuration was found, its predicted TTFT and ITL are "
+        "within the objective and its placed replicas serve the traffic (advisory; mandatory in production "
+        "configs).", "stack", level=ADVISORY,
+        fix="make room for the chosen configuration (raise maxNodes of a pool of its class), let it use more classes "
+            "(nodeSelector, clusterSelector, `modelplane size --classes`), or loosen slo / lower traffic (docs/sizing.md)")
+def slo(resources, config=None):
+    out = []
+    for r, spec, placements, _ in deployments(resources):
+        s = r.props.get("sizing")
+        if not s:                     # not sized from an SLO
+            continue
+        goal, traffic = s["slo"], s["traffic"]
+        want = f"TTFT <= {float(goal['ttftMs']):g} ms and ITL <= {float(goal['itlMs']):g} ms"
+        if not s.get("choice"):
+            out.append((f"{_key(spec)}: no configuration on the fleet's classes meets {want}: "
+                        f"{'; '.join(s.get('notes') or []) or 'no candidate'}", r.urn))
+            continue
+        pred = s["predicted"]
+        if float(pred["ttftMs"]) > float(goal["ttftMs"]) or float(pred["itlMs"]) > float(goal["itlMs"]):
+            out.append((f"{_key(spec)}: predicted TTFT {float(pred['ttftMs']):g} ms, ITL {float(pred['itlMs']):g} ms "
+                        f"miss {want}", r.urn))
+        per_replica = float(pred["requestsPerSecond"]) / max(int(s["choice"]["replicas"]), 1)
+        served, need = len(placements) * per_replica, float(traffic["requestsPerSecond"])
+        if served + 1e-9 < need:
+            out.append((f"{_key(spec)}: serves {served:.3g} of {need:g} requests/s within the SLO "
+                        f"({len(placements)}/{int(s['choice']['replicas'])} replicas placed)", r.urn))
+    return out
+
+
 @policy("rollout-complete", "Every deployment reaches its target: no replica unplaced or placed at a smaller "
         "ratio-preserving shape (advisory; mandatory in production configs).", "stack", level=ADVISORY,
         fix="make room for the full shape: raise maxNodes of the pools it needs or widen "

@@ -14,13 +14,13 @@ by name, ties break by name, nothing depends on hash order or input order).
    replicas, removed deployments, moved replicas) keep their nodes charged (`held`): Pulumi
    deletes them at the end of `up`, after everything new is created.
    An adopted replica without a previous placement is bound on its cluster here, before fill.
-3. Fill, per deployment in priority tier then name order, per missing index ascending. A candidate is a cluster
-   plus one pool per GPU role with enough free whole nodes (a pool shared by two roles must
-   hold both). Score, lowest wins: replicas of this deployment already on the cluster (spread
-   first), then the fabric shared by the roles' pools (same pool > RDMA > TCP), then GPUs
-   stranded on partly used nodes, then free nodes left in the chosen pools (best fit), then
-   cluster and pool names. Bind reserves the nodes. A replica is placed whole or not at all;
-   once one index fails the later ones fail for the same reasons (capacity only shrinks).
+3. Fill, per deployment in priority tier then name order, per missing index ascending. Capacity
+   is counted in GPUs of a pool: a multi-node worker takes whole nodes, a smaller worker its slot
+   of a node it shares with other workers of the pool (model.need; any set of slots that fits the
+   pool's GPUs fits its nodes). A candidate is a cluster plus one pool per GPU role with room (a
+   pool shared by two roles must hold both); Score and Bind are in score.py. A replica is placed
+   whole or not at all; once one index fails the later ones fail for the same reasons (capacity
+   only shrinks). A sized deployment (Options) picks its candidate at its turn (sizing.py).
 4. Exact phase (exact.py), when Fill leaves a replica unplaced; then replace changed replicas
    (surge.py: surge beside the old one, roll in place one at a time, or keep the recorded shape).
 
@@ -40,47 +40,52 @@ from types import MappingProxyType
 
 from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
-from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Placement, Plan, Rejection, RolePlacement,
+from . import sizing
+from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
                     Transition, Unplaced)
 from .progress import progress as _progress
 from .score import _best, _bind
 from .surge import replace_changed, topology_text
 
 
-def _capacity_reasons(d: Demand, eligible, free, max_nodes, held=None) -> list[Rejection]:
+def _gpus_text(n: int) -> str:
+    return f"{n} GPU{'s' if n != 1 else ''}"
+
+
+def _capacity_reasons(d: Demand, eligible, free, capacity, held=None) -> list[Rejection]:
     out, held = [], held or {}
     for cluster, per_role in eligible.items():
         alone = True
         for role in d.roles:
             for p in per_role[role.name]:
-                have = free[(cluster, p.name)]
-                if have < role.nodes:
-                    alone = alone and any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name])
-                    out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {role.nodes} "
-                                         f"node{'s' if role.nodes != 1 else ''}, {have}/{max_nodes[(cluster, p.name)]} free"
+                have, want = free[(cluster, p.name)], role.need(p)
+                if have < want:
+                    alone = alone and any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name])
+                    out.append(Rejection(cluster, p.name, CAPACITY, f"{role.name} needs {_gpus_text(want)}, "
+                                         f"{have}/{capacity[(cluster, p.name)]} GPUs free"
                                          + (f" ({held[(cluster, p.name)]} held by replicas this `up` deletes)"
                                             if held.get((cluster, p.name)) else ""), role.name))
-            if not any(free[(cluster, q.name)] >= role.nodes for q in per_role[role.name]):
+            if not any(free[(cluster, q.name)] >= role.need(q) for q in per_role[role.name]):
                 alone = False
         if alone and len(d.roles) > 1:
-            out += _shared_pool_reasons(d, cluster, per_role, free, max_nodes)
+            out += _shared_pool_reasons(d, cluster, per_role, free, capacity)
     return out
 
 
-def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, max_nodes) -> list[Rejection]:
+def _shared_pool_reasons(d: Demand, cluster: str, per_role, free, capacity) -> list[Rejection]:
     """Every role fits some pool alone, yet no combination holds the replica: name the pools the
-    roles must share and the nodes they need there together."""
+    roles must share and the GPUs they need there together."""
     out = []
     pools = {p.name: p for role in d.roles for p in per_role[role.name]}
     for name in sorted(pools):
         roles = [r for r in d.roles if any(p.name == name for p in per_role[r.name])]
-        need = sum(r.nodes for r in roles)
-        if len(roles) > 1 and free[(cluster, name)] < need:
-            out.append(Rejection(cluster, name, CAPACITY, f"{' + '.join(r.name for r in roles)} need {need} "
-                                 f"nodes together, {free[(cluster, name)]}/{max_nodes[(cluster, name)]} free"))
+        want = sum(r.need(pools[name]) for r in roles)
+        if len(roles) > 1 and free[(cluster, name)] < want:
+            out.append(Rejection(cluster, name, CAPACITY, f"{' + '.join(r.name for r in roles)} need {want} "
+                                 f"GPUs together, {free[(cluster, name)]}/{capacity[(cluster, name)]} GPUs free"))
     if not out:
-        total = sum(r.nodes for r in d.roles)
-        out.append(Rejection(cluster, None, CAPACITY, f"needs {total} nodes across its roles; no combination of "
+        total = sum(r.gpus for r in d.roles)
+        out.append(Rejection(cluster, None, CAPACITY, f"needs {total} GPUs across its roles; no combination of "
                              "pools has them free at once"))
     return out
 
@@ -100,13 +105,14 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tupl
     if set(old.roles) != {r.name for r in d.roles}:
         return "its roles changed", RESHAPE
     need = Counter()
+    pools = {p.name: p for p in clusters[old.cluster].pools}
     for role in d.roles:
         rp = old.roles[role.name]
         if rp.pool not in {p.name for p in eligible[old.cluster][role.name]}:
-            if rp.pool not in {p.name for p in clusters[old.cluster].pools}:
+            if rp.pool not in pools:
                 return f"pool {rp.pool} is gone", GONE
             return f"pool {rp.pool} no longer fits {role.name}", MOVED
-        need[rp.pool] += rp.nodes
+        need[rp.pool] += rp.need(pools[rp.pool].gpus_per_node)
     for pool, n in need.items():
         if free[(old.cluster, pool)] < n:
             return f"pool {pool} has no room left for it", ROOM
@@ -123,62 +129,103 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tupl
     return None
 
 
-def _grow(d: Demand, old: Placement, free) -> Placement:
+def _grow(d: Demand, old: Placement, free, pools) -> Placement:
     """In place: the largest shape (not below the one it runs at) its own pools have room for."""
     now = tuple(old.roles[r.name].workers for r in d.roles)
     for shape in d.shapes:
         if shape == now:
             break
+        sized = d.shaped(shape)
         need = Counter()
-        for role, w in zip(d.roles, shape):
-            need[old.roles[role.name].pool] += w * role.nodes_per_worker
-        # `free` is not yet charged for this replica: its own nodes count as room
+        for role in sized.roles:
+            pool = old.roles[role.name].pool
+            need[pool] += role.need(pools[(old.cluster, pool)])
+        # `free` is not yet charged for this replica: its own GPUs count as room
         if all(free[(old.cluster, pool)] >= n for pool, n in need.items()):
-            sized = d.shaped(shape)
             return Placement(d.key, old.replica, old.cluster, MappingProxyType({
                 r.name: RolePlacement(old.roles[r.name].pool, r.nodes, r.gpus_per_node, r.workers, r.topology)
                 for r in sized.roles}), old.slot)
     return old
 
 
-def _fill_steps(d: Demand, idx: int, eligible, free, counts):
+def _fill_steps(d: Demand, idx: int, eligible, free, counts, pools):
     """The largest smaller shape of `d` that fits somewhere (Score as for the full shape), bound."""
     for shape in d.steps:
         sized = d.shaped(shape)
         keys = [b for c, per in eligible.items() if (b := _best(sized, c, per, free, counts[c]))]
         if keys:
             key = min(keys)
-            return _bind(sized, idx, key[4], key[5], free)
+            return _bind(sized, idx, key[-2], key[-1], free, pools)
     return None
 
 
+def _fill(d: Demand, have: dict, eligible, free, pools) -> tuple[dict, int | None]:
+    """Fill the missing indices of `d` (Score, Bind) on `free`: the new placements by index, and the
+    first index that fits nowhere (None when every index is placed)."""
+    counts = Counter(p.cluster for p in have.values())
+    filled, heap = {}, None
+    for idx in range(d.replicas):
+        if idx in have:
+            continue
+        if heap is None:
+            heap = [b for c, per in eligible.items() if (b := _best(d, c, per, free, counts[c]))]
+            heapq.heapify(heap)
+        if not heap:
+            # Capacity only shrinks during fill: every later index fails at full shape as well;
+            # they may still fit at a smaller ratio-preserving shape.
+            part = _fill_steps(d, idx, eligible, free, counts, pools) if d.steps else None
+            if part is None:
+                return filled, idx
+            filled[idx] = part
+            counts[part.cluster] += 1
+            continue
+        key = heapq.heappop(heap)
+        cluster = key[-2]
+        filled[idx] = _bind(d, idx, cluster, key[-1], free, pools)
+        counts[cluster] += 1
+        nxt = _best(d, cluster, eligible[cluster], free, counts[cluster])
+        if nxt:
+            heapq.heappush(heap, nxt)
+    return filled, None
+
+
 def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exact: str = "auto",
-             budget: float | None = None) -> Plan:
-    """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced,
-    "always" runs it anyway, "off" never; `budget`: its deterministic time budget."""
+             budget: float | None = None, options=()) -> Plan:
+    """`exact`: "auto" runs the exact phase when the fast path leaves replicas unplaced (or a sized
+    deployment's pick may not be the cheapest), "always" runs it anyway, "off" never; `budget`: its
+    deterministic time budget; `options`: deployments sized from an SLO (one Options each), of
+    which one candidate is placed (sizing.py)."""
     matcher = matcher or Matcher()
     clusters = sorted(clusters, key=lambda c: c.name)
     by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
                for c in clusters}
     clusters = list(by_name.values())
-    max_nodes = {(c.name, p.name): p.max_nodes for c in clusters for p in c.pools}
-    free = dict(max_nodes)
+    pools = {(c.name, p.name): p for c in clusters for p in c.pools}
+    capacity = {key: p.max_nodes * p.gpus_per_node for key, p in pools.items()}    # GPUs per pool
+    free = dict(capacity)
     demands = sorted(demands, key=lambda d: d.key)
+    options = sorted(options, key=lambda o: o.key)
 
     prev: dict[str, dict[int, Placement]] = defaultdict(dict)
     for p in sorted(previous, key=lambda p: (p.deployment, p.replica, p.cluster)):
         prev[p.deployment].setdefault(p.replica, p)
 
     verdicts = {}
-    for d in demands:
+    for d in [*demands, *(c for o in options for c in o.candidates)]:
         for role in d.roles:
             if role.cel.strip():
                 try:
                     compile_expr(role.cel)   # a parse error is an input error even if no cluster is eligible
                 except CelError as exc:
                     raise DemandError(d.key, role.name, str(exc)) from None
+    for d in demands:
         verdicts[d.key] = Verdicts(d, matcher)
     eligible = {d.key: _eligible(d, clusters, verdicts[d.key]) for d in demands}
+    choice = sizing.Choice(options, clusters, matcher)
+    for key, d in choice.sticky(prev, by_name).items():      # sized deployments that keep their configuration
+        demands.append(d)
+        verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
+    demands.sort(key=lambda d: d.key)
     rejections = LazyRejections(demands, clusters, verdicts)
 
     kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
@@ -191,7 +238,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
             problem = _retain_problem(d, old, by_name, eligible[d.key], free)
             why, kind = problem or (None, None)
             if kind == RESIZE:
-                grown = _grow(d, old, free)
+                grown = _grow(d, old, free, pools)
                 if tuple(grown.roles[r.name].workers for r in d.roles) in d.shapes:
                     why, kind, old = None, None, grown      # resized in place: its workload scales
                 else:
@@ -208,9 +255,9 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 keepable = set(old.roles) == {r.name for r in d.roles} and all(rp.topology for rp in old.roles.values())
                 stale.append((d, idx, old, why, keepable))
             elif d.steps:
-                old = _grow(d, old, free)
-            for role_name, rp in old.roles.items():
-                free[(old.cluster, rp.pool)] -= rp.nodes
+                old = _grow(d, old, free, pools)
+            for rp in old.roles.values():
+                free[(old.cluster, rp.pool)] -= rp.need(pools[(old.cluster, rp.pool)].gpus_per_node)
             kept[d.key][idx] = old
         for idx, cluster in sorted(d.pinned.items()):
             if idx >= d.replicas or idx in kept[d.key]:
@@ -223,46 +270,42 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                     "is not in the fleet" if cluster not in by_name else "has no room for it at its shape"
                 moves.append(Move(d.key, idx, cluster, f"it is adopted there, but {cluster} {why}"))
                 continue
-            kept[d.key][idx] = _bind(d, idx, cluster, key[5], free)
+            kept[d.key][idx] = _bind(d, idx, cluster, key[-1], free, pools)
+    for o in choice.open:       # sized anew: what runs now is replaced, deleted at the end of `up`
+        moves += [Move(o.key, idx, old.cluster, "sizing chose another configuration")
+                  for idx, old in sorted(prev.get(o.key, {}).items())]
 
     known = {d.key for d in demands}
     leaving += [p for key, olds in sorted(prev.items()) if key not in known for p in olds.values()]
     held = _hold(leaving, by_name, free)
     after_retain = dict(free)
     placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
-    # Fill order: priority tier (highest first), then name.
-    for d in sorted(demands, key=lambda d: (-d.priority, d.key)):
-        have = dict(kept[d.key])
-        counts = Counter(p.cluster for p in have.values())
-        heap = None
-        for idx in range(d.replicas):
-            if idx in have:
-                continue
-            if heap is None:
-                heap = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
-                heapq.heapify(heap)
-            if not heap:
-                # Capacity only shrinks during fill: every later index fails at full shape as well;
-                # they may still fit at a smaller ratio-preserving shape.
-                part = _fill_steps(d, idx, eligible[d.key], free, counts) if d.steps else None
-                if part is None:
-                    failed_at[d.key] = idx
-                    break
-                have[idx] = filled[d.key][idx] = part
-                counts[part.cluster] += 1
-                continue
-            key = heapq.heappop(heap)
-            cluster = key[4]
-            have[idx] = filled[d.key][idx] = _bind(d, idx, cluster, key[5], free)
-            counts[cluster] += 1
-            nxt = _best(d, cluster, eligible[d.key][cluster], free, counts[cluster])
-            if nxt:
-                heapq.heappush(heap, nxt)
+    # Fill order: priority tier (highest first), then name; a sized deployment picks its candidate
+    # when its turn comes (the one that places the most, then costs least: sizing.Choice.pick).
+    for item in sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key)):
+        if isinstance(item, Options):
+            d, placed, free, failed = choice.pick(item, free, lambda *a: _fill(*a, pools))
+            demands.append(d)
+            verdicts[d.key], eligible[d.key] = choice.verdicts_of(d.key), choice.eligible_of(d.key)
+            kept[d.key], filled[d.key] = {}, placed
+        else:
+            d = item
+            placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free, pools)
+            filled[d.key] = placed
+        if failed is not None:
+            failed_at[d.key] = failed
+    demands.sort(key=lambda d: d.key)
+    rejections = LazyRejections(demands, clusters, verdicts)
 
     phase, changed = "fast path", []
-    if exact == "always" or (exact == "auto" and failed_at):
-        filled, free, phase, changed = _exact(demands, eligible, after_retain, kept, filled, budget, exact == "auto")
-    transitions = replace_changed(stale, kept, filled, eligible, free, held, moves)
+    if exact == "always" or (exact == "auto" and (failed_at or choice.dearer_than_bound(filled))):
+        filled, free, phase, changed, swapped = _exact(demands, eligible, after_retain, kept, filled, budget,
+                                                       exact == "auto", choice, pools)
+        for key, d in swapped.items():
+            demands[next(i for i, x in enumerate(demands) if x.key == key)] = d
+            verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
+        rejections = LazyRejections(demands, clusters, verdicts)
+    transitions = replace_changed(stale, kept, filled, eligible, free, held, moves, pools)
     transitions += _relocated(gone, kept, filled)
     for d in demands:
         have = {**kept[d.key], **filled[d.key]}
@@ -274,7 +317,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         missing = [i for i in range(d.replicas) if i not in kept[d.key] and i not in filled[d.key]]
         if not missing:
             continue
-        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, max_nodes, held)),
+        reasons = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity, held)),
                                key=_order))
         if not reasons:
             reasons = (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
@@ -285,21 +328,22 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     missing_by_d = defaultdict(list)
     for u in unplaced:
         missing_by_d[u.deployment].append(u)
-    progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, max_nodes) for d in demands]
+    progress = [_progress(d, by_d[d.key], missing_by_d[d.key], free, capacity, pools) for d in demands]
     return Plan(placements, unplaced, sorted(moves, key=lambda m: (m.deployment, m.replica)),
                 {d.key: d.replicas for d in demands}, free, rejections, phase, changed, progress,
-                sorted(transitions, key=lambda t: (t.deployment, t.replica)), {k: v for k, v in sorted(held.items()) if v})
+                sorted(transitions, key=lambda t: (t.deployment, t.replica)), {k: v for k, v in sorted(held.items()) if v},
+                dict(choice.chosen), {key: p.gpus_per_node for key, p in pools.items()})
 
 
 def _hold(leaving, clusters, free) -> Counter:
-    """Charge the nodes of replicas this plan deletes: Pulumi deletes them at the end of `up`
+    """Charge the GPUs of replicas this plan deletes: Pulumi deletes them at the end of `up`
     (after every create and update), so nothing created in the same `up` may count on them."""
     held = Counter()
     for old in leaving:
-        pools = {p.name for p in clusters[old.cluster].pools} if old.cluster in clusters else set()
+        pools = {p.name: p for p in clusters[old.cluster].pools} if old.cluster in clusters else {}
         for rp in old.roles.values():
             if rp.pool in pools:
-                n = min(rp.nodes, free[(old.cluster, rp.pool)])
+                n = min(rp.need(pools[rp.pool].gpus_per_node), free[(old.cluster, rp.pool)])
                 free[(old.cluster, rp.pool)] -= n
                 held[(old.cluster, rp.pool)] += n
     return held
@@ -319,7 +363,7 @@ def _relocated(gone: dict, kept, filled) -> list[Transition]:
     return out
 
 
-def _exact(demands, eligible, after_retain, kept, filled, budget, only_if_better):
+def _exact(demands, eligible, after_retain, kept, filled, budget, only_if_better, choice, pools):
     from .exact import refill     # OR-Tools loads only when the exact phase runs
 
-    return refill(demands, eligible, after_retain, kept, filled, budget, only_if_better)
+    return refill(demands, eligible, after_retain, kept, filled, budget, only_if_better, choice, pools)

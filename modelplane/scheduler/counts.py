@@ -38,23 +38,29 @@ SMALL = 700                          # models up to this many counts are solved 
 
 @dataclass
 class Kind:
-    """Interchangeable deployments: one tier, one shape, one set of eligible pools."""
+    """Interchangeable deployments: one tier, one shape, one set of eligible pools. A kind of a
+    group is one candidate of a deployment sized from an SLO: at most one kind of a group is
+    placed, and then whole (`want` replicas), which counts as `units` replicas of its tier."""
 
     priority: int
     members: list                 # the demands, by key
     want: int                     # replicas missing over all members
     gpus: int                     # GPUs per replica
+    group: str | None = None      # the sized deployment's key (its candidates share it)
+    units: int = 0                # what placing the group's candidate whole is worth at its tier
+    eligible: dict | None = None  # the candidate's own eligible pools (members of a group share a key)
 
 
 class Spot:
     """One kind on one cluster with one pool per role, and what a replica of it takes there."""
 
-    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost")
+    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost", "price")
 
-    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int):
+    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0):
         self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
         self.names = tuple(p.name for p in pools)
         self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
+        self.price = price        # a group's replica here, in cents per hour (sizing's cost)
 
 
 def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
@@ -65,38 +71,55 @@ def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
             continue
         where = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
                       for c, per in sorted(eligible[d.key].items()))
-        sig = (d.priority, tuple((r.nodes, r.gpus_per_node) for r in d.roles), where)
+        sig = (d.priority, tuple((r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles), where)
         groups.setdefault(sig, []).append(d)
     return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds),
-                 sum(r.nodes * r.gpus_per_node for r in ds[0].roles)) for ds in groups.values()]
+                 sum(r.gpus for r in ds[0].roles)) for ds in groups.values()]
 
 
-def spots(kinds_: list[Kind], eligible: dict, free: dict) -> list[Spot]:
-    """Every (kind, cluster, pool per role) with room for at least one replica, in a stable order."""
+def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Spot]:
+    """Every (kind, cluster, pool per role) with room for at least one replica, in a stable order.
+    `price(demand, cluster, pool names)`: $/hour of a group's replica there."""
     out = []
     for k, kind in enumerate(kinds_):
         d = kind.members[0]
         roles = d.roles
-        for cluster, per_role in sorted(eligible[d.key].items()):
+        for cluster, per_role in sorted((kind.eligible if kind.eligible is not None else eligible[d.key]).items()):
             for combo in itertools.product(*(per_role[r.name] for r in roles)):
                 need: dict[str, int] = {}
                 stranded = 0
                 for role, pool in zip(roles, combo):
-                    need[pool.name] = need.get(pool.name, 0) + role.nodes
-                    stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
+                    n = role.need(pool)          # GPUs of the pool (model.need)
+                    need[pool.name] = need.get(pool.name, 0) + n
+                    stranded += n - role.gpus
                 cap = kind.want
                 for p, n in need.items():
                     cap = min(cap, free[(cluster, p)] // n)
                 if cap > 0:
-                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded))
+                    cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
+                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded, cents))
     return out
 
 
 def _weights(kinds_: list[Kind]) -> dict[int, int]:
     """One weight per tier so that a replica of a tier outweighs every replica of the tiers below."""
     tiers = sorted({k.priority for k in kinds_})
-    base = sum(k.want for k in kinds_) + 1
+    base = sum(_worth(k) for k in kinds_) + 1
     return {t: base ** i for i, t in enumerate(tiers)}
+
+
+def _worth(k: Kind) -> int:
+    """The most a kind can add to its tier: its replicas, or its group's units."""
+    return k.units if k.group else k.want
+
+
+def groups_of(kinds_: list[Kind]) -> dict[str, list[int]]:
+    """Sized deployment -> the kinds of its candidates."""
+    out: dict[str, list[int]] = {}
+    for k, kind in enumerate(kinds_):
+        if kind.group:
+            out.setdefault(kind.group, []).append(k)
+    return out
 
 
 def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
@@ -110,10 +133,12 @@ def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
     request = mp.MPModelRequest(solver_type=mp.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
     model = request.model
     model.maximize = True
-    rows: dict = {}           # (cluster, pool) -> (spot indices, nodes)
+    rows: dict = {}           # (cluster, pool) -> (spot indices, GPUs)
     for i, s in enumerate(spots_):
         v = model.variable.add()
-        v.lower_bound, v.upper_bound, v.objective_coefficient = 0.0, float(s.cap), float(weight[kinds_[s.kind].priority])
+        kind = kinds_[s.kind]
+        v.lower_bound, v.upper_bound = 0.0, float(s.cap)
+        v.objective_coefficient = 0.0 if kind.group else float(weight[kind.priority])
         for pool, n in s.need.items():
             idx, coef = rows.setdefault((s.cluster, pool), ([], []))
             idx.append(i)
@@ -127,14 +152,28 @@ def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
         per_tier[kinds_[s.kind].priority].append(i)
     for k, idx in zip(kinds_, per_kind):
         model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=-math.inf, upper_bound=float(k.want))
+    # a group's candidate: y in [0, 1] of it placed whole (its replicas = want * y), one candidate at most
+    y = {}
+    for g, ks in groups_of(kinds_).items():
+        for k in ks:
+            y[k] = len(model.variable)
+            v = model.variable.add()
+            v.lower_bound, v.upper_bound = 0.0, 1.0
+            v.objective_coefficient = float(weight[kinds_[k].priority] * kinds_[k].units)
+            model.constraint.add(var_index=[*per_kind[k], y[k]], coefficient=[1.0] * len(per_kind[k]) + [-float(kinds_[k].want)],
+                                 lower_bound=0.0, upper_bound=0.0)
+        model.constraint.add(var_index=[y[k] for k in ks], coefficient=[1.0] * len(ks), lower_bound=-math.inf, upper_bound=1.0)
     for t, idx in per_tier.items():
-        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=float(floors.get(t, 0)),
-                             upper_bound=math.inf)
+        plain = [i for i in idx if not kinds_[spots_[i].kind].group]
+        grouped = [k for k in y if kinds_[k].priority == t]
+        model.constraint.add(var_index=plain + [y[k] for k in grouped],
+                             coefficient=[1.0] * len(plain) + [float(kinds_[k].units) for k in grouped],
+                             lower_bound=float(floors.get(t, 0)), upper_bound=math.inf)
     response = mp.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(request, response)
     if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
-    return list(response.variable_value)
+    return list(response.variable_value)[:len(spots_)]
 
 
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
@@ -238,18 +277,26 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
 
 
 def _tiers(kinds_, spots_, counts) -> Counter:
-    out = Counter()
+    """Replicas per tier; a group's candidate counts its units when placed whole, else nothing."""
+    out, per_kind = Counter(), Counter()
     for s, n in zip(spots_, counts):
         if n:
-            out[kinds_[s.kind].priority] += n
+            if kinds_[s.kind].group:
+                per_kind[s.kind] += n
+            else:
+                out[kinds_[s.kind].priority] += n
+    for k, n in per_kind.items():
+        if n == kinds_[k].want:
+            out[kinds_[k].priority] += kinds_[k].units
     return out
 
 
 def _rank(kinds_, spots_, counts) -> tuple:
-    """Replicas per tier (highest first), then GPUs: larger is better."""
+    """Replicas per tier (highest first), then GPUs, then a group's cost (lower): larger is better."""
     per = _tiers(kinds_, spots_, counts)
-    gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts))
-    return (*(per[t] for t in sorted({k.priority for k in kinds_}, reverse=True)), gpus)
+    gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts) if not kinds_[s.kind].group)
+    price = sum(s.price * n for s, n in zip(spots_, counts))
+    return (*(per[t] for t in sorted({k.priority for k in kinds_}, reverse=True)), gpus, -price)
 
 
 def _sum(terms):
@@ -270,22 +317,40 @@ def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list
     return out if limit is None or top < limit else None
 
 
-def _levels(kinds_, spots_, use, x) -> list[tuple]:
-    """Replicas per tier (highest first), then GPUs: one CP-SAT solve with one weighted objective
-    (a solve costs a presolve, a hint search and a root LP whatever its budget), two if the
-    weights get too wide.
+def _levels(kinds_, spots_, use, x, y=None) -> list[tuple]:
+    """Replicas per tier (highest first), then GPUs, then what sized deployments cost: one CP-SAT
+    solve with one weighted objective (a solve costs a presolve, a hint search and a root LP
+    whatever its budget), more if the weights get too wide. A group's candidate adds its units to
+    its tier through its y, and its cost (negated) instead of its GPUs.
     (name, terms, maximise, share of the budget, linearization level) per solve."""
     tiers = sorted({k.priority for k in kinds_}, reverse=True)
-    per_tier = [[int(kinds_[spots_[i].kind].priority == t) for i in use] for t in tiers]
-    gpus = [kinds_[spots_[i].kind].gpus for i in use]
-    parts = [(c, sum(k.want for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
-    parts.append((gpus, sum(k.want * k.gpus for k in kinds_)))
+    y = y or {}
+    ys = sorted(y)
+    variables = [x[i] for i in use] + [y[k] for k in ys]
+    plain = [not kinds_[spots_[i].kind].group for i in use]
+    per_tier = [[int(p and kinds_[spots_[i].kind].priority == t) for i, p in zip(use, plain)]
+                + [kinds_[k].units * int(kinds_[k].priority == t) for k in ys] for t in tiers]
+    gpus = [kinds_[spots_[i].kind].gpus * int(p) for i, p in zip(use, plain)] + [0] * len(ys)
+    parts = [(c, sum(_worth(k) for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
+    parts.append((gpus, sum(k.want * k.gpus for k in kinds_ if not k.group)))
+    if ys:
+        top = defaultdict(int)
+        for i in use:
+            top[spots_[i].kind] = max(top[spots_[i].kind], spots_[i].price)
+        parts.append(([-spots_[i].price for i in use] + [0] * len(ys), sum(kinds_[k].want * c for k, c in top.items())))
     both = _merge(parts, WIDE)
     if both is not None:
-        return [("replicas per tier and GPUs", list(zip(both, (x[i] for i in use))), True, PLACE, LINEAR)]
-    by_tier = _merge(parts[:-1], limit=None)      # tiers alone: as wide as they need (int64)
-    return [("replicas per tier", list(zip(by_tier, (x[i] for i in use))), True, PLACE / 2, LINEAR),
-            ("GPUs", list(zip(gpus, (x[i] for i in use))), True, PLACE / 2, LINEAR)]
+        name = "replicas per tier, GPUs and cost" if ys else "replicas per tier and GPUs"
+        return [(name, list(zip(both, variables)), True, PLACE, LINEAR)]
+    by_tier = _merge(parts[:len(tiers)], limit=None)      # tiers alone: as wide as they need (int64)
+    rest = parts[len(tiers):]
+    out = [("replicas per tier", list(zip(by_tier, variables)), True, PLACE / 2, LINEAR)]
+    merged = _merge(rest, WIDE)
+    if merged is not None or len(rest) == 1:
+        return out + [("GPUs and cost" if ys else "GPUs", list(zip(merged or rest[0][0], variables)), True, PLACE / 2,
+                       LINEAR)]
+    return out + [("GPUs", list(zip(rest[0][0], variables)), True, PLACE / 4, LINEAR),
+                  ("cost", list(zip(rest[1][0], variables)), True, PLACE / 4, LINEAR)]
 
 
 def _polish(kinds_, spots_, use, x, fast, top_of, keep_fast: bool = False) -> list[tuple]:
@@ -324,20 +389,53 @@ class Solved:
     skipped: bool = False         # a large model: spread and quality were not optimised
 
 
+def _group_start(kinds_, spots_, fast) -> list[int]:
+    """Each sized deployment's fast-path candidate where the fast path placed it whole, else none."""
+    per_kind = Counter()
+    for s, n in zip(spots_, fast):
+        per_kind[s.kind] += n
+    return [n if kinds_[s.kind].group and per_kind[s.kind] == kinds_[s.kind].want else 0
+            for s, n in zip(spots_, fast)]
+
+
+def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
+    """The starts (see the module's docstring) over the kinds that are not groups; the groups keep
+    their fast-path candidate (a start is only a hint: CP-SAT chooses the candidates)."""
+    fixed = _group_start(kinds_, spots_, fast)
+    left = dict(free)
+    for s, n in zip(spots_, fixed):
+        for pool, m in s.need.items():
+            left[(s.cluster, pool)] -= n * m
+    plain = [i for i, s in enumerate(spots_) if not kinds_[s.kind].group]
+    sub = [spots_[i] for i in plain]
+    got = _tiers(kinds_, spots_, fixed)
+    rest = {t: max(0, n - got[t]) for t, n in floors.items()}
+    vals = [values[i] for i in plain]
+    tries = [start(kinds_, sub, left, vals, rest), start_by_tier(kinds_, sub, left, vals, rest),
+             start_by_tier(kinds_, sub, left, vals, rest, floors_first=True),
+             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest)]
+    out = []
+    for counts in tries:
+        full = list(fixed)
+        for i, n in zip(plain, counts):
+            full[i] = n
+        out.append(full)
+    return out
+
+
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float,
              keep_fast: bool = False) -> Solved:
-    """Counts per spot, lexicographic: replicas per tier, GPUs, spread, quality (two solves, see
-    `_levels` and `_polish`). `fast`: the fast path's counts per spot (a floor per tier and the
-    last tie-break: an equal plan moves nothing)."""
+    """Counts per spot, lexicographic: replicas per tier, GPUs, the cost of sized deployments,
+    spread, quality (two solves, see `_levels` and `_polish`). `fast`: the fast path's counts per
+    spot (a floor per tier and the last tie-break: an equal plan moves nothing); `keep_fast`: see
+    `_polish`."""
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free, floors)
-    tries = [start(kinds_, spots_, free, values, floors), start_by_tier(kinds_, spots_, free, values, floors),
-             start_by_tier(kinds_, spots_, free, values, floors, floors_first=True),
-             start(kinds_, spots_, free, [float(n) for n in fast], floors)]
+    tries = _starts(kinds_, spots_, free, values, fast, floors)
     ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
-    hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=list(fast))
+    hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=_group_start(kinds_, spots_, fast))
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
     use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
 
@@ -349,15 +447,23 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         for pool, n in s.need.items():
             rows[(s.cluster, pool)].append((n, x[i]))
         per_kind[s.kind].append(x[i])
-        per_tier[kinds_[s.kind].priority].append(x[i])
+        if not kinds_[s.kind].group:
+            per_tier[kinds_[s.kind].priority].append((1, x[i]))
     for key, terms in rows.items():
         model.Add(_sum(terms) <= free[key])
     for k, vs in per_kind.items():
         model.Add(sum(vs) <= kinds_[k].want)
+    y = {}
+    for g, ks in groups_of(kinds_).items():
+        for k in ks:
+            y[k] = model.NewBoolVar(f"y{k}")
+            model.Add(sum(per_kind.get(k, [])) == kinds_[k].want * y[k])
+            per_tier[kinds_[k].priority].append((kinds_[k].units, y[k]))
+        model.Add(sum(y[k] for k in ks) <= 1)
     for t, n in floors.items():
         if n:
-            model.Add(sum(per_tier[t]) >= n)
-    levels = _levels(kinds_, spots_, use, x)
+            model.Add(_sum(per_tier[t]) >= n)
+    levels = _levels(kinds_, spots_, use, x, y)
     whole = len(use) <= SMALL
     top_of = {}
     if whole:
@@ -374,8 +480,12 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 7
     solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
-    hinted = [x[i] for i in use] + list(top_of.values())
-    current = [hint[i] for i in use]
+    ys = sorted(y)
+    hinted = [x[i] for i in use] + [y[k] for k in ys] + list(top_of.values())
+    placed = Counter()
+    for i in use:
+        placed[spots_[i].kind] += hint[i]
+    current = [hint[i] for i in use] + [int(placed[k] == kinds_[k].want and placed[k] > 0) for k in ys]
     for k in top_of:
         current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
                            default=0))

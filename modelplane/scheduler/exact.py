@@ -29,18 +29,41 @@ DEFAULT_BUDGET = 0.15     # deterministic seconds for all CP-SAT levels together
 class Outcome:
     fills: dict[str, list[tuple[str, tuple[str, ...]]]] | None   # per deployment: (cluster, pools) per new replica
     phase: str                                                   # the line the plan prints
+    picks: dict[str, int] | None = None                          # sized deployment -> the candidate placed
+
+
+@dataclass
+class Group:
+    """A sized deployment in the exact phase: its candidates (each a Demand with its key and its
+    own eligible pools), the fast path's pick, and what placing one whole is worth at its tier."""
+
+    key: str
+    candidates: list
+    eligible: list
+    fast: int
+    units: int
 
 
 def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: dict[str, list],
-          budget: float = DEFAULT_BUDGET, keep_fast: bool = False) -> Outcome:
-    """`free`: nodes per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
-    `greedy`: the fast path's (cluster, pool names) per new replica."""
+          budget: float = DEFAULT_BUDGET, keep_fast: bool = False, groups: list[Group] = (), price=None) -> Outcome:
+    """`free`: GPUs per (cluster, pool) after Retain; `missing`: replicas to place per deployment;
+    `greedy`: the fast path's (cluster, pool names) per new replica; `keep_fast`: see
+    counts._polish; `groups`: sized deployments whose candidate is chosen here;
+    `price(demand, cluster, pools)`: $/hour of one of its replicas."""
     kinds_ = _kinds(demands, eligible, missing)
-    spots_ = _spots(kinds_, eligible, free)
+    fast_kind = {}
+    for g in groups:
+        for i, (d, where) in enumerate(zip(g.candidates, g.eligible)):
+            if i == g.fast:
+                fast_kind[g.key] = len(kinds_)
+            kinds_.append(Kind(d.priority, [d], d.replicas, sum(r.gpus for r in d.roles),
+                               g.key, g.units, where))
+    spots_ = _spots(kinds_, eligible, free, price)
     if not spots_:
         return Outcome(None, "fast path (nothing the exact phase could add)")
     at = {(s.kind, s.cluster, s.names): i for i, s in enumerate(spots_)}
-    kind_of = {d.key: k for k, kind in enumerate(kinds_) for d in kind.members}
+    kind_of = {d.key: k for k, kind in enumerate(kinds_) for d in kind.members if not kind.group}
+    kind_of.update(fast_kind)
     fast = [0] * len(spots_)
     for dk, fills in greedy.items():
         for cluster, names in fills:
@@ -53,7 +76,14 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
         phase += f" (the budget ran out at the {solved.stopped} level; the levels above it stand)"
     if solved.skipped:
         phase += " (spread and quality as the start left them: the model is too large to optimise them in the budget)"
-    return Outcome(expand(kinds_, spots_, solved.counts, missing, greedy), phase)
+    fills = expand(kinds_, spots_, solved.counts, missing, greedy)
+    picks = {}
+    for g in groups:
+        base = next(k for k, kind in enumerate(kinds_) if kind.group == g.key)
+        used = {s.kind for s, n in zip(spots_, solved.counts) if n and kinds_[s.kind].group == g.key}
+        if used:
+            picks[g.key] = min(used) - base
+    return Outcome(fills, phase, picks)
 
 
 def expand(kinds_: list[Kind], spots_: list[Spot], counts: list[int], missing: dict[str, int],
@@ -67,6 +97,16 @@ def expand(kinds_: list[Kind], spots_: list[Spot], counts: list[int], missing: d
     out = {}
     for k, kind in enumerate(kinds_):
         free = left[k]
+        if kind.group:                  # a sized deployment: only its placed candidate fills it
+            if sum(free.values()):
+                key = kind.members[0].key
+                out[key] = []
+                for spot in greedy.get(key, []):
+                    if free[spot]:
+                        free[spot] -= 1
+                        out[key].append(spot)
+                out[key] += sorted(free.elements())
+            continue
         for d in kind.members:
             out[d.key] = []
             for spot in greedy.get(d.key, []):
@@ -90,13 +130,17 @@ def _partial(d: Demand, placements) -> bool:
     return any(tuple(p.roles[r.name].workers for r in d.roles) != full for p in placements)
 
 
-def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better: bool = False):
+def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better: bool = False, choice=None,
+           pools=None):
     """Run the exact phase; keep the fast path's replicas where the solution has room for them
     there, give the rest the solution's remaining spots in index order. Deployments with a
     replica at a smaller step keep the fast path's fill (the program counts full shapes only).
-    `only_if_better` (the phase run because the fast path left replicas unplaced): the solution
-    stands only if it places more (per tier, then GPUs) and moves as few fast-path replicas as it
-    can; otherwise nothing moves, so a deployment that fits nowhere never moves another's replicas."""
+    `only_if_better` (the phase run on its own, not asked for): the solution stands only if it
+    places more (per tier, then GPUs) or costs sized deployments less, and moves as few fast-path
+    replicas as it can; otherwise nothing moves, so a deployment that fits nowhere never moves
+    another's replicas. Sized deployments the fast path picked a candidate for (`choice.open`)
+    have theirs chosen again with everything else. Returns (fills, free, phase, changed, {key:
+    new candidate})."""
     fixed = {d.key for d in demands if _partial(d, [*kept[d.key].values(), *filled[d.key].values()])}
     original = filled
     if fixed:
@@ -104,37 +148,61 @@ def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better
         for d in demands:
             for p in filled[d.key].values() if d.key in fixed else ():
                 for rp in p.roles.values():
-                    after_retain[(p.cluster, rp.pool)] -= rp.nodes
+                    after_retain[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
         kept = {k: ({**v, **filled[k]} if k in fixed else v) for k, v in kept.items()}
         filled = {k: ({} if k in fixed else v) for k, v in filled.items()}
-    missing = {d.key: d.replicas - len(kept[d.key]) for d in demands}
+    open_keys = {o.key for o in choice.open} if choice else set()
+    groups = [Group(o.key, list(o.candidates), [choice.eligible_of(o.key, i) for i in range(len(o.candidates))],
+                    choice.chosen[o.key], choice.candidate(o.key, choice.chosen[o.key]).replicas)
+              for o in (choice.open if choice else ())]
+    plain = [d for d in demands if d.key not in open_keys]
+    missing = {d.key: d.replicas - len(kept[d.key]) for d in plain}
     greedy = {k: [(p.cluster, tuple(rp.pool for rp in p.roles.values())) for _, p in sorted(v.items())]
               for k, v in filled.items()}
-    outcome = solve(demands, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET, only_if_better)
+    outcome = solve(plain, eligible, after_retain, missing, greedy, budget or DEFAULT_BUDGET, only_if_better, groups,
+                    choice.replica_cost if choice else None)
     fast_free = dict(after_retain)
     for d in demands:
         for p in filled[d.key].values():
-            for role in d.roles:
-                fast_free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+            for rp in p.roles.values():
+                fast_free[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
     if outcome.fills is None:
-        return original, fast_free, outcome.phase, []
+        return original, fast_free, outcome.phase, [], {}
+    units = {g.key: g.units for g in groups}
     by_tier_fast, by_tier_exact = Counter(), Counter()
-    gpus = [0, 0]
+    gpus, cost = [0, 0], [0.0, 0.0]
     for d in demands:
-        size = sum(r.nodes * r.gpus_per_node for r in d.roles)
+        got = len(outcome.fills.get(d.key, []))
         by_tier_fast[d.priority] += len(filled[d.key])
-        by_tier_exact[d.priority] += len(outcome.fills.get(d.key, []))
+        if d.key in open_keys:             # a sized deployment: its units when placed whole, and its cost
+            g = next(g for g in groups if g.key == d.key)
+            pick = outcome.picks.get(d.key, g.fast)
+            by_tier_exact[d.priority] += units[d.key] if got else 0
+            cost[0] += sum(choice.replica_cost(d, p.cluster, tuple(rp.pool for rp in p.roles.values()))
+                           for p in filled[d.key].values())
+            cost[1] += sum(choice.replica_cost(g.candidates[pick], c, names) for c, names in outcome.fills.get(d.key, []))
+            continue
+        size = sum(r.nodes * r.gpus_per_node for r in d.roles)
+        by_tier_exact[d.priority] += got
         gpus[0] += size * len(filled[d.key])
-        gpus[1] += size * len(outcome.fills.get(d.key, []))
+        gpus[1] += size * got
     tiers = sorted(set(by_tier_fast) | set(by_tier_exact), reverse=True)
-    fast_rank, exact_rank = ([*(c[t] for t in tiers), g] for c, g in ((by_tier_fast, gpus[0]), (by_tier_exact, gpus[1])))
+    fast_rank, exact_rank = ([*(c[t] for t in tiers), g, -round(m, 6)]
+                             for c, g, m in ((by_tier_fast, gpus[0], cost[0]), (by_tier_exact, gpus[1], cost[1])))
     if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) or (only_if_better and exact_rank <= fast_rank):
-        return original, fast_free, "fast path (the exact phase found no better plan)", []
+        return original, fast_free, "fast path (the exact phase found no better plan)", [], {}
+    swapped = {}
+    for g in groups:
+        pick = outcome.picks.get(g.key, g.fast)
+        if pick != g.fast:
+            swapped[g.key] = g.candidates[pick]
+            choice.chosen[g.key] = pick
     free, out, changed = dict(after_retain), {}, []
     for d in demands:
+        d = swapped.get(d.key, d)
         spots = Counter(outcome.fills.get(d.key, []))
         mine = {}
-        for idx, p in sorted(filled[d.key].items()):
+        for idx, p in sorted(filled[d.key].items()) if d.key not in swapped else ():
             spot = (p.cluster, tuple(p.roles[r.name].pool for r in d.roles))
             if spots[spot]:
                 spots[spot] -= 1
@@ -151,7 +219,7 @@ def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better
             before = filled[d.key].get(idx)
             changed.append((d.key, idx, before.cluster if before else None, cluster))
         for idx, p in mine.items():
-            for role in d.roles:
-                free[(p.cluster, p.roles[role.name].pool)] -= role.nodes
+            for rp in p.roles.values():
+                free[(p.cluster, rp.pool)] -= rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
         out[d.key] = original[d.key] if d.key in fixed else mine
-    return out, free, outcome.phase, sorted(changed)
+    return out, free, outcome.phase, sorted(changed), swapped

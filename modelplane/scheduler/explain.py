@@ -1,6 +1,8 @@
 """The Filter/Score table of one deployment: every cluster x pool x GPU role and its verdict."""
 from __future__ import annotations
 
+from .model import need
+
 
 def explain_rows(result, key: str) -> list[tuple[str, ...]]:
     from ..fleet import demand_from
@@ -38,7 +40,12 @@ def explain_rows(result, key: str) -> list[tuple[str, ...]]:
                 free = plan.free.get((name, pool["name"]))
                 replicas = used.get((name, pool["name"], role.name))
                 verdict = f"bound {replicas}" if replicas else "eligible"
-                detail = f"needs {role.nodes} node(s) x {role.gpus_per_node} GPUs; {_whole(free)}/{_whole(pool['maxNodes'])} free after plan"
+                per_node = int(pool["gpusPerNode"])
+                takes = need(role.nodes, role.gpus_per_node, role.nodes_per_worker, per_node)
+                shared = "" if role.nodes_per_worker > 1 or takes == role.nodes * per_node else \
+                    f", sharing nodes ({takes} GPUs taken)"
+                detail = (f"needs {role.nodes} node(s) x {role.gpus_per_node} GPUs{shared}; {_whole(free)}/"
+                          f"{_whole(pool['maxNodes']) * per_node} GPUs free after plan")
                 rows.append((name, pool["name"], role.name, verdict, "-", detail))
     for m in plan.moves:
         if m.deployment == key:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from .cel import CelError, Matcher
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
-                    QUEUE, RDMA_FABRICS, SHAPE, Demand, Rejection)
+                    QUEUE, RDMA_FABRICS, SHAPE, SIZED, Demand, Rejection)
 
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
 # default --gpu-memory-utilization is 0.9, and the KV cache needs the rest of that share).
@@ -59,8 +59,10 @@ class Verdicts:
 
 
 def fit_problem(role, pool) -> tuple[str, str] | None:
-    """Why one worker of `role` cannot run on a node of `pool` (shape, NVLink domain, fabric,
+    """Why one worker of `role` cannot run on a node of `pool` (sizing, shape, NVLink domain, fabric,
     memory, disk), or None."""
+    if role.classes is not None and pool.class_name not in role.classes:
+        return SIZED, f"{role.name}: sized for {', '.join(sorted(role.classes))}"
     if pool.gpus_per_node < role.gpus_per_node:
         return SHAPE, (f"{role.name} needs {role.gpus_per_node} GPUs per node, {pool.class_name} has "
                        f"{pool.gpus_per_node}")

@@ -17,11 +17,33 @@ MEMORY = "memory"        # the weights do not fit the GPUs of one model copy
 DISK = "disk"            # a node's ephemeral storage cannot hold the weights
 DOMAIN = "nvlinkDomain"  # a multi-node worker larger than the pool's NVLink domain
 NO_CLUSTER = "noCluster"
+SIZED = "sizing"         # a sized deployment's candidate runs on another class
+SLO = "slo"              # no configuration on any class meets the deployment's SLO
 
 # Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
 # and the RDMA ones among them (KV-cache transfer between prefill and decode).
 MULTI_NODE_FABRICS = frozenset({"gpudirect-tcpx", "gpudirect-tcpxo", "roce", "efa", "infiniband"})
 RDMA_FABRICS = frozenset({"roce", "efa", "infiniband"})
+
+
+def gpu_slot(gpus: int, per_node: int) -> int:
+    """The GPUs of a node one worker of `gpus` GPUs takes when workers share nodes: the smallest
+    power-of-two divisor of `per_node` that holds it, else the whole node. Slot sizes divide one
+    another, so any set of slots whose sum fits a pool's GPUs also fits its nodes (largest first,
+    first fit) — as KAI's bin-packing or the kube-scheduler would place the pods."""
+    size = 1
+    while size < gpus and per_node % (size * 2) == 0:
+        size *= 2
+    return size if size >= gpus else per_node
+
+
+def need(nodes: int, gpus_per_node: int, nodes_per_worker: int, per_node: int) -> int:
+    """GPUs of a pool (nodes of `per_node` GPUs) that `nodes` node slices of `gpus_per_node` GPUs
+    take: a multi-node worker takes whole nodes; a worker within a node takes its slot and shares
+    the node with others of the same pool."""
+    if nodes_per_worker > 1:
+        return nodes * per_node
+    return nodes * gpu_slot(gpus_per_node, per_node)
 
 
 def domain_nodes(capabilities: Mapping) -> int:
@@ -41,6 +63,7 @@ class Pool:
     memory_mib: int = 0          # usable memory per GPU as the driver reports it (0: unknown)
     disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
     domain_nodes: int = 0        # nodes of one NVLink domain the pool stays in (0: NVLink ends at the node)
+    hourly: float | None = field(default=None, compare=False)   # $ per node-hour (None: unpriced); sizing's cost
 
 
 @dataclass(frozen=True)
@@ -69,10 +92,20 @@ class Role:
     # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
     refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     topology: tuple = ()         # topology_of(the worker topology); (): not known
+    classes: frozenset[str] | None = None   # a sizing candidate: only pools of these classes
 
     @property
     def nodes(self) -> int:
+        """Node slices: one per worker per node it spans (whole nodes only for multi-node workers)."""
         return self.workers * self.nodes_per_worker
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def need(self, pool: "Pool") -> int:
+        """GPUs of `pool` this role takes (its capacity unit; see `need`)."""
+        return need(self.nodes, self.gpus_per_node, self.nodes_per_worker, pool.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -117,10 +150,24 @@ def topology_json(topo: tuple) -> dict:
 
 
 @dataclass(frozen=True)
+class Options:
+    """A deployment sized from an SLO: each candidate is a Demand with the deployment's key (one
+    class, shape and replica count that meet its objective); the scheduler places exactly one, the
+    cheapest that fits (docs/sizing.md)."""
+
+    key: str
+    candidates: tuple[Demand, ...]
+
+    @property
+    def priority(self) -> int:
+        return self.candidates[0].priority
+
+
+@dataclass(frozen=True)
 class RolePlacement:
     pool: str
-    nodes: int
-    gpus_per_node: int
+    nodes: int              # node slices: workers x nodes per worker
+    gpus_per_node: int      # GPUs each worker takes on each of its nodes
     workers: int
     topology: tuple = ()          # the worker topology it was created with (topology_of)
 
@@ -139,6 +186,10 @@ class RolePlacement:
         topo = doc.get("topology")
         return cls(doc["pool"], int(doc["nodes"]), int(doc["gpusPerNode"]), int(doc["workers"]),
                    tuple(int(topo[a]) for a in TOPOLOGY_AXES) + ((1,) if topo.get("expert") else ()) if topo else ())
+
+    def need(self, per_node: int) -> int:
+        """GPUs of its pool (nodes of `per_node` GPUs) this role takes."""
+        return need(self.nodes, self.gpus_per_node, self.nodes // max(self.workers, 1), per_node)
 
 
 @dataclass(frozen=True)
@@ -226,13 +277,15 @@ class Plan:
     unplaced: list[Unplaced]
     moves: list[Move]
     desired: dict[str, int]
-    free: dict[tuple[str, str], int]          # free nodes per (cluster, pool) after binding
+    free: dict[tuple[str, str], int]          # free GPUs per (cluster, pool) after binding
     rejections: Mapping[str, list[Rejection]]  # per deployment: static Filter verdicts (built lazily)
     phase: str = "fast path"                   # which fill the plan used (fast path or exact)
     changed: list = field(default_factory=list)  # (deployment, replica, fast-path cluster or None, exact cluster)
     progress: list = field(default_factory=list)  # per deployment: target and placed workers, where it is stuck
     transitions: list = field(default_factory=list)  # Transition per previous replica that changes
     held: dict = field(default_factory=dict)  # nodes per (cluster, pool) old replicas hold until the end of `up`
+    chosen: dict = field(default_factory=dict)   # sized deployment -> index of the candidate placed (or targeted)
+    gpus_per_node: dict = field(default_factory=dict)   # per (cluster, pool): GPUs of one node
 
     def placed(self, key: str) -> int:
         return sum(1 for p in self.placements if p.deployment == key)

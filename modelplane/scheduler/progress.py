@@ -8,16 +8,19 @@ partial one, the role that is short and the room its pool has left.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .model import CAPACITY, Demand, Placement, Unplaced
 
 MAX_DETAILS = 3
 
 
-def _free(free, max_nodes, cluster, pool) -> str:
-    return f"{free[(cluster, pool)]}/{max_nodes[(cluster, pool)]} free"
+def _free(free, capacity, cluster, pool) -> str:
+    return f"{free[(cluster, pool)]}/{capacity[(cluster, pool)]} GPUs free"
 
 
-def progress(d: Demand, placed: list[Placement], unplaced: list[Unplaced], free, max_nodes) -> dict:
+def progress(d: Demand, placed: list[Placement], unplaced: list[Unplaced], free, capacity, pools) -> dict:
+    """`free`, `capacity`: GPUs per (cluster, pool); `pools`: the scheduler's Pool per (cluster, pool)."""
     full = d.shapes[0]
     per_replica = sum(full)
     target = d.replicas * per_replica
@@ -36,9 +39,11 @@ def progress(d: Demand, placed: list[Placement], unplaced: list[Unplaced], free,
         runs = " and ".join(f"{p.roles[r.name].workers} of {w} {r.name}" for r, w in lacking)
         more: dict[str, int] = {}
         for r, w in lacking:
-            more[p.roles[r.name].pool] = more.get(p.roles[r.name].pool, 0) + (w - p.roles[r.name].workers) * r.nodes_per_worker
-        needs = ", ".join(f"{n} more node{'s' if n != 1 else ''} on {p.cluster}/{pool} "
-                          f"({_free(free, max_nodes, p.cluster, pool)})" for pool, n in sorted(more.items()))
+            pool = p.roles[r.name].pool
+            extra = replace(r, workers=w - p.roles[r.name].workers)
+            more[pool] = more.get(pool, 0) + extra.need(pools[(p.cluster, pool)])
+        needs = ", ".join(f"{n} more GPU{'s' if n != 1 else ''} on {p.cluster}/{pool} "
+                          f"({_free(free, capacity, p.cluster, pool)})" for pool, n in sorted(more.items()))
         out["stuck"] = {"replica": p.replica, "role": lacking[0][0].name, "reason": CAPACITY,
                         "detail": f"runs {runs} workers; needs {needs}"}
         return out

@@ -17,22 +17,24 @@ def _fabric_tier(pools) -> int:
 
 
 def _best(d: Demand, cluster: str, per_role, free, count: int):
-    """Score: the lowest key (count, -fabric tier, stranded, leftover, cluster, pools) of one more
-    replica of `d` on this cluster, or None when no pool combination has room."""
+    """Score: the lowest key (count, -fabric tier, stranded, node size, leftover, cluster, pools)
+    of one more replica of `d` on this cluster, or None when no pool combination has room.
+    Capacity is in GPUs of a pool: a role takes whole nodes for multi-node workers, else its
+    workers' slots (model.need); stranded counts the GPUs it takes beyond those it uses; node size
+    (GPUs per node of the chosen pools) keeps big nodes for big workers."""
     if len(d.roles) == 1:    # the hot path: one loop, no intermediate lists
         role = d.roles[0]
-        gpn, nodes, best = role.gpus_per_node, role.nodes, None
+        gpus, best = role.gpus, None
         for p in per_role[role.name]:
-            have = free[(cluster, p.name)]
-            if have >= nodes:
-                key = (count, -2, nodes * (p.gpus_per_node - gpn), have - nodes, cluster, (p.name,))
+            have, want = free[(cluster, p.name)], role.need(p)
+            if have >= want:
+                key = (count, -2, want - gpus, p.gpus_per_node, have - want, cluster, (p.name,))
                 if best is None or key < best:
                     best = key
         return best
     options = []
     for role in d.roles:     # each role alone must fit before any combination can
-        nodes = role.nodes
-        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= nodes]
+        fits = [p for p in per_role[role.name] if free[(cluster, p.name)] >= role.need(p)]
         if not fits:
             return None
         options.append(fits)
@@ -48,15 +50,14 @@ def _best_pair(d: Demand, cluster: str, options, free, count: int):
     RDMA pools only (tier 1), then over all pools (tier 0)."""
     (r1, r2), (o1, o2) = d.roles, options
     both = {p.name for p in o2}
-    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.nodes + r2.nodes]
+    shared = [p for p in o1 if p.name in both and free[(cluster, p.name)] >= r1.need(p) + r2.need(p)]
     if shared:
-        return min((count, -2, r1.nodes * (p.gpus_per_node - r1.gpus_per_node)
-                    + r2.nodes * (p.gpus_per_node - r2.gpus_per_node),
-                    free[(cluster, p.name)] - r1.nodes - r2.nodes, cluster, (p.name, p.name)) for p in shared)
+        return min((count, -2, r1.need(p) - r1.gpus + r2.need(p) - r2.gpus, 2 * p.gpus_per_node,
+                    free[(cluster, p.name)] - r1.need(p) - r2.need(p), cluster, (p.name, p.name)) for p in shared)
 
     def top2(role, pools):
-        return sorted(pools, key=lambda p: (role.nodes * (p.gpus_per_node - role.gpus_per_node),
-                                            free[(cluster, p.name)] - role.nodes, p.name))[:2]
+        return sorted(pools, key=lambda p: (role.need(p) - role.gpus, p.gpus_per_node, free[(cluster, p.name)] - role.need(p),
+                                            p.name))[:2]
 
     for tier, keep in ((1, lambda p: p.fabric in RDMA_FABRICS), (0, lambda p: True)):
         pairs = [(a, b) for a in top2(r1, filter(keep, o1)) for b in top2(r2, filter(keep, o2)) if a.name != b.name]
@@ -66,15 +67,17 @@ def _best_pair(d: Demand, cluster: str, options, free, count: int):
 
 
 def _key(d: Demand, cluster: str, combo, free, count: int):
-    need: dict[str, int] = {}
+    want: dict[str, int] = {}
     stranded = 0
     for role, pool in zip(d.roles, combo):
-        need[pool.name] = need.get(pool.name, 0) + role.nodes
-        stranded += role.nodes * (pool.gpus_per_node - role.gpus_per_node)
-    if len(need) < len(combo) and any(free[(cluster, name)] < n for name, n in need.items()):
+        n = role.need(pool)
+        want[pool.name] = want.get(pool.name, 0) + n
+        stranded += n - role.gpus
+    if len(want) < len(combo) and any(free[(cluster, name)] < n for name, n in want.items()):
         return None     # a pool shared by roles must hold their sum
-    leftover = sum(free[(cluster, name)] - n for name, n in need.items())
-    return (count, -_fabric_tier(combo), stranded, leftover, cluster, tuple(p.name for p in combo))
+    leftover = sum(free[(cluster, name)] - n for name, n in want.items())
+    size = sum(p.gpus_per_node for p in combo)
+    return (count, -_fabric_tier(combo), stranded, size, leftover, cluster, tuple(p.name for p in combo))
 
 
 def _best_product(d: Demand, cluster: str, options, free, count: int):
@@ -83,11 +86,12 @@ def _best_product(d: Demand, cluster: str, options, free, count: int):
     return min(keys) if keys else None
 
 
-def _bind(d: Demand, idx: int, cluster: str, names, free, slot: int = 0) -> Placement:
-    """Reserve the nodes of replica `idx` on `cluster` (one pool name per role); it records each
-    role's topology, the shape it is created with."""
+def _bind(d: Demand, idx: int, cluster: str, names, free, pools, slot: int = 0) -> Placement:
+    """Reserve the GPUs of replica `idx` on `cluster` (one pool name per role; `pools`: the
+    scheduler's Pool per (cluster, pool)); it records each role's topology, the shape it is
+    created with."""
     roles = {}
     for role, pool in zip(d.roles, names):
-        free[(cluster, pool)] -= role.nodes
+        free[(cluster, pool)] -= role.need(pools[(cluster, pool)])
         roles[role.name] = RolePlacement(pool, role.nodes, role.gpus_per_node, role.workers, role.topology)
     return Placement(d.key, idx, cluster, MappingProxyType(roles), slot)

@@ -5,7 +5,7 @@ through Retain and Fill (core.py), so new replicas are placed around it. Then, p
 (by name and index: the order rolls run in, each may use nodes an earlier one freed):
 
 1. **surge**: the new shape is placed on capacity that is free while the old replica still holds
-   its nodes. `up` creates it (on its own cluster it takes the other name slot, `<name>-<i>-b`),
+   its GPUs. `up` creates it (on its own cluster it takes the other name slot, `<name>-<i>-b`),
    awaits it Ready (`pulumi.com/waitFor`), switches the routes and DNS records that depend on it,
    and deletes the old one at the end, as Pulumi deletes everything a program no longer declares.
 2. **roll**: no room beside it: on its own cluster its old nodes are released and the new shape
@@ -31,15 +31,19 @@ def topology_text(t: tuple) -> str:
     return ", ".join(axes + (["expert"] if t[4:] == (1,) else []))
 
 
-def _charge(p, free, sign: int = 1) -> None:
+def _gpus(p, pools, rp) -> int:
+    return rp.need(pools[(p.cluster, rp.pool)].gpus_per_node)
+
+
+def _charge(p, free, pools, sign: int = 1) -> None:
     for rp in p.roles.values():
-        free[(p.cluster, rp.pool)] -= sign * rp.nodes
+        free[(p.cluster, rp.pool)] -= sign * _gpus(p, pools, rp)
 
 
-def replace_changed(stale, kept, filled, eligible, free, held: Counter, moves: list) -> list[Transition]:
+def replace_changed(stale, kept, filled, eligible, free, held: Counter, moves: list, pools) -> list[Transition]:
     """`stale`: (demand, index, old placement, why, keepable) per replica to replace, each charged
-    in `free` at its old shape and present in `kept`. Updates kept, free, held and moves; returns
-    what happens to each."""
+    in `free` (GPUs) at its old shape and present in `kept`; `pools`: the scheduler's Pool per
+    (cluster, pool). Updates kept, free, held and moves; returns what happens to each."""
     out, step = [], 0
     # In name and index order, the order the rolls run in: a roll may use nodes an earlier one freed.
     for d, idx, old, why, keepable in sorted(stale, key=lambda s: (s[0].key, s[1])):
@@ -48,30 +52,30 @@ def replace_changed(stale, kept, filled, eligible, free, held: Counter, moves: l
         keys = [b for c, per in eligible[d.key].items() if (b := _best(d, c, per, free, counts[c]))]
         if keys:
             key = min(keys)
-            kept[d.key][idx] = _bind(d, idx, key[4], key[5], free, 1 - old.slot if key[4] == old.cluster else 0)
+            kept[d.key][idx] = _bind(d, idx, key[-2], key[-1], free, pools, 1 - old.slot if key[-2] == old.cluster else 0)
             for rp in old.roles.values():
-                held[(old.cluster, rp.pool)] += rp.nodes
+                held[(old.cluster, rp.pool)] += _gpus(old, pools, rp)
             moves.append(Move(d.key, idx, old.cluster, why))
-            out.append(Transition(d.key, idx, "surge", old.cluster, key[4], why))
+            out.append(Transition(d.key, idx, "surge", old.cluster, key[-2], why))
             continue
-        _charge(old, free, -1)
+        _charge(old, free, pools, -1)
         per = eligible[d.key].get(old.cluster)
         key = _best(d, old.cluster, per, free, counts[old.cluster]) if per else None
         if key is not None:
             step += 1
-            kept[d.key][idx] = _bind(d, idx, old.cluster, key[5], free, old.slot)
+            kept[d.key][idx] = _bind(d, idx, old.cluster, key[-1], free, pools, old.slot)
             moves.append(Move(d.key, idx, old.cluster, why))
             out.append(Transition(d.key, idx, "roll", old.cluster, old.cluster,
                                   why + "; no room to run the new shape beside it", step))
             continue
-        _charge(old, free)
+        _charge(old, free, pools)
         if keepable:
             out.append(Transition(d.key, idx, "kept", old.cluster, old.cluster,
                                   why + "; no room to surge or roll it, so it keeps its recorded shape"))
             continue
         del kept[d.key][idx]
         for rp in old.roles.values():
-            held[(old.cluster, rp.pool)] += rp.nodes
+            held[(old.cluster, rp.pool)] += _gpus(old, pools, rp)
         moves.append(Move(d.key, idx, old.cluster, why))
         out.append(Transition(d.key, idx, "removed", old.cluster, None,
                               why + "; no room to surge or roll it"))
