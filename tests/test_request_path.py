@@ -103,9 +103,13 @@ def test_the_picker_runs_what_kserves_own_scheduler_preset_runs(prod):
     assert [p["type"] for p in config["plugins"]][0] == "single-profile-handler"
     pd = yaml.safe_load(picker_config(True))
     assert [p["name"] for p in pd["schedulingProfiles"]] == ["prefill", "decode"]
-    assert dep["serviceAccountName"] == "mistral-small-24b-epp"
-    role = kind(prod, "Role")["gke-euw4/eu-support/role/mistral-small-24b-epp"]
+    # Every picker of a namespace on a cluster runs as one account with KServe's rights.
+    assert dep["serviceAccountName"] == "modelplane-epp"
+    role = kind(prod, "Role")["gke-euw4/eu-support/role/modelplane-epp"]
     assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]} in role["rules"]
+    assert set(kind(prod, "RoleBinding")) >= {"gke-usc1/chat/rolebinding/modelplane-epp",
+                                              "eks-use1/chat/rolebinding/modelplane-epp"}
+    assert [n for n in kind(prod, "Role") if n.startswith("gke-usc1/chat/")] == ["gke-usc1/chat/role/modelplane-epp"]
 
 
 def test_pd_pools_get_the_v1alpha2_twin_the_routing_sidecars_allowlist_reads(prod):

@@ -59,8 +59,7 @@ def _deployment_objects(md) -> list[tuple[str, str | None, str]]:
     out = []
     if md.backend == "kserve":
         out += [("InferencePool", ns, f"{name}-pool")]
-        out += [(kind, ns, f"{name}-epp") for kind in ("Deployment", "Service", "ServiceAccount", "Role", "RoleBinding")]
-        out += [("ClusterRoleBinding", None, f"{ns}-{name}-epp-auth")]
+        out += [(kind, ns, f"{name}-epp") for kind in ("Deployment", "Service")]
         if md.disaggregated or md.sized:     # a sized deployment may be chosen disaggregated
             out.append(("Service", ns, f"{name}-decode"))
         for i in range(md.replicas or 0):    # sized: its replica count is chosen by the plan

@@ -40,8 +40,13 @@ def pool_name(deployment: str) -> str:
 
 
 def picker_name(deployment: str) -> str:
-    """The endpoint picker's Deployment, Service, ServiceAccount, Role and RoleBinding."""
+    """The endpoint picker's Deployment and Service."""
     return f"{deployment}-epp"
+
+
+# Every picker of a team namespace on a cluster runs as one ServiceAccount with one Role: they need
+# the same rights, and one set per namespace keeps a fleet's object count down.
+PICKER_ACCOUNT = "modelplane-epp"
 
 
 def decode_service(deployment: str) -> str:
@@ -105,9 +110,32 @@ def _grpc_probe(service: str, delay: int) -> dict:
     return {"grpc": {"port": HEALTH_PORT, "service": service}, "initialDelaySeconds": delay, "periodSeconds": 10}
 
 
+def picker_rbac(namespace: str) -> list[dict]:
+    """The ServiceAccount, Role and RoleBinding the namespace's endpoint pickers run as (the rights
+    KServe grants its own, scheduler.go L651-780), and the binding to `system:auth-delegator`: the
+    picker authenticates scrapes of /metrics with TokenReviews (llm-d-router@v0.9.0
+    pkg/epp/server/options.go L141, on by default)."""
+    lbls = {**MANAGED_BY, COMPONENT: "endpoint-picker"}
+    subject = [{"kind": "ServiceAccount", "name": PICKER_ACCOUNT, "namespace": namespace}]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(PICKER_ACCOUNT, namespace, lbls)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(PICKER_ACCOUNT, namespace, lbls),
+         "rules": RULES},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": meta(PICKER_ACCOUNT, namespace, lbls),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PICKER_ACCOUNT},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": meta(f"{namespace}-{PICKER_ACCOUNT}-auth", None, lbls),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+         "subjects": subject},
+    ]
+
+
 def picker_objects(deployment: str, namespace: str, disaggregated: bool) -> list[dict]:
-    """The shared InferencePool and its endpoint picker for one deployment on one cluster; for P/D
-    also the pool's v1alpha2 twin and the decode Service.
+    """The shared InferencePool and its endpoint picker for one deployment on one cluster (it runs as
+    the namespace's picker account, `picker_rbac`); for P/D also the pool's v1alpha2 twin and the
+    decode Service.
 
     The twin: KServe v0.20.0's decode template runs the llm-d routing sidecar with SSRF protection
     against `--pool-group=inference.networking.x-k8s.io --inference-pool=<ns>/<pool.ref>`
@@ -128,25 +156,12 @@ def picker_objects(deployment: str, namespace: str, disaggregated: bool) -> list
                  "livenessProbe": _grpc_probe("liveness", 5), "readinessProbe": _grpc_probe("readiness", 30),
                  "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "16Gi"}}}
     out = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(picker, namespace, picker_lbls)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(picker, namespace, picker_lbls),
-         "rules": RULES},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": meta(picker, namespace, picker_lbls),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": picker},
-         "subjects": [{"kind": "ServiceAccount", "name": picker, "namespace": namespace}]},
-        # The picker authenticates scrapes of /metrics with TokenReviews (llm-d-router@v0.9.0
-        # pkg/epp/server/options.go L141, on by default), as KServe's auth-delegator binding allows.
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": meta(f"{namespace}-{picker}-auth", None, picker_lbls),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-         "subjects": [{"kind": "ServiceAccount", "name": picker, "namespace": namespace}]},
         {"apiVersion": "apps/v1", "kind": "Deployment",
          "metadata": meta(picker, namespace, picker_lbls, await_ready("Deployment")),
          "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
                   "selector": {"matchLabels": {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"}},
                   "template": {"metadata": {"labels": picker_lbls},
-                               "spec": {"serviceAccountName": picker, "terminationGracePeriodSeconds": 130,
+                               "spec": {"serviceAccountName": PICKER_ACCOUNT, "terminationGracePeriodSeconds": 130,
                                         "containers": [container]}}}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(picker, namespace, picker_lbls),
          "spec": {"type": "ClusterIP", "selector": {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"},
