@@ -17,6 +17,8 @@ internal/extensionserver/inferencepool.go L202-272), health on 9003, metrics on 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import yaml
 
 from .names import DEPLOYMENT, MANAGED_BY, await_ready, meta
@@ -62,6 +64,7 @@ def _profile(*plugins) -> list[dict]:
     return [{"pluginRef": p} if w is None else {"pluginRef": p, "weight": w} for p, w in plugins]
 
 
+@lru_cache(maxsize=2)   # one text per kind: a fleet renders thousands of pickers
 def picker_config(disaggregated: bool) -> str:
     """The EndpointPickerConfig KServe v0.20.0 generates (scheduler.go L501-588): one default profile
     for unified serving; for P/D a prefill and a decode profile split by `llm-d.ai/role`, every
