@@ -8,53 +8,12 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out,  # noqa: F401  (re-exported)
+                      project_options)
+from .console import fail as _fail, refuse as _refuse
 from .errors import InputError, Problem
-
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-# Exit status of every command (README "Exit status"): 0 clean; 1 a mandatory policy violation (or
-# a --trace share that breaks); 2 invalid input or usage, nothing planned or written; 3 modelplane
-# itself could not finish (the policy pack did not start).
-EXIT_VIOLATION, EXIT_INPUT, EXIT_FAILED = 1, 2, 3
-FORMATS = ("text", "json", "markdown", "sarif")
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(EXIT_INPUT)
-
-
-def _refuse(exc: InputError) -> None:
-    err.print(exc.render(), markup=False)
-    sys.exit(EXIT_INPUT)
-
-
-def project_options(fn):
-    """--project DIR and --catalog DIR: the project a command reads (default: the one holding the
-    current folder) and more class folders; the choice holds for that command only."""
-    import functools
-    from contextlib import ExitStack
-
-    @click.option("--catalog", "catalogs", multiple=True, type=click.Path(path_type=Path, exists=True),
-                  help="More InferenceClasses, models and prices (a folder of YAML files or one file); they join "
-                       "the package's and the project's catalog/, and replace a built-in class of the same name.")
-    @click.option("--project", "project_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-                  help="The project folder (holding Pulumi.yaml). Default: found from the current folder upward.")
-    @functools.wraps(fn)
-    def wrapper(*args, project_dir=None, catalogs=(), **kwargs):
-        from .api.project import chosen
-
-        with ExitStack() as scope:
-            try:
-                scope.enter_context(chosen(project_dir, catalogs))
-            except InputError as exc:
-                _refuse(exc)
-            return fn(*args, **kwargs)
-    return wrapper
 
 
 def _explain_key(run, key: str) -> str:

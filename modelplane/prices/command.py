@@ -9,23 +9,9 @@ import click
 import yaml
 from rich.table import Table
 
+from ..console import err, out, project_options
+from ..console import fail as _fail   # exit 2: invalid input; 3: the API or estimator gave nothing
 from ..errors import InputError
-
-
-def project_options(fn):
-    from ..cli import project_options as options     # the CLI's --project / --catalog
-    return options(fn)
-
-
-def _console():
-    from ..cli import err, out
-    return out, err
-
-
-def _fail(message: str, code: int = 2) -> None:
-    """Exit 2: invalid input (a file, an option); 3: a price API could not give the prices."""
-    _console()[1].print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(code)
 
 
 def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
@@ -91,7 +77,6 @@ def prices(ctx, stack, max_age):
     from ..cost import STALE_DAYS
 
     max_age = max_age or STALE_DAYS
-    out, err = _console()
     try:
         rows = price_rows(stack, date.today(), max_age)
     except InputError as exc:
@@ -122,7 +107,6 @@ def refresh(clouds, regions, out_file):
     from ..api.project import current
     from . import fetch, pricefile
 
-    out, err = _console()
     clouds = list(clouds) or ["gcp", "aws"]
     out_file = out_file or current().prices_file
     try:

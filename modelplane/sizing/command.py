@@ -9,23 +9,9 @@ from pathlib import Path
 
 import click
 
+from ..console import err, out, project_options
+from ..console import fail as _fail   # exit 2: invalid input; 3: the API or estimator gave nothing
 from ..errors import InputError
-
-
-def project_options(fn):
-    from ..cli import project_options as options     # the CLI's --project / --catalog
-    return options(fn)
-
-
-def _console():
-    from ..cli import err, out
-    return out, err
-
-
-def _fail(message: str, code: int = 2) -> None:
-    """Exit 2: invalid input (an option); 3: the estimator is missing or gave no profile."""
-    _console()[1].print(f"[red]error:[/red] {message}", markup=True)
-    sys.exit(code)
 
 
 def model_uri(model: str) -> str:
@@ -84,7 +70,6 @@ def size(model, classes, isl, osl, out_dir, estimator_model):
     from ..api.project import current
     from .estimator import EstimatorError, estimate, estimator_model as default_name, missing
 
-    out, err = _console()
     try:
         catalog = catalog_of({})
     except InputError as exc:
