@@ -18,7 +18,7 @@ from .api.rules import served_model
 from .errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from .render import RenderError, rollout
-from .render.picker import picker_rbac
+from .render.picker import picker_rbac, runs_picker
 from .render.graph import Apply, Graph, Secret
 from .render.routing import grants
 from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
@@ -239,9 +239,9 @@ def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, r
     spots = sorted({(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements})
     # Where KServe deployments get a shared endpoint picker (a cluster with a Gateway), the namespace
     # holds the account they run as (render/picker.py).
-    kserve = {d.key for d in spec.deployments if d.backend == "kserve"}
+    backends = {d.key: d.backend for d in spec.deployments}
     pickers = {(p.cluster, p.deployment.split("/", 1)[0]) for p in plan.placements
-               if p.deployment in kserve and targets[p.cluster].inventory.get("gateway")}
+               if runs_picker(backends[p.deployment], targets[p.cluster].inventory.get("gateway"))}
     return {(c, ns): model_namespace(graph, c, ns, tokens.get(ns), targets[c],
                                      [*(picker_rbac(ns) if (c, ns) in pickers else []),
                                       *[g for g in route_grants.get(c, []) if g["metadata"]["namespace"] == ns]])

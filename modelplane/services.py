@@ -75,17 +75,14 @@ def hop_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) 
     """A cluster's share split between targets that each need a rule of their own (an InferencePool,
     a provider whose base path is not /v1) on a cluster without modelplane's hop Gateway (it serves
     through a gatewayRef): nothing there could carry the split."""
-    from .render.routing import cluster_targets, needs_hop
+    from .render.routing import cluster_targets, hop_problem
 
     deployments = {d.key: d for d in spec.deployments}
     providers = {p.name: p for p in spec.providers}
     out = []
     for svc in spec.services:
         for cluster, targets in sorted(cluster_targets(svc, routes[svc.key], deployments, providers).items()):
-            gateway = inventories[cluster].get("gateway") or {}
-            if needs_hop(targets) and not gateway.get("hop"):
-                names = ", ".join(t.ref["name"] for t in targets)
-                out.append(f"service {svc.key} splits its share on cluster {cluster} between {names}, which need a rule "
-                           f"each, but {cluster} serves through its own Gateway {gateway.get('namespace')}/"
-                           f"{gateway.get('name')} (gatewayRef), which has no modelplane hop Gateway to split them")
+            problem = hop_problem(svc.key, cluster, inventories[cluster].get("gateway") or {}, targets)
+            if problem:
+                out.append(problem)
     return out

@@ -23,6 +23,7 @@ from .render.kserve import pool_ref
 from .render.picker import WORKLOAD
 from .render.names import DEPLOYMENT, REPLICA
 from .render.routing import HOP_HEADER, health_path, rule_problems
+from .render.stack import check_host
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
 CLOUD_DNS_CHECK = "gcp:compute/healthCheck:HealthCheck"
@@ -330,14 +331,6 @@ def _checks(run, service: str, namespace: str) -> set[str] | None:
     return set(clusters) if f"{namespace}-{service}" in names else set()
 
 
-def _check_host(run, cluster: str) -> str:
-    """The Host a DNS health check sends: Route 53 the cluster's gateway record, Cloud DNS one name."""
-    from .render.stack import HEALTH_HOST, gateway_record
-
-    dns = run.result.spec.dns
-    return gateway_record(dns.zone.domain, cluster) if dns.kind == "route53" else f"{HEALTH_HOST}.{dns.zone.domain}"
-
-
 def _per_mille(weights: list[Fraction]) -> list[int]:
     """Whole per-mille shares that add up to 1,000 (largest remainder; ties to the earlier hop)."""
     total = sum(weights)
@@ -374,7 +367,7 @@ def trace(run, host: str, down: list[str] | tuple = ()) -> Trace:
     failing = {}
     for c in carried:
         if checked is not None and c in checked:
-            ok, why = clusters[c].healthy(svc_name, svc_ns, gateways, _check_host(run, c))
+            ok, why = clusters[c].healthy(svc_name, svc_ns, gateways, check_host(run.result.spec.dns, c))
             if not ok:
                 failing[c] = why
     if failing and len(failing) == len(carried):

@@ -18,6 +18,7 @@ import shlex
 
 from ..api.deployment import Topology
 from .addons import is_own_gateway
+from .picker import runs_picker
 
 CONTAINER = "main"
 
@@ -64,7 +65,7 @@ def router(gateway: dict | None, pool: str) -> dict:
     so nothing of a replica answers in cleartext on :80 (KServe attaches a route without
     sectionName to every listener, config_merge.go L566-580). A cluster without a Gateway keeps
     KServe's own per-service scheduler (reachable inside the cluster only)."""
-    if gateway is None:
+    if not runs_picker("kserve", gateway):
         return {"scheduler": {}}
     ref = {"name": gateway["name"], "namespace": gateway["namespace"]}
     if is_own_gateway(gateway):   # we know our Gateway's listeners (a gatewayRef's we do not)

@@ -35,6 +35,12 @@ POOL_V1 = "inference.networking.k8s.io"
 POOL_V1ALPHA2 = "inference.networking.x-k8s.io"
 
 
+def runs_picker(backend: str, gateway: dict | None) -> bool:
+    """Whether a deployment's replicas on a cluster share a pool and picker: KServe, on a cluster
+    whose Gateway routes to them (without one, KServe keeps a picker per replica, in-cluster only)."""
+    return backend == "kserve" and gateway is not None
+
+
 def pool_name(deployment: str) -> str:
     """The shared InferencePool of a deployment on a cluster (never one of KServe's
     `<service>-inference-pool` children, which KServe deletes for a service with pool.ref)."""

@@ -128,7 +128,7 @@ def render_cluster_entry(md: ModelDeployment, inv: dict) -> list[dict]:
     without a Gateway gets none: nothing routes to it (KServe keeps a picker per replica there)."""
     if inv.get("gateway") is None:
         return []
-    if md.backend == "kserve":
+    if picker.runs_picker(md.backend, inv["gateway"]):
         return picker.picker_objects(md.name, md.namespace, md.disaggregated)
     _, workers, engine = md.gpu_roles()["decode"]
     selector = {DEPLOYMENT: md.name, ROLE: "decode"}

@@ -190,21 +190,24 @@ def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: 
         out.append(http_route(service, namespace, hostname, gateway, [REDIRECT], name=f"{service}-http",
                               listener="http"))
     if needs_hop(targets):
-        if not gateway.get("hop"):
-            raise HopError(service, namespace, gateway)
+        problem = hop_problem(f"{namespace}/{service}", "this cluster", gateway, targets)
+        if problem:
+            raise ValueError(problem)     # assemble refuses it first, as input (services.hop_problems)
         out.append(http_route(service, namespace, hostname, HOP_GATEWAY_REF, hop_rules(targets, namespace),
                               name=f"{service}-hop", listener="http"))
     return out
 
 
-class HopError(ValueError):
-    """A split that needs the hop Gateway on a cluster that serves through a Gateway of its own."""
-
-    def __init__(self, service: str, namespace: str, gateway: dict):
-        super().__init__(f"service {namespace}/{service} splits its share on a cluster that serves through its own "
-                         f"Gateway {gateway['namespace']}/{gateway['name']} (gatewayRef) between targets that need a "
-                         "rule each (an InferencePool, or a provider whose base path is not /v1); that needs "
-                         "modelplane's hop Gateway, which only modelplane's own Gateway substrate has")
+def hop_problem(service: str, cluster: str, gateway: dict, targets: list[Target]) -> str | None:
+    """Why a cluster cannot carry a service's split, or None: the split needs the hop Gateway (several
+    targets, one of them needing a rule of its own) and the cluster serves through a Gateway of its
+    own (a gatewayRef), which has none."""
+    if not needs_hop(targets) or gateway.get("hop"):
+        return None
+    names = ", ".join(t.ref["name"] for t in targets)
+    return (f"service {service} splits its share on cluster {cluster} between {names}, which need a rule each, but "
+            f"{cluster} serves through its own Gateway {gateway.get('namespace')}/{gateway.get('name')} (gatewayRef), "
+            "which has no modelplane hop Gateway to split them")
 
 
 def circuit_breaker(service: str, namespace: str, routes: list[str], replicas: int) -> dict:

@@ -294,6 +294,12 @@ def gateway_record(domain: str, cluster: str) -> str:
     return f"{cluster}.{GATEWAYS_SUBDOMAIN}.{domain}"
 
 
+def check_host(dns, cluster: str | None = None) -> str:
+    """The Host a DNS health check of `cluster` sends: Route 53 the cluster's gateway record (its
+    `fqdn`), Cloud DNS one fixed name for every cluster (one check probes every address of a record set)."""
+    return gateway_record(dns.zone.domain, cluster) if dns.kind == "route53" else f"{HEALTH_HOST}.{dns.zone.domain}"
+
+
 def health_hosts(dns, routes) -> dict | None:
     """cluster -> the hostnames its health route answers: the Route 53 per-cluster gateway name,
     and one fixed name for Cloud DNS (one health check serves every address of a record set)."""
@@ -355,7 +361,7 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                     https = bool(tls.get(cluster))
                     check = graph.add(Node("aws:route53/healthCheck:HealthCheck", name, {
                         "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
-                        "fqdn": gateway_record(zone.domain, cluster), **({"enableSni": True} if https else {}),
+                        "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
                         "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
                         "failureThreshold": 3}, me, provider))
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
@@ -375,7 +381,7 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 # rrdatas, and one health check (with three source regions) probes each address, over
                 # HTTPS when every cluster of the service terminates TLS (one check serves them all).
                 https = all(tls.get(c) for c in routes.dns)
-                probe = {"port": 443 if https else 80, "host": f"{HEALTH_HOST}.{zone.domain}",
+                probe = {"port": 443 if https else 80, "host": check_host(dns),
                          "requestPath": health_path(svc.name, svc.namespace)}
                 check = graph.add(Node("gcp:compute/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}", {
                     "project": zone.project, "sourceRegions": list(HEALTH_SOURCE_REGIONS), "checkIntervalSec": 30,
