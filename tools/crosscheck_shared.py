@@ -1,6 +1,7 @@
 """Optional cross-check, outside the test suite: the dev and prod stacks' rendered objects
 through an independent validator, `validate_manifests.py` of a `shared/` folder beside the clone
-(given our copies of the kinds its collection lacks: cert-manager, GKE networking).
+(given our copies of the kinds its collection lacks: cert-manager, GKE networking, Envoy Gateway's
+EnvoyProxy and BackendTrafficPolicy, Kubernetes RBAC; each with its source in schemas/SOURCES.md).
 
     python tools/crosscheck_shared.py [SHARED_DIR]       # make crosscheck
 
@@ -8,12 +9,17 @@ Exit 0 when every object passes, 1 when one fails, 2 when there is no such valid
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# What the shared collection has no schema for, as files of ours (its --schemas takes folders).
+EXTRA = ("cert-manager", "gke-networking", "envoy-gateway/gateway.envoyproxy.io_envoyproxies.json",
+         "envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.json",
+         "kubernetes/v1.35/apis__rbac.authorization.k8s.io__v1_openapi.json")
 
 
 def main(argv: list[str]) -> int:
@@ -22,8 +28,13 @@ def main(argv: list[str]) -> int:
     if not tool.exists():
         print(f"no independent validator at {tool}", file=sys.stderr)
         return 2
-    extra = [arg for d in ("cert-manager", "gke-networking") for arg in ("--schemas", str(ROOT / "schemas" / d))]
     worst = 0
+    ours = Path(tempfile.mkdtemp(prefix="mp-extra-schemas-"))
+    for name in EXTRA:
+        src, dst = ROOT / "schemas" / name, ours / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
+    extra = ["--schemas", str(ours)]
     for stack in ("dev", "prod"):
         with tempfile.TemporaryDirectory() as out:
             planned = subprocess.run([sys.executable, "-m", "modelplane", "plan", stack, "--out", out],
@@ -36,6 +47,7 @@ def main(argv: list[str]) -> int:
             print(f"{stack}: {len(checked.stdout.splitlines()) - len(bad)} objects pass"
                   + "".join(f"\n  {line}" for line in bad))
             worst = max(worst, checked.returncode)
+    shutil.rmtree(ours)
     return worst
 
 
