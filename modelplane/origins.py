@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .api.loader import NAMESPACE, read_yaml
+from .changes import POOL_TYPES
 from .errors import InputError
 from .references import infra_file
-
-POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
 
 
 def _entry(run, name: str | None):

@@ -127,6 +127,9 @@ def critical_pods_quota(namespace: str) -> dict:
                  "values": ["system-node-critical", "system-cluster-critical"]}]}}}
 
 
+# cert-manager's controller ServiceAccount: the chart names it after the release, in the release's
+# namespace (catalog/substrate.yaml certManager); the cloud identities for DNS-01 bind to it.
+CERT_MANAGER_SERVICE_ACCOUNT = ("cert-manager", "cert-manager")   # (namespace, name)
 GATEWAY_TLS_SECRET = "inference-gateway-tls"
 ACME_ISSUER = "modelplane-acme"
 

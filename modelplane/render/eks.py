@@ -16,14 +16,12 @@ from functools import partial
 
 from ..api import Catalog, InferenceCluster
 from ..api.cluster import GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL
+from .addons import CERT_MANAGER_SERVICE_ACCOUNT
 from .graph import Apply, Graph, Node, Ref, Secret
 from .kubeconfig import TAINT_EFFECT, eks_kubeconfig
 
 _CAPACITY = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK", "reservation": "ON_DEMAND"}
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"   # kube-system; the substrate's chart uses this name
-# The cert-manager chart names its controller's ServiceAccount after the release (`cert-manager`),
-# in the release's namespace (catalog/substrate.yaml certManager).
-CERT_MANAGER_NAMESPACE = CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager"
 MIME_BOUNDARY = "MODELPLANE"
 
 # What the cluster autoscaler calls (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md);
@@ -162,7 +160,7 @@ def _pod_identities(c: InferenceCluster, graph: Graph, cluster: str, parent: str
         wanted.append(("cluster-autoscaler", "autoscaler", "kube-system", AUTOSCALER_SERVICE_ACCOUNT, AUTOSCALER_POLICY))
     dns01 = c.tls.acme.dns01 if c.tls and c.tls.acme else None
     if dns01 and dns01.route53:
-        wanted.append(("cert-manager", "cert-manager", CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT,
+        wanted.append(("cert-manager", "cert-manager", *CERT_MANAGER_SERVICE_ACCOUNT,
                        cert_manager_dns_policy(dns01.route53.hosted_zone_id)))
     if not wanted:
         return {}

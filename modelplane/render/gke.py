@@ -23,6 +23,7 @@ from ..api.cluster import GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL
 from ..api.fabric import GKE_DRANET_LABEL, fabric_wiring
 from ..api.rules import compact_placement
 from . import gpudirect as gd
+from .addons import CERT_MANAGER_SERVICE_ACCOUNT
 from .graph import Apply, Graph, Node, Ref, Secret
 from .kubeconfig import TAINT_EFFECT, gke_kubeconfig
 
@@ -191,10 +192,6 @@ def build(c: InferenceCluster, catalog: Catalog, graph: Graph, parent: str):
     return kubeconfig, [system], _dns01_identity(c, graph, parent)
 
 
-# cert-manager's controller ServiceAccount: the chart names it after the release, in its namespace.
-CERT_MANAGER_KSA = ("cert-manager", "cert-manager")
-
-
 def dns01_account(c: InferenceCluster) -> tuple[str, str] | None:
     """(account id, email) of the Google service account cert-manager acts as for Cloud DNS DNS-01,
     or None. Account ids are 6-30 characters."""
@@ -220,7 +217,7 @@ def _dns01_identity(c: InferenceCluster, graph: Graph, parent: str) -> dict[str,
     dns = graph.add(Node("gcp:projects/iAMMember:IAMMember", f"{c.name}-dns01-dns", {
         "project": c.tls.acme.dns01.cloud_dns.project, "role": "roles/dns.admin", "member": f"serviceAccount:{email}"},
         parent, depends_on=(account,)))
-    ns, ksa = CERT_MANAGER_KSA
+    ns, ksa = CERT_MANAGER_SERVICE_ACCOUNT
     bind = graph.add(Node("gcp:serviceaccount/iAMMember:IAMMember", f"{c.name}-dns01-workload-identity", {
         "serviceAccountId": Ref(account, "name"), "role": "roles/iam.workloadIdentityUser",
         "member": f"serviceAccount:{project}.svc.id.goog[{ns}/{ksa}]"}, parent))
