@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: install browser typecheck-tools plan test report-check report-draw screenshot bench crosscheck clean
+.PHONY: install browser typecheck-tools plan test report-check report-draw screenshot bench crosscheck clean \
+	e2e-build e2e cluster cluster-down
 
 # Progress: one line per package pip collects (its full output goes to $(VENV)/install.log, whose
 # tail is printed if it fails; a shell loop, because mawk holds its input back).
@@ -101,3 +102,26 @@ $(VENV)/prices.stamp: requirements-prices.txt $(BIN)/modelplane
 $(VENV)/sizing.stamp: requirements-sizing.txt $(BIN)/modelplane
 	$(BIN)/pip install -q -r requirements-sizing.txt
 	@touch $@
+
+# The real engine and control plane (tools/e2e/): the pulumi CLI and the Kubernetes provider plugin,
+# etcd, kube-apiserver/-controller-manager/-scheduler v1.35 and KWOK, and the operators' controllers,
+# all built from the Go module proxy at pinned versions and cached by version under
+# ~/.cache/modelplane/e2e (cold: see the README's budget; warm: nothing to build).
+e2e-build: install
+	$(BIN)/python tools/e2e/build.py
+
+# `make e2e`: the first `up` of a production-like stack and changes to it under the real engine, on
+# two loopback clusters; writes out/e2e/report.json (versions, scenarios, order, serving counts).
+e2e: install
+	MODELPLANE_E2E=1 PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest tests/e2e -p no:cacheprovider -x
+
+# `make cluster`: one loopback cluster ("local") with GPU nodes shaped like STACK's pools of CLUSTER,
+# for `modelplane up` by hand; `make cluster-down` stops it.
+STACK_FILE ?= tests/e2e/stacks/Pulumi.e2e.yaml
+POOLS_OF ?= e2e-a
+cluster: install
+	$(BIN)/python tools/e2e/build.py pulumi kubernetes-provider etcd kubernetes kwok
+	$(BIN)/python tools/e2e/local.py up --stack-file $(STACK_FILE) --pools-of $(POOLS_OF)
+
+cluster-down:
+	$(BIN)/python tools/e2e/local.py down

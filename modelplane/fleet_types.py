@@ -268,6 +268,8 @@ class Component(TypedDict):
 
     enabled: NotRequired[bool]
     'false: the cluster already runs it. Default: true.'
+    preinstalled: NotRequired[bool]
+    "true: the cluster's owners installed it; modelplane wires workloads for it, installs nothing. Default: false."
     version: NotRequired[str]
     "the chart version to install; default: catalog/substrate.yaml's pin"
     values: NotRequired[dict[str, Any]]
@@ -284,21 +286,21 @@ class Substrate(TypedDict):
     "Which in-cluster operators modelplane installs: each `true`, `false` (the cluster already\nruns it, e.g. an existing cert-manager) or `{enabled, version, values}` to pick the chart\nversion and deep-merge Helm values over modelplane's (pins and values: catalog/substrate.yaml,\nrender/addons.py; what each switch covers: api/substrate.py)."
 
     draDriver: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     kai: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     lws: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     kserve: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     keda: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     certManager: NotRequired[ComponentInput]
-    'Default: {"enabled": true, "values": {}}.'
+    'Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     gateway: NotRequired[ComponentInput]
-    'Envoy Gateway + Envoy AI Gateway and the cluster\'s inference Gateway. Default: {"enabled": true, "values": {}}.'
+    'Envoy Gateway + Envoy AI Gateway and the cluster\'s inference Gateway. Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     autoscaler: NotRequired[ComponentInput]
-    'EKS: the cluster autoscaler (GKE scales its node pools itself). Default: {"enabled": true, "values": {}}.'
+    'EKS: the cluster autoscaler (GKE scales its node pools itself). Default: {"enabled": true, "preinstalled": false, "values": {}}.'
 
 
 class GatewayRef(TypedDict):

@@ -9,6 +9,9 @@ os.environ.setdefault("PULUMI_ERROR_OUTPUT_STRING", "true")
 # extra is installed (tests/test_sizing_estimator.py runs it on purpose).
 os.environ["MODELPLANE_ESTIMATE"] = "never"
 
+# tests/e2e builds and runs the real engine and control plane: only under `make e2e`.
+collect_ignore = [] if os.environ.get("MODELPLANE_E2E") == "1" else ["e2e"]
+
 
 @pytest.fixture(scope="session")
 def schema_catalog():

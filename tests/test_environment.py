@@ -6,7 +6,7 @@ from rich.console import Console
 
 from modelplane.automation import environment
 from modelplane.automation.console import run_command
-from modelplane.automation.driver import POLICY_PACK, stack_runner
+from modelplane.automation.driver import policy_pack, stack_runner
 
 from fake_pulumi import FakePulumi
 
@@ -42,7 +42,8 @@ def test_up_runs_infra_in_parallel_then_apps(tmp_path):
     ran = order_of(fake, "up")
     assert sorted(ran[:3]) == INFRA and ran[3] == "prod"
     assert fake.peak == 3                       # the three infra stacks at once, apps alone after
-    assert all("--policy-pack" in a and str(POLICY_PACK) in a for _, a in fake.calls)
+    # the pack folder through a Python language host, else its executable shim (driver.policy_pack)
+    assert all("--policy-pack" in a and policy_pack()[0] in a for _, a in fake.calls)
     assert "prod" in text and "create 3" in text
 
 

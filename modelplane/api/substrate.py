@@ -27,12 +27,16 @@ CHARTS = {
     "gateway": ("envoyGateway", "envoyGatewayCrds"),
     "autoscaler": ("clusterAutoscaler",),
 }
+# Entries a switch installs besides its versioned group (their versions are pinned on their own).
+SWITCH_OF = {**{key: switch for switch, keys in CHARTS.items() for key in keys},
+             "gatewayApi": "gateway", "aiGateway": "gateway", "aiGatewayCrds": "gateway"}
 
 
 class Component(Model):
     """One substrate component. `true`/`false` in a stack file is `{enabled: true/false}`."""
 
     enabled: bool = True              # false: the cluster already runs it
+    preinstalled: bool = False        # true: the cluster's owners installed it; modelplane wires workloads for it, installs nothing
     version: str | None = None        # the chart version to install; default: catalog/substrate.yaml's pin
     values: dict[str, Any] = {}       # Helm values deep-merged over modelplane's (yours win)
 
@@ -74,6 +78,11 @@ def overrides(substrate) -> dict[str, dict]:
             if over:
                 out[key] = over
     return out
+
+
+def preinstalled(substrate) -> frozenset[str]:
+    """Switch names whose component the cluster's owners installed (enabled, not installed by us)."""
+    return frozenset(s for s in CHARTS if (c := getattr(substrate, _field(substrate, s))).enabled and c.preinstalled)
 
 
 def toggles(substrate) -> dict[str, bool]:

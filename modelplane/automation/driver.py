@@ -6,6 +6,8 @@ or --backend says otherwise; the passphrase comes from PULUMI_CONFIG_PASSPHRASE(
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 from ..api.project import current, data_dir
@@ -54,18 +56,44 @@ def _passphrase() -> None:
         raise DriverError("set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) for the state's secrets")
 
 
+def language_host() -> bool:
+    """Whether the CLI can start a Python program itself (pulumi-language-python beside it or on PATH)."""
+    if os.environ.get("MODELPLANE_INLINE") == "1":
+        return False
+    cli = shutil.which("pulumi")
+    beside = Path(cli).resolve().parent / "pulumi-language-python" if cli else None
+    return bool(shutil.which("pulumi-language-python") or (beside and beside.exists()))
+
+
 def select_stack(stack: str, backend: str | None = None, command=None):
-    """A Stack bound to this project directory (its Pulumi.yaml and stacks/ config dir)."""
+    """A Stack bound to this project directory (its Pulumi.yaml and stacks/ config dir).
+
+    Without a Python language host the program runs inline, in this process: the Automation API
+    serves it to the engine over `--client`, so the same program, config and state take part."""
     from pulumi import automation as auto
 
-    env = {"PULUMI_BACKEND_URL": backend_url(backend)}
+    env = {"PULUMI_BACKEND_URL": backend_url(backend), "MODELPLANE_PYTHON": sys.executable}
     _passphrase()
     root = str(current().root)
     opts = auto.LocalWorkspaceOptions(work_dir=root, env_vars=env, pulumi_command=command)
     try:
-        return auto.create_or_select_stack(stack_name=stack, work_dir=root, opts=opts)
+        if language_host():
+            return auto.create_or_select_stack(stack_name=stack, work_dir=root, opts=opts)
+        from .. import program
+        return auto.create_or_select_stack(stack_name=stack, project_name=program.PROJECT,
+                                           program=program.main, opts=opts)
     except FileNotFoundError as exc:
         raise MissingCli(INSTALL_HINT) from exc
+
+
+def policy_pack() -> list[str]:
+    """The pack as the engine can start it: the folder through the Python language host, else the
+    executable shim beside PulumiPolicy.yaml (policies/analyzer)."""
+    if not POLICY_PACK.joinpath("PulumiPolicy.yaml").exists():
+        return []
+    if language_host():
+        return [str(POLICY_PACK)]
+    return [str(POLICY_PACK / "analyzer")]
 
 
 def operate(operation: str, stack: str, backend: str | None = None, on_output=print, command=None,
@@ -76,7 +104,7 @@ def operate(operation: str, stack: str, backend: str | None = None, on_output=pr
     from pulumi import automation as auto
 
     st = select_stack(stack, backend, command)
-    packs = [str(POLICY_PACK)] if POLICY_PACK.joinpath("PulumiPolicy.yaml").exists() else []
+    packs = policy_pack()
     gate = {"policy_packs": packs}
     if packs and policy_config:
         gate["policy_pack_configs"] = [str(Path(policy_config).resolve())]

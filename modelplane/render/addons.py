@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from . import gpudirect as gd
 from . import presets
-from ..api.substrate import deep_merge
+from ..api.substrate import SWITCH_OF, deep_merge
 from .names import MANAGED_BY, meta
 from .substrate import namespace
 
@@ -48,6 +48,7 @@ class Addon:
     objects: tuple = ()                  # kind objects: Kubernetes dicts we render ourselves
     wait_for: str = ""                   # kind gate: a pulumi.com/waitFor expression on `objects[0]`
     version: str = ""                    # kind release: the chart version (pinned, or the stack's override)
+    switch: str = ""                     # kind gate: the substrate switch whose install it waits for
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ClusterFacts:
     dns01_account: str = ""              # GKE: the Google service account cert-manager uses for DNS-01
     overrides: dict = field(default_factory=dict)   # substrate.yaml key -> {version, values} from the stack
     compute_domains: bool = False        # some pool is one multi-node NVLink domain (DRA ComputeDomains)
+    preinstalled: frozenset = frozenset()   # switches the cluster's owners installed: no release, no gate
 
 
 def is_own_gateway(gateway: dict | None) -> bool:
@@ -247,6 +249,8 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
     out: list[Addon] = []
 
     def add(addon: Addon):
+        if _preinstalled(addon, facts.preinstalled):
+            return      # its dependants' `after` names it and finds nothing to wait for
         if addon.key is None or addon.key in versions:
             out.append(_configured(addon, versions, facts.overrides))
 
@@ -282,7 +286,7 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
                    "metadata": {"name": KSERVE_WEBHOOK_SERVICE, "namespace": kserve_ns}}
         add(Addon("kserve-webhook-ready", "gate", "the presets go through KServe's validating webhook: wait "
                   "until its Service has a ready endpoint", after=("kserve-llmisvc-resources",),
-                  objects=(webhook,), wait_for="jsonpath={.subsets[0].addresses[0].ip}"))
+                  objects=(webhook,), wait_for="jsonpath={.subsets[0].addresses[0].ip}", switch="kserve"))
         add(Addon("kserve-runtime-configs", "release", "the LLMInferenceServiceConfig presets every "
                   "LLMInferenceService merges", after=("kserve-webhook-ready",), key="kserveRuntimeConfigs",
                   values={"kserve": {"llmisvcConfigs": {"enabled": True}}}))
@@ -311,6 +315,13 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
         add(Addon("keda", "release", "autoscaling of native GPU roles and extra roles", key="keda"))
     add_drivers(facts, versions, add)
     return out
+
+
+def _preinstalled(addon: Addon, switches: frozenset) -> bool:
+    """An install step of a component the cluster already runs: its chart, manifests or install gate."""
+    if addon.kind in ("release", "manifests"):
+        return SWITCH_OF.get(addon.key or "") in switches
+    return addon.kind == "gate" and addon.switch in switches
 
 
 def _configured(addon: Addon, versions: dict, overrides: dict) -> Addon:

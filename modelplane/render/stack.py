@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..api import Catalog, InferenceCluster as ClusterSpec
 from ..api.deployment import GPU_ROLES
-from ..api.substrate import overrides, toggles
+from ..api.substrate import overrides, preinstalled, toggles
 from ..fleet import inventory_of
 from . import eks, gke
 from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
@@ -128,7 +128,7 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
                         efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
                         gpu_nics=nics or 0, tls=tls, dns01_account=account[1] if account else "",
-                        overrides=overrides(c.substrate),
+                        overrides=overrides(c.substrate), preinstalled=preinstalled(c.substrate),
                         compute_domains=any(catalog.classes[p.class_].domain_nodes for p in c.node_pools))
 
 

@@ -1,0 +1,267 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler (DRA on, as in 1.35 by default) and KWOK for nodes that run no containers.
+
+    python tools/e2e/cluster.py up [NAME ...]     # default: one cluster "local"; prints kubeconfigs
+    python tools/e2e/cluster.py down [NAME ...]   # stops them and removes their state
+
+Each cluster lives in out/e2e/clusters/NAME/ (PKI, etcd data, logs, pids, kubeconfig). Binaries
+come from tools/e2e/build.py's cache. Nodes are added by tools/e2e/nodes.py (GPU nodes shaped like
+modelplane's classes, with the ResourceSlices the NVIDIA DRA driver publishes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import build  # noqa: E402
+
+STATE = build.ROOT / "out" / "e2e" / "clusters"
+SERVICE_CIDR = "10.96.0.0/16"       # allocated by the API server only: nothing listens there
+KAI_STANDIN = "kai-scheduler"      # render/pod.py KAI_SCHEDULER
+POD_CIDR = "10.244.0.0/16"          # KWOK writes pod IPs from it; no traffic is ever sent to them
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def pki(d: Path) -> None:
+    """A CA, the API server's serving pair, an admin client (system:masters) and the SA key pair."""
+    d.mkdir(parents=True, exist_ok=True)
+    if (d / "admin.crt").exists():
+        return
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+             "-days", "30", "-subj", "/CN=modelplane-e2e-ca", cwd=d)
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,"
+                               "DNS:kubernetes.default.svc,IP:10.96.0.1\n")
+    for name, subj, ext in (("apiserver", "/CN=kube-apiserver", ["-extfile", "san.ext"]),
+                            ("admin", "/O=system:masters/CN=modelplane-e2e-admin", [])):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", subj, cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-days", "30", "-out", f"{name}.crt", *ext, cwd=d)
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
+
+
+def kubeconfig(d: Path, name: str, port: int) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": f"https://127.0.0.1:{port}",
+                                                "certificate-authority": str(d / "pki/ca.crt")}}],
+        "users": [{"name": "admin", "user": {"client-certificate": str(d / "pki/admin.crt"),
+                                             "client-key": str(d / "pki/admin.key")}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
+    }, indent=2)
+
+
+def inline_kubeconfig(path: Path) -> str:
+    """The same kubeconfig with the certificates inline: what a stack secret must hold."""
+    import base64
+    cfg = json.loads(path.read_text())
+    c, u = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+    c["certificate-authority-data"] = base64.b64encode(Path(c.pop("certificate-authority")).read_bytes()).decode()
+    for f in ("client-certificate", "client-key"):
+        u[f + "-data"] = base64.b64encode(Path(u.pop(f)).read_bytes()).decode()
+    return json.dumps(cfg)
+
+
+@dataclass
+class Cluster:
+    name: str
+    dir: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        run = subprocess.run([str(need("kubectl")), "--kubeconfig", str(self.kubeconfig), *args],
+                             input=input, capture_output=True, text=True)
+        if check and run.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {run.stderr.strip()}")
+        return run.stdout
+
+    def get(self, *args: str) -> dict:
+        return json.loads(self.kubectl("get", *args, "-o", "json"))
+
+    def apply(self, objs: list[dict]) -> None:
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+
+
+def need(exe: str) -> Path:
+    p = build.binary(exe)
+    if p is None:
+        raise SystemExit(f"e2e: {exe} is not built; run `python tools/e2e/build.py` (make e2e-build)")
+    return p
+
+
+def _start(c: Cluster, name: str, argv: list[str]) -> None:
+    log = open(c.dir / "logs" / f"{name}.log", "ab")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            cwd=c.dir)
+    (c.dir / "pids" / name).write_text(str(proc.pid))
+
+
+def _ready(c: Cluster, port: int, timeout: float = 90) -> None:
+    ctx = ssl.create_default_context(cafile=str(c.dir / "pki/ca.crt"))
+    ctx.load_cert_chain(str(c.dir / "pki/admin.crt"), str(c.dir / "pki/admin.key"))
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except Exception as exc:   # not up yet: connection refused, 500 while post-start hooks run
+            last = str(exc)
+        time.sleep(0.5)
+    raise RuntimeError(f"cluster {c.name}: kube-apiserver not ready after {timeout:.0f}s ({last}); "
+                       f"see {c.dir / 'logs/kube-apiserver.log'}")
+
+
+def up(name: str) -> Cluster:
+    c = Cluster(name, STATE / name)
+    if (c.dir / "pids").exists() and alive(c):
+        return c
+    for sub in ("logs", "pids", "etcd"):
+        (c.dir / sub).mkdir(parents=True, exist_ok=True)
+    pki(c.dir / "pki")
+    p = c.dir / "pki"
+    etcd_port, peer, api = free_port(), free_port(), free_port()
+    _start(c, "etcd", [str(need("etcd")), "--data-dir", str(c.dir / "etcd"), "--name", name,
+                       "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+                       "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+                       "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                       "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                       "--initial-cluster", f"{name}=http://127.0.0.1:{peer}",
+                       "--unsafe-no-fsync", "--quota-backend-bytes", str(2 << 30)])
+    _start(c, "kube-apiserver", [
+        str(need("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api}",
+        f"--cert-dir={p}", f"--tls-cert-file={p}/apiserver.crt", f"--tls-private-key-file={p}/apiserver.key",
+        f"--client-ca-file={p}/ca.crt", "--authorization-mode=Node,RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc", f"--service-account-key-file={p}/sa.pub",
+        f"--service-account-signing-key-file={p}/sa.key", f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true", "--enable-priority-and-fairness=false", "--endpoint-reconciler-type=none"])
+    c.kubeconfig.write_text(kubeconfig(c.dir, name, api))
+    _ready(c, api)
+    kc = str(c.kubeconfig)
+    _start(c, "kube-controller-manager", [
+        str(need("kube-controller-manager")), f"--kubeconfig={kc}", "--leader-elect=false",
+        f"--service-account-private-key-file={p}/sa.key", f"--root-ca-file={p}/ca.crt",
+        f"--cluster-signing-cert-file={p}/ca.crt", f"--cluster-signing-key-file={p}/ca.key",
+        "--use-service-account-credentials=false", "--controllers=*,-nodeipam,-service-lb-controller",
+        "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}"])
+    _start(c, "kube-scheduler", [
+        str(need("kube-scheduler")), f"--kubeconfig={kc}", "--leader-elect=false",
+        "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}"])
+    # KAI v0.17.0 is not served by the module proxy: pods that name `kai-scheduler` are placed by a
+    # second kube-scheduler under that name (placement and DRA allocation, no gangs, no queues).
+    (c.dir / "kai-standin.yaml").write_text(json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False}, "clientConnection": {"kubeconfig": kc},
+        "profiles": [{"schedulerName": KAI_STANDIN}]}))
+    _start(c, "kai-standin-scheduler", [
+        str(need("kube-scheduler")), f"--config={c.dir / 'kai-standin.yaml'}",
+        "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}"])
+    # KWOK manages only the nodes tools/e2e/nodes.py annotates; its default stages make their pods
+    # Running and Ready once bound (kwok pkg/kwok/cmd/root.go getDefaultNodeStages/PodStages).
+    _start(c, "kwok", [
+        str(need("kwok")), f"--kubeconfig={kc}", "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", f"--cidr={POD_CIDR}",
+        "--node-ip=10.244.0.1", f"--server-address=127.0.0.1:{free_port()}", "--node-lease-duration-seconds=40"])
+    (c.dir / "versions.json").write_text(json.dumps(versions(), indent=2))
+    return c
+
+
+def versions() -> dict:
+    spec = build.COMPONENTS
+    return {n: spec[k]["version"] for k in ("etcd", "kubernetes", "kwok")
+            for n in spec[k]["binaries"] if n != "kubectl"}
+
+
+def alive(c: Cluster) -> bool:
+    pids = list((c.dir / "pids").glob("*"))
+    return bool(pids) and all(_running(int(f.read_text())) for f in pids)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def stop(c: Cluster, process: str) -> None:
+    f = c.dir / "pids" / process
+    if f.exists():
+        pid = int(f.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        for _ in range(50):
+            if not _running(pid):
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        f.unlink()
+
+
+def down(name: str, keep: bool = False) -> None:
+    import shutil
+    c = Cluster(name, STATE / name)
+    if (c.dir / "pids").exists():
+        # Controllers first, the API server next, etcd last.
+        order = sorted((f.name for f in (c.dir / "pids").iterdir()),
+                       key=lambda n: {"etcd": 2, "kube-apiserver": 1}.get(n, 0))
+        for proc in order:
+            stop(c, proc)
+    if not keep:
+        shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("up", "down"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    names = argv[1:] or ["local"]
+    if argv[0] == "down":
+        for n in names:
+            down(n)
+            print(f"cluster {n}: stopped")
+        return 0
+    for n in names:
+        c = up(n)
+        print(f"cluster {n}: up; kubeconfig {c.kubeconfig}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,179 @@
+"""What the end-to-end tests drive: a user's project folder, the real engine, the loopback clusters.
+
+- `Workspace`: a project folder outside the checkout (Pulumi.yaml, stacks/), a file:// backend and
+  a passphrase, PATH and PULUMI_HOME holding the engine and the Kubernetes provider built by
+  tools/e2e/build.py, and each stack's kubeconfig secrets set with `pulumi config set --secret`.
+- `Workspace.operate`: preview/up/destroy through modelplane's own driver (the Automation API),
+  recording the engine's events in order (resource pre/outcome events with op and URN).
+- `Sampler`: serving replicas per deployment, read from the API servers while a change runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import build
+
+ROOT = build.ROOT
+ENGINE_BINARIES = ("pulumi", "pulumi-resource-kubernetes")
+
+
+@dataclass
+class Event:
+    seq: int
+    t: float
+    phase: str         # pre | done | failed
+    op: str            # create | update | replace | create-replacement | delete-replaced | delete | same ...
+    urn: str
+    type: str
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+
+@dataclass
+class Outcome:
+    operation: str
+    ok: bool
+    summary: dict
+    events: list[Event] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+
+
+def engine_env(home: Path) -> dict:
+    """PATH with the built engine and provider first, PULUMI_HOME of the tests' own."""
+    bins = []
+    for exe in ENGINE_BINARIES:
+        p = build.binary(exe)
+        if p is None:
+            raise RuntimeError(f"{exe} is not built (python tools/e2e/build.py)")
+        bins.append(str(p.parent))
+    return {"PATH": os.pathsep.join([*dict.fromkeys(bins), os.environ.get("PATH", "")]),
+            "PULUMI_HOME": str(home), "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DIY_BACKEND_NO_LOCK": "",
+            "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true"}
+
+
+class Workspace:
+    def __init__(self, folder: Path, passphrase: str = "modelplane-e2e"):
+        self.root = folder
+        self.state = folder / ".pulumi-state"
+        self.state.mkdir(parents=True, exist_ok=True)
+        (folder / "stacks").mkdir(exist_ok=True)
+        shutil.copy(ROOT / "Pulumi.yaml", folder / "Pulumi.yaml")
+        self.env = engine_env(folder / ".pulumi-home") | {
+            "PULUMI_CONFIG_PASSPHRASE": passphrase, "PULUMI_BACKEND_URL": f"file://{self.state}"}
+
+    def __enter__(self):
+        self._saved = {k: os.environ.get(k) for k in self.env}
+        self._cwd = os.getcwd()
+        os.environ.update(self.env)
+        os.chdir(self.root)
+        return self
+
+    def __exit__(self, *exc):
+        os.chdir(self._cwd)
+        for k, v in self._saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def write_stack(self, stack: str, text: str) -> Path:
+        path = self.root / "stacks" / f"Pulumi.{stack}.yaml"
+        path.write_text(text)
+        return path
+
+    def set_secrets(self, stack: str, secrets: dict[str, str]) -> None:
+        """`pulumi config set --secret` for each key, encrypted with this workspace's passphrase."""
+        from pulumi import automation as auto
+
+        from modelplane.automation import driver
+        st = driver.select_stack(stack)
+        st.set_all_config({k: auto.ConfigValue(v, secret=True) for k, v in secrets.items()})
+
+    def operate(self, operation: str, stack: str) -> Outcome:
+        from modelplane.automation import driver
+
+        events: list[Event] = []
+        start = time.monotonic()
+        lines: list[str] = []
+
+        def on_event(ev):
+            for phase, attr in (("pre", "resource_pre_event"), ("done", "res_outputs_event"),
+                                ("failed", "res_op_failed_event")):
+                e = getattr(ev, attr, None)
+                if e is not None and getattr(e, "metadata", None) is not None:
+                    m = e.metadata
+                    events.append(Event(len(events), round(time.monotonic() - start, 3), phase, str(m.op.value
+                                        if hasattr(m.op, "value") else m.op), m.urn, m.type))
+
+        try:
+            summary = driver.operate(operation, stack, on_output=lines.append, on_event=on_event)
+            return Outcome(operation, True, summary, events, seconds=round(time.monotonic() - start, 1))
+        except driver.DriverError as exc:
+            tail = "\n".join(lines[-40:])
+            return Outcome(operation, False, {}, events, f"{exc}\n{tail}", round(time.monotonic() - start, 1))
+
+    def modelplane(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+        """The `modelplane` command a user runs, in this project folder."""
+        exe = shutil.which("modelplane") or str(Path(os.sys.executable).parent / "modelplane")
+        return subprocess.run([exe, *args], cwd=self.root, env=os.environ | self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+class Sampler:
+    """Every `interval` seconds: per cluster and deployment, how many replicas serve (all pods of the
+    replica's workloads Running and Ready), until stopped. Kept as (t, {cluster/ns/dep: n})."""
+
+    def __init__(self, clusters: dict, namespaces: list[str], interval: float = 0.5):
+        self.clusters, self.namespaces, self.interval = clusters, namespaces, interval
+        self.samples: list[tuple[float, dict]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((round(time.monotonic() - self._t0, 2), self.read()))
+            self._stop.wait(self.interval)
+
+    def read(self) -> dict:
+        out: dict[str, int] = {}
+        for name, c in self.clusters.items():
+            for ns in self.namespaces:
+                try:
+                    pods = c.get("pods", "-n", ns, "-l", "modelplane.ai/deployment")["items"]
+                except (RuntimeError, json.JSONDecodeError):
+                    continue
+                replicas: dict[tuple, list[bool]] = {}
+                for p in pods:
+                    lb = p["metadata"].get("labels", {})
+                    key = (lb.get("modelplane.ai/deployment"), lb.get("modelplane.ai/replica"))
+                    ready = p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") and any(
+                        c_["type"] == "Ready" and c_["status"] == "True" for c_ in p["status"].get("conditions", []))
+                    replicas.setdefault(key, []).append(ready)
+                for (dep, _), states in replicas.items():
+                    k = f"{name}/{ns}/{dep}"
+                    out[k] = out.get(k, 0) + (1 if states and all(states) else 0)
+        return out
+
+    def minimum(self) -> dict[str, int]:
+        """The fewest serving replicas each deployment had at any sample."""
+        keys = {k for _, s in self.samples for k in s}
+        return {k: min(s.get(k, 0) for _, s in self.samples) for k in sorted(keys)}
