@@ -123,3 +123,38 @@ def test_overrides_reach_the_helm_releases_of_a_plan(tmp_path):
     assert releases["kserve-llmisvc-crd"]["version"] == releases["kserve-llmisvc-resources"]["version"] == "v0.20.1"
     assert releases["kserve-llmisvc-resources"]["values"]["kserve"]["llmisvc"] == {
         "createGIECRDs": True, "controller": {"image": "r.example/c"}}
+
+
+def test_a_preinstalled_component_is_wired_but_not_installed(tmp_path):
+    """`preinstalled: true`: the cluster's owners run it (the e2e clusters, a platform team's own KAI):
+    no chart, manifest or install gate of it, while workloads keep its wiring (KAI scheduler name and
+    queue, DRA claim templates) and objects that are ours (the Gateway, queues) are still created."""
+    from modelplane.api.substrate import preinstalled
+    sub = Substrate.model_validate({"kai": {"preinstalled": True}, "kserve": {"preinstalled": True},
+                                    "gateway": {"preinstalled": True}, "draDriver": {"preinstalled": True}})
+    assert preinstalled(sub) == {"kai", "kserve", "gateway", "draDriver"}
+    facts = ClusterFacts("c", "existing", "ams1", True, toggles(sub), preinstalled=preinstalled(sub))
+    names = {a.name: a.kind for a in addons(facts, VERSIONS)}
+    assert not {"kai-scheduler", "kserve-llmisvc-crd", "kserve-llmisvc-resources", "kserve-webhook-ready",
+                "kserve-runtime-configs", "envoy-gateway", "envoy-gateway-crds", "ai-gateway", "ai-gateway-crds",
+                "gateway-api-crds", "dra-driver-nvidia-gpu"} & set(names)
+    assert names["gateway"] == "objects" and names["kserve-pipeline-preset"] == "objects"
+    assert "cert-manager" in names and "lws" in names      # not marked: still installed
+    # Disabled stays what it was: not installed and not wired.
+    assert not preinstalled(Substrate.model_validate({"kai": {"enabled": False, "preinstalled": True}}))
+
+    stack = yaml.safe_load((ROOT / "tests" / "e2e" / "stacks" / "Pulumi.infra-e2e.yaml").read_text())
+    stack["config"]["modelplane:deployments"] = [{
+        "name": "m", "namespace": "ml", "model": {"uri": "hf://Qwen/Qwen3-8B"}, "replicas": 1, "backend": "native",
+        "workers": {"count": 1, "topology": {"tensor": 1}}, "engine": {"image": "vllm/vllm-openai:v0.10.2"}}]
+    for key in ("e2eAKubeconfig", "e2eBKubeconfig"):
+        stack["config"][f"modelplane:{key}"] = {"secure": "v1:ZmFrZS1ub25jZQ==:b2ZmbGluZS1leGFtcGxlLW9ubHk="}
+    path = tmp_path / "Pulumi.e2e-one.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    run = offline.run("e2e-one", path)
+    kinds = {r.type for r in run.records}
+    assert "kubernetes:helm.sh/v3:Release" not in kinds
+    pods = [r.inputs["spec"]["template"] for r in run.records if r.type == "kubernetes:apps/v1:Deployment"]
+    assert pods and all(t["spec"]["schedulerName"] == "kai-scheduler" and t["metadata"]["labels"]["kai.scheduler/queue"]
+                        == "ml" and t["spec"]["resourceClaims"] for t in pods)
+    assert "kubernetes:scheduling.run.ai/v2:Queue" in kinds and "kubernetes:gateway.networking.k8s.io/v1:Gateway" in kinds

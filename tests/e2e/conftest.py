@@ -24,7 +24,8 @@ import nodes  # noqa: E402
 import operators  # noqa: E402
 
 CLUSTERS = ("e2e-a", "e2e-b")
-STACK_FILE = Path(__file__).parent / "stacks" / "Pulumi.e2e.yaml"
+STACKS = Path(__file__).parent / "stacks"
+INFRA_FILE = STACKS / "Pulumi.infra-e2e.yaml"
 CORE = ("pulumi", "kubernetes-provider", "etcd", "kubernetes", "kwok")
 REPORT = ROOT / "out" / "e2e" / "report.json"
 
@@ -74,7 +75,7 @@ def clusters(built, report):
             c = loopback.up(name)
             made[name] = c
             report.data["crds"] = crds.install(c)
-            c.apply(nodes.objects_for(STACK_FILE, name))
+            c.apply(nodes.objects_for(INFRA_FILE, name))
         report.data["operators"] = operators.start_all(made, report)
         report.write()
         yield made

@@ -13,11 +13,11 @@ import re
 import pytest
 import yaml
 
-from conftest import CLUSTERS, STACK_FILE  # noqa: F401
+from conftest import STACKS
 import cluster as loopback
 from harness import Sampler, Workspace
 
-STACK = "e2e"
+INFRA, STACK = "infra-e2e", "e2e"
 NS = "ml"
 
 
@@ -25,8 +25,9 @@ NS = "ml"
 def ws(clusters, tmp_path_factory):
     w = Workspace(tmp_path_factory.mktemp("project"))
     with w:
-        w.write_stack(STACK, STACK_FILE.read_text())
-        w.set_secrets(STACK, {f"e2e{n[-1].upper()}Kubeconfig": loopback.inline_kubeconfig(c.kubeconfig)
+        for name in (INFRA, STACK):
+            w.write_stack(name, (STACKS / f"Pulumi.{name}.yaml").read_text())
+        w.set_secrets(INFRA, {f"e2e{n[-1].upper()}Kubeconfig": loopback.inline_kubeconfig(c.kubeconfig)
                               for n, c in clusters.items()})
         yield w
 
@@ -65,9 +66,14 @@ def claims_by_pod(c) -> dict[str, dict]:
 
 
 def test_a_first_up(ws, clusters, report):
+    # The user's commands: the infra stack first (its clusters' substrate objects and inventory), then
+    # the apps stack, which reads the inventory through a StackReference on the same file backend.
+    infra = ws.modelplane("up", INFRA)
+    report.scenario("a-first-up", infra={"exit": infra.returncode, "out": infra.stdout[-3000:] + infra.stderr[-2000:]})
+    assert infra.returncode == 0, infra.stdout + infra.stderr
     planned = plan(ws)
     preview = ws.modelplane("preview", STACK)
-    report.scenario("a-first-up", preview={"exit": preview.returncode, "tail": preview.stdout[-2000:]})
+    report.scenario("a-first-up", preview={"exit": preview.returncode, "out": preview.stdout[-2000:] + preview.stderr[-2000:]})
     assert preview.returncode == 0, preview.stdout + preview.stderr
 
     with Sampler(clusters, [NS]) as sampler:
@@ -104,9 +110,11 @@ def test_a_first_up(ws, clusters, report):
 
 def test_e_destroy(ws, clusters, report):
     out = ws.operate("destroy", STACK)
-    report.scenario("e-destroy", ok=out.ok, summary=out.summary, error=out.error,
-                    order=[(e.phase, e.op, e.type, e.name) for e in out.events])
+    infra = ws.operate("destroy", INFRA)
+    report.scenario("e-destroy", ok=out.ok and infra.ok, summary=out.summary, infra_summary=infra.summary,
+                    error=out.error + infra.error, order=[(e.phase, e.op, e.type, e.name) for e in out.events])
     assert out.ok, out.error
+    assert infra.ok, infra.error
     for n, c in clusters.items():
         left = c.kubectl("get", "all,resourceclaimtemplates,podgroups,queues", "-A", "-l",
                          "app.kubernetes.io/managed-by=modelplane", "-o", "name", check=False)
