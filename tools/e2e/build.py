@@ -32,7 +32,9 @@ def cache_root() -> Path:
 
 def key(name: str) -> str:
     spec = COMPONENTS[name]
-    h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
+    # What the binaries are made of, not the prose about them (`why`, `wants`).
+    made_of = {k: spec.get(k) for k in ("version", "binaries", "ldflags", "prepare")}
+    h = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode())
     for f in sorted((HERE / spec["mod"]).iterdir()):
         if f.is_file():
             h.update(f.name.encode() + f.read_bytes())
