@@ -108,6 +108,82 @@ def test_a_first_up(ws, clusters, report):
     assert again.ok and set(again.summary) <= {"same"}, again.summary
 
 
+def workload(urn_name: str) -> tuple[str, str] | None:
+    """(cluster, Deployment name) of a modelplane workload resource name, else None."""
+    parts = urn_name.split("/")
+    if len(parts) == 4 and parts[2] == "deployment":
+        return parts[0], parts[3]
+    return None
+
+
+def engine_times(events) -> dict[tuple[str, str, str], float]:
+    """(phase, op, resource name) -> when the engine reported it first."""
+    out = {}
+    for e in events:
+        out.setdefault((e.phase, e.op, e.name), e.t)
+    return out
+
+
+def change(ws, clusters, report, name: str, mutate) -> tuple[dict, object, Sampler]:
+    """Edit the stack, ask the plan what `up` will do (--previous: the plan of what runs), run it."""
+    before = plan(ws)
+    edit(ws, mutate)
+    after = plan(ws, previous=before)
+    with Sampler(clusters, [NS]) as sampler:
+        out = ws.operate("up", STACK)
+    report.scenario(name, ok=out.ok, seconds=out.seconds, summary=out.summary, error=out.error,
+                    upOrder=after.get("upOrder"), transitions=after.get("transitions"),
+                    disruptions=after.get("disruptions"),
+                    order=[(e.t, e.phase, e.op, e.name) for e in out.events if workload(e.name)],
+                    servingMin=sampler.minimum_by_deployment(), samples=len(sampler.samples))
+    assert out.ok, out.error
+    return after, out, sampler
+
+
+def test_b_topology_change_surges(ws, clusters, report):
+    def tp2(deps):
+        deps[0]["workers"]["topology"]["tensor"] = 2
+    after, out, sampler = change(ws, clusters, report, "b-surge", tp2)
+    moves = [t for t in after["transitions"] if t["how"] in ("surge", "moved")]
+    assert moves, after["transitions"]
+    times = engine_times(out.events)
+    created = {n: t for (ph, op, n), t in times.items() if ph == "done" and op == "create" and workload(n)}
+    deleted = {n: t for (ph, op, n), t in times.items() if ph == "pre" and op == "delete" and workload(n)}
+    # Make-before-break as the plan printed it: every new workload Available before any old one goes.
+    assert created and deleted, (created, deleted)
+    assert max(created.values()) < min(deleted.values()), (created, deleted)
+    assert sampler.minimum_by_deployment()["ml/qwen3-8b"] >= 2
+
+
+def test_c_engine_args_roll_one_at_a_time(ws, clusters, report):
+    def args(deps):
+        deps[0]["engine"]["args"] = ["--max-model-len=16384"]
+    after, out, sampler = change(ws, clusters, report, "c-roll", args)
+    times = engine_times(out.events)
+    updates = sorted((t, n) for (ph, op, n), t in times.items() if ph == "pre" and op == "update" and workload(n))
+    dones = {n: t for (ph, op, n), t in times.items() if ph == "done" and op == "update" and workload(n)}
+    assert len(updates) == 2, updates
+    # One at a time: the second replica's roll starts after the first one's is awaited.
+    (t0, first), (t1, second) = updates
+    assert dones[first] <= t1, (updates, dones)
+    assert sampler.minimum_by_deployment()["ml/qwen3-8b"] >= 1
+
+
+def test_d_move_to_the_other_cluster(ws, clusters, report):
+    def pin(deps):
+        deps[0]["clusterSelector"] = {"matchLabels": {"modelplane.ai/region": "ams1"}}
+    after, out, sampler = change(ws, clusters, report, "d-move", pin)
+    assert {p["cluster"] for p in after["placements"]} == {"e2e-a"}
+    times = engine_times(out.events)
+    created = [t for (ph, op, n), t in times.items() if ph == "done" and op == "create" and workload(n)
+               and workload(n)[0] == "e2e-a"]
+    deleted = [t for (ph, op, n), t in times.items() if ph == "pre" and op == "delete" and workload(n)
+               and workload(n)[0] == "e2e-b"]
+    assert created and deleted and max(created) < min(deleted), (created, deleted)
+    assert not clusters["e2e-b"].get("deployments", "-n", NS)["items"]
+    assert sampler.minimum_by_deployment()["ml/qwen3-8b"] >= 1
+
+
 def test_e_destroy(ws, clusters, report):
     out = ws.operate("destroy", STACK)
     infra = ws.operate("destroy", INFRA)

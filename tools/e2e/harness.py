@@ -164,14 +164,32 @@ class Sampler:
                 replicas: dict[tuple, list[bool]] = {}
                 for p in pods:
                     lb = p["metadata"].get("labels", {})
-                    key = (lb.get("modelplane.ai/deployment"), lb.get("modelplane.ai/replica"))
+                    # One replica = one workload: a Deployment's pods share its ReplicaSet's owner
+                    # (the old and the surged `-b` replica differ there, not in their labels).
+                    owner = (p["metadata"].get("ownerReferences") or [{}])[0]
+                    wl = owner.get("name", "")
+                    if owner.get("kind") == "ReplicaSet":
+                        wl = wl.rsplit("-", 1)[0]
+                    key = (lb.get("modelplane.ai/deployment"), lb.get("modelplane.ai/replica"), wl)
                     ready = p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") and any(
                         c_["type"] == "Ready" and c_["status"] == "True" for c_ in p["status"].get("conditions", []))
                     replicas.setdefault(key, []).append(ready)
-                for (dep, _), states in replicas.items():
+                for (dep, _, _), states in replicas.items():
                     k = f"{name}/{ns}/{dep}"
                     out[k] = out.get(k, 0) + (1 if states and all(states) else 0)
         return out
+
+    def minimum_by_deployment(self) -> dict[str, int]:
+        """The fewest serving replicas each namespace/deployment had over all clusters at any sample."""
+        totals = []
+        for _, s in self.samples:
+            t: dict[str, int] = {}
+            for k, n in s.items():
+                dep = k.split("/", 1)[1]
+                t[dep] = t.get(dep, 0) + n
+            totals.append(t)
+        keys = {k for t in totals for k in t}
+        return {k: min(t.get(k, 0) for t in totals) for k in sorted(keys)}
 
     def minimum(self) -> dict[str, int]:
         """The fewest serving replicas each deployment had at any sample."""
