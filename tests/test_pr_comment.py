@@ -1,0 +1,113 @@
+"""Issue 47: the pull-request gate tells the whole truth. The comment's headline names every replica
+change by kind, every traffic move and every reason the gate fails (with its fix), never a bold
+figure for a cost change unpriced capacity makes unknown; the SARIF log carries the same reasons.
+The scenarios are the user trial's (shared docs, user-trial-2026-11-26.md §2-3)."""
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft4Validator
+
+from modelplane.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+PROD = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+SARIF_SCHEMA = json.loads((ROOT / "schemas" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+
+
+def plan(*args):
+    return CliRunner().invoke(main, ["plan", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory):
+    """The base plans of dev and prod, computed once for every scenario here."""
+    folder = tmp_path_factory.mktemp("bases")
+    for stack in ("dev", "prod"):
+        (folder / f"{stack}.json").write_text(plan(stack, "--json").stdout)
+    return folder
+
+
+def headline(text: str) -> str:
+    """The comment above its first folded block: what a reviewer reads without unfolding anything."""
+    return text.split("<details>")[0]
+
+
+def branch(tmp_path, stack: str, text: str) -> Path:
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_topology_change_names_the_surge_the_roll_and_the_traffic_move(tmp_path, bases):
+    """Trial §2: prod deepseek-r1 decode {tensor 8, data 2} -> {tensor 8}: #0 surges, #1 rolls, and
+    `reasoning` leaves eks-use1. The summary used to say `replicas: none changed` with no traffic."""
+    changed = PROD.replace("workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}",
+                           "workers: {count: 1, topology: {tensor: 8}}")
+    assert changed != PROD
+    result = plan("prod", "--config-file", branch(tmp_path, "prod", changed), "--previous", bases / "prod.json",
+                  "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    head = headline(result.stdout)
+    summary = head.splitlines()[3]
+    assert "replicas: 1 surged, 1 rolled ·" in summary and "traffic: 1 service shifts" in summary, summary
+    assert "**Traffic moves**" in head
+    assert "- `chat/reasoning`: eks-use1 50.0% -> 0.0%, gke-usc1 50.0% -> 100.0%" in head
+    assert "The gate fails" not in head
+    assert "| `++` | surged | chat/deepseek-r1#0 |" in result.stdout and "| `-+` | rolled | chat/deepseek-r1#1 |" \
+        in result.stdout
+
+
+def test_a_protected_pool_replace_fails_the_gate_in_the_headline_and_in_sarif(tmp_path, bases):
+    """Trial §2: the dev l4 pool's class 1x -> 4x without modelplane:unprotect. Exit 1 came only from
+    the refusal, which the headline did not name (`policy: no mandatory violations`) and SARIF lacked."""
+    changed = DEV.replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2")
+    stack = branch(tmp_path, "dev", changed)
+    args = ["dev", "--config-file", stack, "--previous", bases / "dev.json"]
+    result = plan(*args, "--format", "markdown")
+    assert result.exit_code == 1
+    head = headline(result.stdout)
+    assert "**The gate fails (exit 1)**: 1 reason" in head, head
+    assert ("- `protected-change`: dev-gke-l4: replace of protected gcp:container/nodePool:NodePool dev-gke-l4: "
+            "`up` refuses it — fix: list it in modelplane:unprotect in this change") in head
+    assert "replicas: 2 restarted by a node pool replace" in head and "**1 other reason to fail**" in head
+    log = json.loads(plan(*args, "--format", "sarif").stdout)
+    assert not list(Draft4Validator(SARIF_SCHEMA).iter_errors(log))
+    run = log["runs"][0]
+    found = {r["ruleId"]: r for r in run["results"]}
+    refused = found["protected-change"]
+    assert refused["level"] == "error" and "Fix: list it in modelplane:unprotect in this change" in \
+        refused["message"]["text"]
+    pool_line = next(i for i, line in enumerate(changed.splitlines(), 1) if "{name: l4, class:" in line)
+    assert refused["locations"][0]["physicalLocation"]["region"]["startLine"] == pool_line
+    assert "no-outage" in found             # the verdict only --previous sees reaches SARIF too
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert rules["protected-change"]["defaultConfiguration"]["level"] == "error"
+
+
+def test_a_move_to_an_unpriced_region_has_no_headline_figure(tmp_path, bases):
+    """Trial §3 step 21: the headline led with a bold saving although the new region is unpriced."""
+    stack = branch(tmp_path, "dev", DEV.replace("us-central1", "us-east4"))
+    result = plan("dev", "--config-file", stack, "--previous", bases / "dev.json", "--format", "markdown")
+    summary = result.stdout.splitlines()[3]
+    assert "cost: not known (4 unpriced nodes; the priced part alone -$" in summary, summary
+    assert "**-$" not in summary and "**+$" not in summary
+    stack_row = next(line for line in result.stdout.splitlines() if line.startswith("| **stack dev**"))
+    assert "unpriced (4 nodes)" in stack_row and "not known" in stack_row and "**" not in stack_row.split("|")[-2]
+
+
+def test_no_change_says_so_instead_of_plus_zero(bases):
+    result = plan("dev", "--previous", bases / "dev.json", "--format", "markdown")
+    summary = result.stdout.splitlines()[3]
+    assert summary.startswith("no resource changes · replicas: none changed · cost unchanged ·"), summary
+    assert "+$0.00" not in result.stdout.split("#### Cost")[0]
+
+
+def test_a_broken_trace_is_a_reason_the_gate_names(tmp_path):
+    result = plan("prod", "--trace", "reasoning.inference.example.com", "--down", "eks-use1", "--down", "gke-usc1",
+                  "--format", "markdown")
+    assert result.exit_code == 1
+    assert "- `trace-broken`: reasoning.inference.example.com: 100.0% of reasoning.inference.example.com breaks" \
+        in headline(result.stdout), headline(result.stdout)
