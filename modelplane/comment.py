@@ -56,7 +56,8 @@ def _gate(doc: dict) -> str:
 KINDS = ("added", "surged", "rolled", "moved", "resized", "kept", "removed")
 
 
-def _replica_counts(doc: dict) -> str:
+def replica_counts(doc: dict) -> str:
+    """Every replica change by kind, as the comment's and the report's headlines say it."""
     reps = doc.get("replicaChanges") or []
     parts = [f"{sum(r['change'] == k for r in reps)} {k}" for k in KINDS if any(r["change"] == k for r in reps)]
     restarted = {r for c in doc.get("changes") or [] for r in c.get("replicas") or []}
@@ -93,7 +94,7 @@ def _summary(doc: dict, previous: str | None) -> str:
     traffic = doc.get("trafficDelta") or []
     moves = f" · traffic: {_plural(len(traffic), 'service')} shift" + ("s" if len(traffic) == 1 else "") \
         if traffic else ""
-    return (f"{head} · replicas: {_replica_counts(doc)} · {_cost_headline(doc['costDelta']['stack'])}"
+    return (f"{head} · replicas: {replica_counts(doc)} · {_cost_headline(doc['costDelta']['stack'])}"
             f"{moves} · policy: {gate}")
 
 

@@ -111,3 +111,17 @@ def test_a_broken_trace_is_a_reason_the_gate_names(tmp_path):
     assert result.exit_code == 1
     assert "- `trace-broken`: reasoning.inference.example.com: 100.0% of reasoning.inference.example.com breaks" \
         in headline(result.stdout), headline(result.stdout)
+
+
+def test_the_reports_change_view_says_why_it_fails_and_puts_replicas_and_cost_before_resources(tmp_path, bases):
+    from bs4 import BeautifulSoup
+
+    stack = branch(tmp_path, "dev", DEV.replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2"))
+    result = plan("dev", "--config-file", stack, "--previous", bases / "dev.json", "--report", tmp_path / "r.html")
+    assert result.exit_code == 1
+    page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
+    (refused,) = page.select("#gate-fails li[data-policy=protected-change]")
+    assert "replace of protected gcp:container/nodePool:NodePool dev-gke-l4" in refused.text and "unprotect" in refused.text
+    assert page.select_one("#change-summary").text == "replicas: 2 restarted by a node pool replace"
+    order = [t["id"] for t in page.select("#changes table")]
+    assert order.index("cost-delta") < order.index("resource-changes"), order

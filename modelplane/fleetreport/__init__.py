@@ -108,12 +108,16 @@ def context(doc: dict) -> dict:
 
 
 def _change_view(doc: dict) -> dict | None:
-    """`plan --previous`: resource actions with their counts, replica changes and the cost delta."""
+    """`plan --previous`: every reason the gate fails, replica changes by kind, traffic and cost
+    deltas first; resource actions with their counts last (a region move has dozens)."""
     if "replicaChanges" not in doc:
         return None
     from ..changes import SYMBOLS, summary
+    from ..comment import replica_counts
+    from ..outcome import reasons
 
     return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
+            "failing": reasons(doc), "replica_counts": replica_counts(doc),
             "replicas": doc["replicaChanges"], "cost": doc["costDelta"], "disruptions": doc.get("disruptions") or [],
             "transitions": doc.get("transitions") or [], "traffic": doc.get("trafficDelta") or [],
             "order": doc.get("upOrder") or []}
