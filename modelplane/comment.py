@@ -35,12 +35,17 @@ def _plural(n: int, word: str) -> str:
 
 
 def _unpriced(doc: dict) -> list[str]:
+    """Notes under the cost table: prices that are old (with the refresh command), pools with none."""
+    from .cost import stale_note
+
+    note = stale_note(doc["cost"], {c["cluster"]: c.get("region") for c in doc.get("clusters") or []})
+    old = [f"> **Old prices:** {cell(note)}.", ""] if note else []
     pools = doc["cost"].get("unpriced") or []
     if not pools:
-        return []
+        return old
     where = ", ".join(f"{p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']})" for p in pools)
-    return [f"> **Unpriced:** {_plural(len(pools), 'pool')} have no price, so their nodes are not in these "
-            f"figures: {where}. Set `capacity.hourly` on the pool, or `modelplane prices refresh --regions ...`.", ""]
+    return old + [f"> **Unpriced:** {_plural(len(pools), 'pool')} have no price, so their nodes are not in these "
+                  f"figures: {where}. Set `capacity.hourly` on the pool, or `modelplane prices refresh --regions ...`.", ""]
 
 
 def _gate(doc: dict) -> str:

@@ -171,18 +171,16 @@ def cost_table(doc: dict) -> Table:
 
 def price_notes(out, doc: dict) -> None:
     """Where the prices come from, what is an upper bound or old, and what is not priced."""
-    from .cost import STALE_DAYS, caveats, doubtful, money, stale
+    from .cost import caveats, doubtful, money, stale_note
 
     cost = doc["cost"]
     for p in doubtful(cost):
         out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
                   f"{caveats(p)} (source {p['source']}, {p['asOf']})", markup=False)
-    old = stale(cost)
-    if old:
-        out.print(f"  [yellow]old prices[/yellow]: {len(old)} of {len(cost['prices'])} pools' prices are older than "
-                  f"{STALE_DAYS} days (oldest {old[0]['asOf']}, {old[0]['cluster']}/{old[0]['pool']}); "
-                  "`modelplane prices refresh` reads current ones")
     regions = {c["cluster"]: c.get("region") for c in doc.get("clusters") or []}
+    note = stale_note(cost, regions)
+    if note:
+        out.print(f"  [yellow]old prices[/yellow]: {note}")
     for p in cost["unpriced"]:
         refresh = f"run `modelplane prices refresh --regions {regions[p['cluster']]}`, " if regions.get(p["cluster"]) else ""
         out.print(f"  [yellow]unpriced[/yellow] {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): no list "

@@ -125,3 +125,20 @@ def test_the_reports_change_view_says_why_it_fails_and_puts_replicas_and_cost_be
     assert page.select_one("#change-summary").text == "replicas: 2 restarted by a node pool replace"
     order = [t["id"] for t in page.select("#changes table")]
     assert order.index("cost-delta") < order.index("resource-changes"), order
+
+
+def test_old_prices_are_named_with_the_refresh_command_wherever_prices_are_shown(bases):
+    """Trial F8: 6 of 8 prod pools' prices are older than 90 days on day one."""
+    from modelplane.cost import stale
+
+    doc = json.loads((bases / "prod.json").read_text())
+    old = stale(doc["cost"])
+    if not old:
+        pytest.skip("no shipped prod price is older than 90 days today")
+    regions = sorted({c["region"] for c in doc["clusters"] if c["cluster"] in {p["cluster"] for p in old}})
+    command = f"`modelplane prices refresh --regions {','.join(regions)}`"
+    assert command in plan("prod", "--format", "markdown").stdout
+    assert command in " ".join(plan("prod").stdout.split())
+    listing = CliRunner().invoke(main, ["prices", "--stack", "prod"], terminal_width=200).stdout
+    assert "`modelplane prices refresh --regions " in listing
+    assert "…" not in listing       # the source column folds, never cut
