@@ -315,7 +315,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
         tables.traffic_shift(out, services_before, doc["services"])
         tables.cost_shift(out, cost_before, doc["cost"])
     if repack:
-        tables.repack(out, doc["repack"])
+        tables.repack(out, doc["repack"], doc["cost"]["stack"]["gpus"]["max"])
     if previous:
         tables.changes(out, doc, previous.name)
     if explain:

@@ -83,6 +83,8 @@ def test_a_protected_pool_replace_fails_the_gate_in_the_headline_and_in_sarif(tm
     pool_line = next(i for i, line in enumerate(changed.splitlines(), 1) if "{name: l4, class:" in line)
     assert refused["locations"][0]["physicalLocation"]["region"]["startLine"] == pool_line
     assert "no-outage" in found             # the verdict only --previous sees reaches SARIF too
+    # its fix fits a pool replace (more replicas would restart together just the same)
+    assert "Fix: a node pool replace restarts all the replicas on it at once" in found["no-outage"]["message"]["text"]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert rules["protected-change"]["defaultConfiguration"]["level"] == "error"
 
@@ -142,3 +144,24 @@ def test_old_prices_are_named_with_the_refresh_command_wherever_prices_are_shown
     listing = CliRunner().invoke(main, ["prices", "--stack", "prod"], terminal_width=200).stdout
     assert "`modelplane prices refresh --regions " in listing
     assert "…" not in listing       # the source column folds, never cut
+
+
+def test_a_sized_deployment_moved_by_its_cluster_selector_says_so(tmp_path):
+    """Trial §3 step 19: the move's reason said `sizing chose another configuration` when the
+    cause was a clusterSelector edit."""
+    text = (ROOT / "stacks" / "Pulumi.example-slo.yaml").read_text()
+    start, end = text.index("    - name: slo-gke\n"), text.index("\n  modelplane:deployments:")
+    second = text[start:end].replace("slo-gke", "slo-gke2").replace("us-central1", "us-east4") \
+        .replace("a3h-usc1", "a3h-use4").replace("a3u-usc1", "a3u-use4")
+    base = text[:end] + "\n" + second.rstrip("\n") + text[end:]
+    stack = branch(tmp_path, "example-slo", base)
+    (tmp_path / "base.json").write_text(plan("example-slo", "--config-file", stack, "--json").stdout)
+    there = {p["replica"] for p in json.loads((tmp_path / "base.json").read_text())["placements"]
+             if p["deployment"] == "chat/qwen3-32b" and p["cluster"] == "slo-gke"}
+    assert there
+    stack.write_text(base.replace("      slo: {ttftMs: 1000, itlMs: 20}\n", "      slo: {ttftMs: 1000, itlMs: 20}\n"
+                                  "      clusterSelector: {matchLabels: {modelplane.ai/region: us-east4}}\n", 1))
+    doc = json.loads(plan("example-slo", "--config-file", stack, "--previous", tmp_path / "base.json", "--json").stdout)
+    moved = {r["replica"]: r["reason"] for r in doc["replicaChanges"]
+             if r["deployment"] == "chat/qwen3-32b" and r.get("from", "").startswith("slo-gke ")}
+    assert moved == {i: "cluster slo-gke no longer passes the filter, so sizing chose again" for i in there}, moved
