@@ -57,8 +57,11 @@ typecheck-tools:
 	@test -x tools/typecheck/node_modules/.bin/tsc || npm ci --prefix tools/typecheck --no-audit --no-fund >/dev/null \
 		|| echo "typecheck-tools: npm ci failed; the TypeScript and pyright checks will skip" >&2
 
+# The suite runs on every core (pytest-xdist): a worker per core, each test file on one worker so
+# its module fixtures (a plan computed once, read by many tests) are computed once. Parallel-safe:
+# tests write only under tmp_path, the user cache is written atomically, goldens only on request.
 test: install $(VENV)/prices.stamp $(VENV)/sizing.stamp browser typecheck-tools
-	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest
+	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest -n auto --dist loadfile
 	$(MAKE) --no-print-directory report-check
 
 # The prod fleet report, drawn by a real browser: fails on an empty or missing picture; skipped

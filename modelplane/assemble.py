@@ -64,8 +64,11 @@ RUNS: list[Result] = []     # every run of this process, newest last (the offlin
 
 def _check_remote(remote: list[Remote], where: str, key: str, local=(), locate=None) -> None:
     """Each infra stack's inventory is there, current, and names no cluster twice; a problem names
-    the fleet entry (`locate`: its line in the stack file, when there is one)."""
+    the fleet entry, or for a cluster declared twice the second declaration (this file's
+    modelplane:clusters entry, or the cluster's entry in the infra stack's file); `locate`: the
+    line of a config path in the stack file, when there is one."""
     owner = {name: "this stack" for name in local}
+    key_prefix = key[:-len("fleet")] if key.endswith("fleet") else ""     # `modelplane:` as the file writes it
 
     def entry(r):
         i = next(i for i, x in enumerate(remote) if x is r)
@@ -75,7 +78,16 @@ def _check_remote(remote: list[Remote], where: str, key: str, local=(), locate=N
             first = owner.setdefault(inv.get("name"), f"stack {r.stack!r}")
             if first != f"stack {r.stack!r}":
                 path, line = entry(r)
-                raise InputError([Problem(where, path, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
+                file, name = where, inv.get("name")
+                if first == "this stack":   # declared again here: point at this file's entry
+                    k = list(local).index(name)
+                    own = f"{key_prefix}clusters"
+                    path, line = f"{own}[{k}].name", None if locate is None else locate((own, k, "name"))
+                else:                       # exported again: point at the entry in that infra stack's file
+                    second = _declaration(r.stack, name, where)
+                    if second is not None:
+                        file, path, line = second
+                raise InputError([Problem(file, path, f"cluster {inv.get('name')!r} is exported by stack {r.stack!r} "
                                           f"and also declared by {first}", "keep each cluster in one stack: remove "
                                           "it from modelplane:clusters or from the infra stack", line)])
     for r in remote:
@@ -90,6 +102,21 @@ def _check_remote(remote: list[Remote], where: str, key: str, local=(), locate=N
                                       f"(this modelplane reads version {INVENTORY_VERSION})",
                                       f"run `modelplane up {r.stack}` with this version to refresh its inventory",
                                       line)])
+
+
+def _declaration(stack: str, cluster, where: str):
+    """The entry declaring `cluster` in infra stack `stack`'s file (found beside `where`, the stack
+    file, or in the project's stacks), or None (a program's Fleet, a file not found)."""
+    from pathlib import Path
+
+    from .api.project import current
+    from .references import cluster_declaration
+
+    try:
+        folder = Path(where) if Path(where).is_absolute() else current().root / where
+        return cluster_declaration(stack, cluster, folder.parent)
+    except (InputError, OSError):
+        return None
 
 
 def _named(names: tuple, *values) -> dict:

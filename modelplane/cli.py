@@ -13,6 +13,7 @@ from rich.table import Table
 from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out,  # noqa: F401  (re-exported)
                       project_options)
 from .console import fail as _fail, refuse as _refuse
+from . import __version__
 from .errors import InputError, Problem
 
 
@@ -67,6 +68,7 @@ def _explain(run, key: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="modelplane", message="%(prog)s %(version)s")
 def main():
     """Run LLM inference on GPU fleets: plan offline, preview and apply with Pulumi."""
 
@@ -202,7 +204,7 @@ def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, expla
 
 def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
           policy_config, hosts, down, engine):
-    from . import origins, outdir, report
+    from . import origins, outcome, outdir, report
     from .policy import PackError, with_fixes
 
     if down and not hosts:
@@ -268,17 +270,16 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         from . import sarif
         from .api.project import current
 
-        sys.stdout.write(report.to_json(sarif.log([], violations, current().root)))
+        others = origins.locate(run, checked[0] if checked else None,
+                                outcome.refusals(doc) + outcome.broken_traces(doc))
+        sys.stdout.write(report.to_json(sarif.log([], violations + others, current().root)))
     else:
         _print_text(run, doc, violations, policy_file, without, before, services_before, cost_before, repack,
                     previous, explain, traces)
     # A change `up` would refuse: deleting or replacing a protected cluster or pool (docs/changes.md).
-    refused = [c for c in (doc.get("changes") or []) if c.get("protected")]
-    for c in refused:
-        how = "in this change" if c["action"] == "replace" else "and run `up` once before this change"
-        err.print(f"error: {c['action']} of protected {c['type']} {c['name']}: `up` refuses it; list it in "
-                  f"modelplane:unprotect {how}", markup=False)
-    if any(v["level"] == "mandatory" for v in violations) or any(t.broken for t in traces) or refused:
+    for r in outcome.refusals(doc):
+        err.print(f"error: {r['message']}; {r['fix']}", markup=False)
+    if outcome.reasons(doc):
         sys.exit(EXIT_VIOLATION)
 
 
@@ -314,7 +315,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
         tables.traffic_shift(out, services_before, doc["services"])
         tables.cost_shift(out, cost_before, doc["cost"])
     if repack:
-        tables.repack(out, doc["repack"])
+        tables.repack(out, doc["repack"], doc["cost"]["stack"]["gpus"]["max"])
     if previous:
         tables.changes(out, doc, previous.name)
     if explain:

@@ -1,14 +1,18 @@
-"""`plan --format markdown`: the plan as a pull-request comment. One summary line (resources
-created, updated, replaced and deleted; replicas added, moved and removed; the monthly cost change
-with unpriced capacity called out), the resource changes folded away, then replicas with their
-reasons, cost per deployment and for the stack, and policy verdicts, mandatory first."""
+"""`plan --format markdown`: the plan as a pull-request comment. The headline says everything a
+reviewer needs without unfolding anything: resources created, updated, replaced and deleted; every
+replica change by kind (added, surged, rolled, moved, resized, kept, removed, restarted by a pool
+replace); the monthly cost change (or that it is not known, with unpriced capacity); how many
+services' traffic shifts; and, when the gate fails, every reason with its fix (outcome.py). Then
+each traffic move, the resource changes folded away, replicas with their reasons, serving during
+the change, cost per deployment and for the stack, and policy verdicts, mandatory first."""
 from __future__ import annotations
 
-from .changes import ACTIONS, SYMBOLS, signed_money, summary
+from . import outcome
+from .changes import ACTIONS, SYMBOLS, priced, signed_money, summary, traffic_text
 from .cost import money_span
 from .errors import Problem
 
-MARKS = {"added": "+", "removed": "-", "moved": "~", "resized": "~"}
+MARKS = {"added": "+", "removed": "-", "moved": "~", "resized": "~", "surged": "++", "rolled": "-+", "kept": "="}
 
 
 def cell(text) -> str:
@@ -31,19 +35,55 @@ def _plural(n: int, word: str) -> str:
 
 
 def _unpriced(doc: dict) -> list[str]:
+    """Notes under the cost table: prices that are old (with the refresh command), pools with none."""
+    from .cost import stale_note
+
+    note = stale_note(doc["cost"], {c["cluster"]: c.get("region") for c in doc.get("clusters") or []})
+    old = [f"> **Old prices:** {cell(note)}.", ""] if note else []
     pools = doc["cost"].get("unpriced") or []
     if not pools:
-        return []
+        return old
     where = ", ".join(f"{p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']})" for p in pools)
-    return [f"> **Unpriced:** {_plural(len(pools), 'pool')} have no price, so their nodes are not in these "
-            f"figures: {where}. Set `capacity.hourly` on the pool, or `modelplane prices refresh --regions ...`.", ""]
+    return old + [f"> **Unpriced:** {_plural(len(pools), 'pool')} have no price, so their nodes are not in these "
+                  f"figures: {where}. Set `capacity.hourly` on the pool, or `modelplane prices refresh --regions ...`.", ""]
 
 
-def _summary(doc: dict, previous: str | None) -> str:
+def _gate(doc: dict) -> str:
     violations = doc["policy"]["violations"]
     mandatory = sum(v["level"] == "mandatory" for v in violations)
     gate = (f"**{_plural(mandatory, 'mandatory violation')}**" if mandatory else "no mandatory violations") + \
         (f", {len(violations) - mandatory} advisory" if len(violations) > mandatory else "")
+    others = len(outcome.reasons(doc)) - mandatory
+    return gate + (f" · **{_plural(others, 'other reason')} to fail**" if others else "")
+
+
+# Every kind of replica change, in the order a reviewer reads them (changes.replica_changes).
+KINDS = ("added", "surged", "rolled", "moved", "resized", "kept", "removed")
+
+
+def replica_counts(doc: dict) -> str:
+    """Every replica change by kind, as the comment's and the report's headlines say it."""
+    reps = doc.get("replicaChanges") or []
+    parts = [f"{sum(r['change'] == k for r in reps)} {k}" for k in KINDS if any(r["change"] == k for r in reps)]
+    restarted = {r for c in doc.get("changes") or [] for r in c.get("replicas") or []}
+    if restarted:       # a node pool replaced under running replicas (changes.disrupted)
+        parts.append(f"{len(restarted)} restarted by a node pool replace")
+    return ", ".join(parts) or "none changed"
+
+
+def _cost_headline(delta: dict) -> str:
+    """The stack's cost change; not a figure when unpriced nodes make it unknown, nor when nothing changes."""
+    if delta.get("priced") is False:
+        u = delta["unpricedNodes"]
+        return (f"cost: not known ({_plural(max(u['before'], u['after']), 'unpriced node')}; the priced part "
+                f"alone {signed_money(delta['monthly'])}/month)")
+    if abs(delta["hourly"]["min"]) < 0.005 and abs(delta["hourly"]["max"]) < 0.005:
+        return "cost unchanged"
+    return f"**{signed_money(delta['monthly'])}/month** ({signed_money(delta['hourly'])}/h)"
+
+
+def _summary(doc: dict, previous: str | None) -> str:
+    gate = _gate(doc)
     unpriced = " (+ unpriced capacity)" if doc["cost"].get("unpriced") else ""
     if previous is None:
         placed, desired = len(doc["placements"]), len(doc["placements"]) + len(doc["unplaced"])
@@ -56,18 +96,34 @@ def _summary(doc: dict, previous: str | None) -> str:
     else:
         counts = summary(res)
         head = ", ".join(f"{counts[a]} to {a}" for a in ACTIONS if counts.get(a)) or "no resource changes"
-    reps = doc.get("replicaChanges") or []
-    n = {c: sum(r["change"] == c for r in reps) for c in ("added", "moved", "resized", "removed")}
-    moved = ", ".join(f"{n[c]} {c}" for c in ("added", "moved", "removed", "resized") if n[c]) or "none changed"
-    delta = doc["costDelta"]["stack"]
-    return (f"{head} · replicas: {moved} · **{signed_money(delta['monthly'])}/month** "
-            f"({signed_money(delta['hourly'])}/h){unpriced} · policy: {gate}")
+    traffic = doc.get("trafficDelta") or []
+    moves = f" · traffic: {_plural(len(traffic), 'service')} shift" + ("s" if len(traffic) == 1 else "") \
+        if traffic else ""
+    return (f"{head} · replicas: {replica_counts(doc)} · {_cost_headline(doc['costDelta']['stack'])}"
+            f"{moves} · policy: {gate}")
+
+
+def _failing(doc: dict) -> list[str]:
+    """Every reason the gate fails, each with its fix, in the open: a reviewer needs no folded block."""
+    found = outcome.reasons(doc)
+    if not found:
+        return []
+    items = [f"- `{r['policy']}`: " + cell((f"{r['resource']}: " if r.get("resource") else "") + r["message"]) +
+             (f" — fix: {cell(r['fix'])}" if r.get("fix") else "") for r in found]
+    return [f"**The gate fails (exit 1)**: {_plural(len(found), 'reason')}", "", *items, ""]
+
+
+def _traffic(doc: dict) -> list[str]:
+    """Each service whose clusters' shares move (changes.traffic_delta), one line each, unfolded."""
+    rows = doc.get("trafficDelta") or []
+    return ["**Traffic moves**", "", *[f"- `{r['service']}`: {cell(traffic_text(r))}" for r in rows], ""] if rows else []
 
 
 def _resources(doc: dict) -> list[str]:
     res = doc.get("changes") or []
     if not res:
         return []
+    first = {(r["type"], r["name"]) for r in doc["resources"] if r.get("deleteBeforeReplace")}
     rows = []
     for c in res:
         forced = set(c.get("forcedBy", ()))
@@ -78,7 +134,11 @@ def _resources(doc: dict) -> list[str]:
             fields += ("; " if fields else "") + "**protected: `up` refuses it** (modelplane:unprotect)"
         elif c.get("destructive"):
             fields += ("; " if fields else "") + "destructive"
-        rows.append([f"`{SYMBOLS[c['action']]}`", c["action"], c["type"], c["name"], c.get("cluster", "-"),
+        # How the engine replaces it: the old one deleted first when the resource says so (its
+        # deleteBeforeReplace option), else the new one created beside it (changes.py decides replace vs update).
+        action = c["action"] + (" (delete first)" if c["action"] == "replace" and (c["type"], c["name"]) in first
+                                else "")
+        rows.append([f"`{SYMBOLS[c['action']]}`", action, c["type"], c["name"], c.get("cluster", "-"),
                      fields or "-"])
     return ["<details><summary>" + f"{_plural(len(res), 'resource change')}" + "</summary>", "",
             *table(["", "action", "type", "name", "cluster", "fields"], rows), "", "</details>", ""]
@@ -111,11 +171,17 @@ def _cost(doc: dict, previous: str | None) -> list[str]:
     cost = doc["cost"]
     if previous is not None:
         delta = doc["costDelta"]
-        rows = [[d["deployment"], f"{money_span(d['before'])}/h", f"{money_span(d['after'])}/h",
-                 f"{signed_money(d['hourly'])}/h", f"{signed_money(d['monthly'])}/month"] for d in delta["deployments"]]
-        s = delta["stack"]
-        rows.append([f"**stack {doc['stack']}**", f"{money_span(s['before'])}/h", f"{money_span(s['after'])}/h",
-                     f"{signed_money(s['hourly'])}/h", f"**{signed_money(s['monthly'])}/month**"])
+        def row(name, d, bold=False):
+            u = d.get("unpricedNodes") or {}
+            sides = [priced(d["before"], u.get("before", 0)), priced(d["after"], u.get("after", 0))]
+            if d.get("priced") is False:      # unpriced nodes: the change is not known, never a saving
+                n = max(u.get("before", 0), u.get("after", 0))
+                return [name, *sides, "not known", f"{_plural(n, 'unpriced node')}; priced part "
+                        f"{signed_money(d['monthly'])}/month"]
+            month = f"{signed_money(d['monthly'])}/month"
+            return [name, *sides, f"{signed_money(d['hourly'])}/h", f"**{month}**" if bold else month]
+        rows = [row(d["deployment"], d) for d in delta["deployments"]]
+        rows.append(row(f"**stack {doc['stack']}**", delta["stack"], bold=True))
         return ["#### Cost", "", *table(["", "before", "after", "change", "per month"], rows), "", *_unpriced(doc)]
 
     def figures(r):
@@ -155,7 +221,7 @@ def _disruptions(doc: dict) -> list[str]:
 def render(doc: dict, previous: str | None, policy_file: str) -> str:
     """The comment for a plan document (`previous`: the file it was planned against, if any)."""
     title = f"### modelplane plan `{doc['stack']}`" + (f" against `{previous}`" if previous else "")
-    lines = [marker(doc["stack"]), title, "", _summary(doc, previous), ""]
+    lines = [marker(doc["stack"]), title, "", _summary(doc, previous), "", *_failing(doc), *_traffic(doc)]
     lines += _resources(doc) + _replicas(doc, previous) + _disruptions(doc) + _cost(doc, previous)
     lines += _policy(doc["policy"]["violations"], policy_file)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -225,6 +225,19 @@ def stale(cost: dict) -> list[dict]:
     return sorted((p for p in cost["prices"] if p.get("stale")), key=lambda p: (-p["ageDays"], p["cluster"], p["pool"]))
 
 
+def stale_note(cost: dict, regions: dict[str, str | None]) -> str | None:
+    """The one sentence every view (text, comment, report) gives old prices: how many, the oldest,
+    and the refresh command for the regions of the pools they price (`regions`: cluster -> region)."""
+    old = stale(cost)
+    if not old:
+        return None
+    where = sorted({regions[p["cluster"]] for p in old if regions.get(p["cluster"])})
+    command = "modelplane prices refresh" + (f" --regions {','.join(where)}" if where else "")
+    return (f"{len(old)} of {len(cost['prices'])} pools' prices are older than {STALE_DAYS} days (oldest "
+            f"{old[0]['asOf']}, {old[0]['ageDays']} days, {old[0]['cluster']}/{old[0]['pool']}); `{command}` reads "
+            "current ones (cloud credentials needed)")
+
+
 def caveats(price: dict) -> str:
     """Why a price is doubtful, in words: its basis and marks."""
     marks = [price["basis"]]

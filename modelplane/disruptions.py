@@ -96,6 +96,12 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
     return out
 
 
+# More replicas do not help here: a replaced pool restarts every replica on it at once.
+POOL_REPLACE_FIX = ("a node pool replace restarts all the replicas on it at once, however many there are: add a "
+                    "pool of the new class beside this one instead of changing it in place, or set "
+                    "allowDisruption: true on the deployment")
+
+
 def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
     """`no-outage` verdicts for outages only `plan --previous` sees (node pool replacements, rolling
     updates): the rule is the pack's (policy/stack.py `outage`), at the level the config gives it;
@@ -118,7 +124,8 @@ def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
         for message in outage(row["deployment"], specs[row["deployment"]], change):
             ns, name = row["deployment"].split("/", 1)
             out.append({"policy": "no-outage", "level": "mandatory" if level in ("mandatory", "remediate") else level,
-                        "message": message, "resource": f"{ns}-{name}"})
+                        "message": message, "resource": f"{ns}-{name}",
+                        **({"fix": POOL_REPLACE_FIX} if "is replaced" in row["cause"] else {})})
     return out
 
 

@@ -22,6 +22,21 @@ def infra_file(name: str, beside: Path) -> Path | None:
     return None
 
 
+def cluster_declaration(stack: str, cluster: str, beside: Path) -> tuple[str, str, int | None] | None:
+    """(file, YAML path, line) of `cluster`'s entry in the file of infra stack `stack`, if it has one."""
+    path = infra_file(stack, beside)
+    if path is None:
+        return None
+    src = read_yaml(path)
+    config = src.data.get("config") if isinstance(src.data, dict) else None
+    for key in (f"{NAMESPACE}:clusters", "clusters"):
+        items = config.get(key) if isinstance(config, dict) else None
+        for j, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict) and item.get("name") == cluster:
+                return display_path(path), f"config.{key}[{j}].name", src.line(("config", key, j, "name"))
+    return None
+
+
 def fleet_references(spec, catalog, path: Path) -> dict[str, dict]:
     """Plan each infra stack of `modelplane:fleet` from its own file; name the fleet entry (file,
     line) whose stack file is missing."""

@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 from . import __version__
 from .errors import Problem
+from .outcome import RULES as GATE_RULES
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INPUT_RULE = "input"
@@ -41,8 +42,9 @@ def _location(file: str | None, line: int | None, root: Path) -> list[dict]:
 
 def log(problems: list[Problem], violations: list[dict], root: Path) -> dict:
     """A SARIF log of one run of modelplane: `problems` (invalid input, nothing planned) or the
-    plan's policy `violations` (with the file and line `origins.locate` found); `root`: the
-    project folder the files are named relative to."""
+    plan's policy `violations` and the other reasons it fails the gate (outcome.py: changes `up`
+    refuses, broken traces), with the file and line `origins.locate` found; `root`: the project
+    folder the files are named relative to."""
     from .policy import POLICIES
 
     rules: dict[str, dict] = {}
@@ -50,11 +52,13 @@ def log(problems: list[Problem], violations: list[dict], root: Path) -> dict:
     def rule(rule_id: str) -> None:
         if rule_id not in rules:
             p = POLICIES.get(rule_id)
-            entry = {"id": rule_id, "shortDescription": {"text": p.description if p else
-                                                         "Invalid input: modelplane plans nothing until it is fixed."}}
-            if p is not None:
-                entry["help"] = {"text": f"Fix: {p.fix}"}
-                entry["defaultConfiguration"] = {"level": LEVELS.get(p.level, "warning")}
+            gate = GATE_RULES.get(rule_id)
+            about = p.description if p else gate[0] if gate else \
+                "Invalid input: modelplane plans nothing until it is fixed."
+            entry = {"id": rule_id, "shortDescription": {"text": about}}
+            if p is not None or gate:
+                entry["help"] = {"text": f"Fix: {p.fix if p else gate[1]}"}
+                entry["defaultConfiguration"] = {"level": LEVELS.get(p.level, "warning") if p else "error"}
             rules[rule_id] = entry
 
     results = []

@@ -1,6 +1,7 @@
 """`modelplane init`: a minimal project of your own in an empty folder: Pulumi.yaml (a Python
-program whose stacks live in stacks/), the program's entry point, the requirements line, and a dev
-stack with one GKE cluster and one model that `modelplane plan dev` plans at once."""
+program whose stacks live in stacks/), the program's entry point, the requirements line (one a CI
+runner can install), a .gitignore, and a dev stack with one GKE cluster and one model that
+`modelplane plan dev` plans at once."""
 from __future__ import annotations
 
 import re
@@ -43,30 +44,68 @@ def project_name(folder: Path) -> str:
     return name or "modelplane-project"
 
 
+def _git(folder: str, *args: str) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", folder, *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
 def requirement() -> str:
-    """The requirement line for the modelplane running now: where pip installed it from (PEP 610's
-    direct_url.json: a clone, a wheel file, a VCS commit), else this version from the index."""
+    """The requirement line for the modelplane running now, one a CI runner can install too: a VCS
+    commit where pip installed it from one (PEP 610's direct_url.json) or from a clone with a
+    remote; a URL pip can fetch; else this version from the package index, with a comment naming
+    the local file it came from (a runner has no such file)."""
     import json
     from importlib import metadata
+    from urllib.parse import unquote, urlparse
 
     try:
         origin = json.loads(metadata.distribution("modelplane").read_text("direct_url.json") or "null")
     except (metadata.PackageNotFoundError, ValueError):
         origin = None
+    pinned = f"modelplane=={__version__}"
     if not isinstance(origin, dict) or not isinstance(origin.get("url"), str):
-        return f"modelplane=={__version__}"
+        return pinned
     vcs = origin.get("vcs_info")
     if isinstance(vcs, dict) and vcs.get("vcs") and vcs.get("commit_id"):
         return f"modelplane @ {vcs['vcs']}+{origin['url']}@{vcs['commit_id']}"
-    return f"modelplane @ {origin['url']}"
+    url = origin["url"]
+    if not url.startswith("file:"):
+        return f"modelplane @ {url}"
+    local = unquote(urlparse(url).path)
+    remote, commit = _git(local, "remote", "get-url", "origin"), _git(local, "rev-parse", "HEAD")
+    if remote and commit and "://" in remote and not remote.startswith("file:"):
+        return f"modelplane @ git+{remote}@{commit}"
+    return (f"# installed here from {url}, which a CI runner does not have: publish that wheel to your package\n"
+            f"# index (this line then installs it), or name a commit: modelplane @ git+https://HOST/REPO@COMMIT\n"
+            f"{pinned}")
+
+
+GITIGNORE = """# modelplane and Pulumi: local state (`modelplane up` without a backend), virtualenvs, plan output
+.pulumi-state/
+venv/
+.venv/
+__pycache__/
+out/
+"""
+
+# What may already be in the folder `init` writes into: git's folder and a virtualenv made first.
+ALLOWED = (".git", ".venv", "venv")
 
 
 def files(folder: Path) -> dict[str, str]:
-    """What `init` writes, by path relative to the folder."""
+    """What `init` writes, by path relative to the folder (Pulumi.yaml names the virtualenv already
+    there, `.venv` or `venv`)."""
+    venv = ".venv" if (folder / ".venv").is_dir() and not (folder / "venv").is_dir() else "venv"
     return {
+        ".gitignore": GITIGNORE,
         "Pulumi.yaml": (f"name: {project_name(folder)}\n"
                         "description: LLM inference on GPU fleets with modelplane\n"
-                        "runtime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: venv\n"
+                        f"runtime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: {venv}\n"
                         "stackConfigDir: stacks\n"),
         "__main__.py": PROGRAM,
         "requirements.txt": requirement() + "\n",
@@ -75,16 +114,17 @@ def files(folder: Path) -> dict[str, str]:
 
 
 def init(folder: Path) -> list[str]:
-    """Write a minimal project into `folder` (created if missing; it must hold nothing but a .git);
-    return the files written. InputError, and nothing written, if the folder is not empty."""
+    """Write a minimal project into `folder` (created if missing; it may hold a .git and a virtualenv,
+    nothing else); return the files written. InputError, and nothing written, if it holds more."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise InputError([Problem(str(folder), "FOLDER", "is a file, not a folder", "name a new or empty folder")])
-    there = sorted(p.name for p in folder.iterdir() if p.name != ".git") if folder.exists() else []
+    there = sorted(p.name for p in folder.iterdir() if p.name not in ALLOWED) if folder.exists() else []
     if there:
         raise InputError([Problem(str(folder), "FOLDER", f"the folder is not empty ({', '.join(there[:5])}"
                                   f"{', ...' if len(there) > 5 else ''})",
-                                  "run `modelplane init` in a new or empty folder; an existing project only needs "
+                                  "run `modelplane init` in a new or empty folder (a .git and a .venv may be there); "
+                                  "an existing project only needs "
                                   "modelplane in its requirements and stack files in its stackConfigDir")])
     written = []
     for name, text in files(folder).items():

@@ -171,18 +171,16 @@ def cost_table(doc: dict) -> Table:
 
 def price_notes(out, doc: dict) -> None:
     """Where the prices come from, what is an upper bound or old, and what is not priced."""
-    from .cost import STALE_DAYS, caveats, doubtful, money, stale
+    from .cost import caveats, doubtful, money, stale_note
 
     cost = doc["cost"]
     for p in doubtful(cost):
         out.print(f"  price {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): {money(p['hourly'])}/node-hour, "
                   f"{caveats(p)} (source {p['source']}, {p['asOf']})", markup=False)
-    old = stale(cost)
-    if old:
-        out.print(f"  [yellow]old prices[/yellow]: {len(old)} of {len(cost['prices'])} pools' prices are older than "
-                  f"{STALE_DAYS} days (oldest {old[0]['asOf']}, {old[0]['cluster']}/{old[0]['pool']}); "
-                  "`modelplane prices refresh` reads current ones")
     regions = {c["cluster"]: c.get("region") for c in doc.get("clusters") or []}
+    note = stale_note(cost, regions)
+    if note:
+        out.print(f"  [yellow]old prices[/yellow]: {note}")
     for p in cost["unpriced"]:
         refresh = f"run `modelplane prices refresh --regions {regions[p['cluster']]}`, " if regions.get(p["cluster"]) else ""
         out.print(f"  [yellow]unpriced[/yellow] {p['cluster']}/{p['pool']} ({p['class']}, {p['capacityType']}): no list "
@@ -197,12 +195,15 @@ def cost_shift(out, before: dict, after: dict) -> None:
               f"GPUs {before['stack']['gpus']['max']} -> {after['stack']['gpus']['max']}")
 
 
-def repack(out, doc: dict) -> None:
-    """`plan --repack`: the sticky plan against a from-scratch exact plan of the same inputs."""
+def repack(out, doc: dict, stack_gpus: int | None = None) -> None:
+    """`plan --repack`: the sticky plan against a from-scratch exact plan of the same inputs.
+    `stack_gpus`: the cost table's total, which counts idle nodes' GPUs too; named when it differs."""
     r, g = doc["replicas"], doc["gpus"]
+    idle = f"; the stack's {stack_gpus} GPUs include {stack_gpus - g['now']} on idle nodes" \
+        if stack_gpus and stack_gpus > g["now"] else ""
     if not (doc["moves"] or doc["gained"] or doc["lost"]):
         out.print(f"re-pack: nothing to gain; a plan from scratch places the same {r['now']} replicas "
-                  f"({g['now']} GPUs) where they are ({doc['phase']})", markup=False)
+                  f"({g['now']} GPUs placed{idle}) where they are ({doc['phase']})", markup=False)
         return
     out.print(f"re-pack (a plan from scratch, ignoring where replicas run now; {doc['phase']}):", markup=False)
     out.print(f"  replicas {r['now']} -> {r['repacked']} ({r['repacked'] - r['now']:+d}), GPUs {g['now']} -> "
@@ -281,7 +282,7 @@ def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
 def changes(out, doc: dict, previous: str) -> None:
     """`plan --previous`: what applying this plan changes, as `pulumi preview` marks it
     (+ create, ~ update, +- replace, - delete, = import), then replicas and cost."""
-    from .changes import SYMBOLS, cost_change, serving_text, summary, traffic_text
+    from .changes import SYMBOLS, cost_change, priced, serving_text, summary, traffic_text
 
     res, reps, cost = doc["changes"], doc["replicaChanges"], doc["costDelta"]
     moved = cost["deployments"] or any(cost["stack"]["hourly"].values()) or cost["stack"].get("unpricedNodes")
@@ -319,7 +320,11 @@ def changes(out, doc: dict, previous: str) -> None:
         out.print(f"  traffic {t['service']}: {traffic_text(t)}", markup=False)
     for d in cost["deployments"]:
         out.print(f"  cost {d['deployment']}: {cost_change(d)}", markup=False)
-    out.print(f"  cost stack {doc['stack']}: {cost_change(cost['stack'])}", markup=False)
+    stack = cost["stack"]
+    if stack.get("priced") is not False and all(abs(v) < 0.005 for v in stack["hourly"].values()):
+        out.print(f"  cost stack {doc['stack']}: {priced(stack['after'])}, unchanged", markup=False)   # no +$0.00 line
+    else:
+        out.print(f"  cost stack {doc['stack']}: {cost_change(stack)}", markup=False)
 
 
 FRONTIER_ROWS = 8     # frontier points a table shows per sized deployment (the chosen one always)

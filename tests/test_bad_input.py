@@ -207,10 +207,24 @@ def test_a_stack_exported_by_the_fleet_and_declared_again_is_refused(tmp_path):
       nodePools: [{name: l4, class: gke-l4-4x-g2, maxNodes: 8, zones: [europe-west4-a]}]
   modelplane:fleet:"""))
     result = plan("prod", "--config-file", path, "--out", tmp_path / "out")
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "modelplane:fleet:" in text)
-    refused(result, str(path), line, "modelplane:fleet[2]: cluster 'gke-euw4' is exported by stack "
+    # the second declaration, this file's cluster entry, not the fleet entry (issue 47)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "- name: gke-euw4" in text)
+    refused(result, str(path), line, "modelplane:clusters[0].name: cluster 'gke-euw4' is exported by stack "
             "'infra-gke-europe-west4' and also declared by this stack")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cluster_two_infra_stacks_export_points_at_the_second_declaration(tmp_path):
+    for name in ("prod", "infra-gke-us-central1", "infra-eks-us-east-1", "infra-gke-europe-west4"):
+        (tmp_path / f"Pulumi.{name}.yaml").write_text((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())
+    eks = tmp_path / "Pulumi.infra-eks-us-east-1.yaml"
+    text = eks.read_text()
+    assert "- name: eks-use1" in text
+    eks.write_text(text.replace("- name: eks-use1", "- name: gke-usc1"))
+    result = plan("prod", "--config-file", tmp_path / "Pulumi.prod.yaml")
+    line = next(i for i, t in enumerate(eks.read_text().splitlines(), 1) if "- name: gke-usc1" in t)
+    refused(result, str(eks), line, "modelplane:clusters[0].name: cluster 'gke-usc1' is exported by stack "
+            "'infra-eks-us-east-1' and also declared by stack 'infra-gke-us-central1'")
 
 
 def test_a_fleet_entry_without_its_infra_stack_names_its_line(tmp_path):

@@ -117,7 +117,7 @@ def test_markdown_is_the_pull_request_comment(tmp_path):
     text = result.stdout
     lines = text.splitlines()
     assert lines[0] == "<!-- modelplane plan dev -->" and lines[1] == "### modelplane plan `dev` against `main.json`"
-    assert lines[3].startswith("3 to create, 1 to replace · replicas: 1 added · **+$")
+    assert lines[3].startswith("3 to create, 1 to replace · replicas: 1 added, 2 restarted by a node pool replace · **+$")
     assert "<details><summary>4 resource changes</summary>" in text
     assert "| `+-` | replace | gcp:container/nodePool:NodePool | dev-gke-l4 | dev-gke | nodeConfig.guestAccelerators " \
            "(forces replacement)" in text
@@ -174,3 +174,59 @@ def test_the_ci_examples_run_commands_the_cli_has(name):
     help_text = CliRunner().invoke(main, ["plan", "--help"]).output
     assert all(opt in help_text for opt in ("--format", "--previous", "--project"))
     assert not (ROOT / ".github" / "workflows").exists()       # an example only: nothing runs on this repository
+
+
+def _steps(workflow: dict) -> dict[str, str]:
+    return {s["name"]: s["run"] for s in workflow["jobs"]["plan"]["steps"] if "run" in s}
+
+
+def test_the_github_example_compares_against_a_base_that_fails_and_annotates_no_outage(tmp_path):
+    """Issue 47 / the trial's F3: the workflow's own `run:` steps, on a pull request whose base has a
+    mandatory violation (its plan exits 1 and still prints the document): the branch is compared
+    with that base, and the `no-outage` verdict only a comparison sees reaches the SARIF log."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def sh(script, cwd, **more):
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env={**env, **more}, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    upstream = tmp_path / "upstream"
+    assert CliRunner().invoke(main, ["init", str(upstream)]).exit_code == 0
+    # the base fails its own gate: a GPU budget it exceeds, made mandatory; no-outage mandatory too
+    (upstream / "policies" / "config").mkdir(parents=True)
+    (upstream / "policies" / "config" / "dev.json").write_text(json.dumps(
+        {"gpu-budget": {"enforcementLevel": "mandatory", "maxGpus": 0}, "no-outage": {"enforcementLevel": "mandatory"}}))
+    sh("git init -q -b main . && git add -A && git commit -qm base", upstream)
+    work = tmp_path / "work"
+    sh(f"git clone -q {upstream} {work}", tmp_path)
+    stack = work / "stacks" / "Pulumi.dev.yaml"
+    # the one replica's pool is replaced (a bigger class): it restarts, serving 0/1 during `up`
+    stack.write_text(stack.read_text().replace("class: gke-l4-1x-g2", "class: gke-l4-4x-g2")
+                     .replace("  modelplane:clusters:", "  modelplane:unprotect: [dev-gke/l4]\n  modelplane:clusters:", 1))
+    sh("git checkout -q -b change && git commit -qam change", work)
+    steps = _steps(yaml.safe_load((ROOT / "ci" / "github" / "modelplane-plan.yml").read_text()))
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    outputs = tmp_path / "outputs"
+    for name in ("plan the base branch (what runs now)", "plan this branch against it"):
+        script = steps[name].replace("${{ github.base_ref }}", "main")
+        sh(script, work, RUNNER_TEMP=str(runner), GITHUB_OUTPUT=str(outputs), STACK="dev")
+    base = json.loads((runner / "base.json").read_text())
+    assert [v["policy"] for v in base["policy"]["violations"] if v["level"] == "mandatory"] == ["gpu-budget"]
+    comment = (runner / "comment.md").read_text()
+    assert "against `base.json`" in comment and "1 to replace" in comment
+    assert "status=1" in outputs.read_text()
+    log = json.loads((runner / "modelplane.sarif").read_text())
+    found = {(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]}
+    assert ("no-outage", "error") in found, found

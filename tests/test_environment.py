@@ -122,7 +122,7 @@ def test_invalid_input_anywhere_stops_the_run_before_any_stack_is_touched(tmp_pa
     monkeypatch.setattr(direct, "run", run)
     fake = FakePulumi()
     code, text = go("up", fake, tmp_path)
-    assert code == 1 and fake.calls == [] and "deployments[0].replicas" in text
+    assert code == 2 and fake.calls == [] and "deployments[0].replicas" in text      # invalid input, as `plan`
 
 
 def test_progress_totals_come_from_the_offline_plan():
@@ -130,3 +130,56 @@ def test_progress_totals_come_from_the_offline_plan():
     assert totals["dev"] > 20
     outcomes = environment.run(environment.steps_for(["dev"]), "preview", lambda op, st, out: {}, totals=totals)
     assert outcomes["dev"].total == totals["dev"]
+
+
+# ---- exit statuses and the pulumi binary (issue 47) -------------------------------------------------
+
+def _on_path(tmp_path, monkeypatch, script: str | None):
+    """PATH with only a `pulumi` that runs `script` (None: no pulumi at all) and the basics."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if script is not None:
+        (bin_dir / "pulumi").write_text("#!/bin/sh\n" + script)
+        (bin_dir / "pulumi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_a_broken_pulumi_binary_is_one_line_and_exit_3(tmp_path, monkeypatch):
+    _on_path(tmp_path, monkeypatch, "echo 'error: corrupt install' >&2; exit 255\n")
+    result = _cli("preview", "dev")
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: the pulumi CLI at {tmp_path / 'bin' / 'pulumi'} does not work: `pulumi version` "
+                           "exited 255 (error: corrupt install); reinstall it"), line
+    (tmp_path / "none").mkdir()
+    _on_path(tmp_path / "none", monkeypatch, None)
+    missing = _cli("up", "dev")
+    assert missing.exit_code == 3 and "the `pulumi` CLI is not installed" in missing.output
+
+
+def test_every_command_exits_2_on_invalid_input_as_plan_does(tmp_path, monkeypatch):
+    _on_path(tmp_path, monkeypatch, "echo v3.200.0\n")
+    up = _cli("up", "nope")
+    assert up.exit_code == 2 and "no stack named 'nope'" in up.output, up.output
+    assert _cli("plan", "nope").exit_code == 2
+    assert _cli("preview").exit_code == 2                    # no stack named: usage
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE")
+    assert _cli("preview", "dev").exit_code == 2             # a setting the run needs
+
+
+def test_version():
+    from modelplane import __version__
+
+    result = _cli("--version")
+    assert result.exit_code == 0 and result.output == f"modelplane {__version__}\n"

@@ -163,11 +163,13 @@ def test_init_starts_a_project_that_plans_at_once(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["init", str(folder)])
     assert result.exit_code == 0, result.output
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
-        "Pulumi.yaml", "__main__.py", "requirements.txt", "stacks/Pulumi.dev.yaml"]
+        ".gitignore", "Pulumi.yaml", "__main__.py", "requirements.txt", "stacks/Pulumi.dev.yaml"]
     project = yaml.safe_load((folder / "Pulumi.yaml").read_text())
     assert project["name"] == "my-infra" and project["stackConfigDir"] == "stacks"
-    # the modelplane running now, from where pip installed it (here: this checkout, editable)
-    assert (folder / "requirements.txt").read_text().startswith(("modelplane @ file://", "modelplane=="))
+    assert ".pulumi-state/" in (folder / ".gitignore").read_text().splitlines()    # `up`'s local state
+    # the modelplane running now, as a line a CI runner can install: never a local file
+    needed = [line for line in (folder / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert len(needed) == 1 and needed[0].startswith(("modelplane @ git+", "modelplane==")), needed
     monkeypatch.chdir(folder)
     planned = plan("dev", "--json")
     assert planned.exit_code == 0, planned.output
@@ -236,5 +238,46 @@ def test_a_wheel_installed_in_a_fresh_virtualenv_has_its_data_and_plans_the_user
     # install leaves modelplane.egg-info in the checkout)
     assert subprocess.run([str(python), "-m", "modelplane", "init", str(tmp_path / "new")], env=env, cwd=tmp_path,
                           capture_output=True, text=True).returncode == 0
-    assert (tmp_path / "new" / "requirements.txt").read_text() == f"modelplane @ {wheel.resolve().as_uri()}\n"
+    # `init` pins the version the wheel holds and names the file it came from in a comment (a CI
+    # runner has no such file)
+    from modelplane import __version__
 
+    lines = (tmp_path / "new" / "requirements.txt").read_text().splitlines()
+    assert lines[-1] == f"modelplane=={__version__}" and wheel.resolve().as_uri() in lines[0], lines
+
+
+
+def test_init_beside_a_virtualenv_made_first_names_it(tmp_path):
+    """The natural order: a venv, install modelplane, then `init` in the same folder."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".git").mkdir()
+    result = CliRunner().invoke(main, ["init", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load((tmp_path / "Pulumi.yaml").read_text())["runtime"]["options"]["virtualenv"] == ".venv"
+    (tmp_path / "stray.txt").write_text("x")
+    again = CliRunner().invoke(main, ["init", str(tmp_path)])
+    assert again.exit_code == 2 and "the folder is not empty" in again.output
+
+
+def test_init_pins_a_clone_with_a_remote_by_its_commit(tmp_path, monkeypatch):
+    """Installed from a clone (editable or not): the requirement is the clone's remote at its commit."""
+    from importlib import metadata
+
+    from modelplane import scaffold
+
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    origin = json.dumps({"url": clone.as_uri(), "dir_info": {"editable": True}})
+
+    class Dist:
+        def read_text(self, name):
+            return origin if name == "direct_url.json" else None
+    monkeypatch.setattr(metadata, "distribution", lambda name: Dist())
+    answers = {("remote", "get-url", "origin"): "https://github.com/acme/modelplane.git",
+               ("rev-parse", "HEAD"): "0123456789abcdef0123456789abcdef01234567"}
+    monkeypatch.setattr(scaffold, "_git", lambda folder, *args: answers[args] if folder == str(clone) else "")
+    assert scaffold.requirement() == ("modelplane @ git+https://github.com/acme/modelplane.git"
+                                      "@0123456789abcdef0123456789abcdef01234567")
+    answers[("remote", "get-url", "origin")] = ""          # no remote: the version, the file in a comment
+    lines = scaffold.requirement().splitlines()
+    assert lines[-1].startswith("modelplane==") and clone.as_uri() in lines[0]

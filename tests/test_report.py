@@ -206,13 +206,13 @@ def test_the_report_is_readable_800_pixels_wide(prod_doc, whatif, tmp_path):
         probe = tmp_path / f"{name}.html"
         probe.write_text(html.replace("</body>", '<script>document.body.setAttribute("data-scroll-width", '
                                       'document.documentElement.scrollWidth)</script></body>'))
-        dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+        dom = subprocess.run([chromium(), "--headless", f"--user-data-dir={tmp_path / 'profile'}", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                               "--window-size=800,1000", "--dump-dom", probe.as_uri()],
                              check=True, capture_output=True, text=True, timeout=120).stdout
         width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
         assert width <= 800, (name, width)
     png = tmp_path / "prod-800.png"
-    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    subprocess.run([chromium(), "--headless", f"--user-data-dir={tmp_path / 'profile'}", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=800,1500", f"--screenshot={png}", (tmp_path / "prod.html").as_uri()],
                    check=True, capture_output=True, timeout=120)
     from PIL import Image
@@ -229,7 +229,7 @@ def test_a_real_browser_draws_the_prod_report(prod_doc, tmp_path):
 
     html, png = tmp_path / "prod.html", tmp_path / "prod.png"
     html.write_text(render(prod_doc))
-    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    subprocess.run([chromium(), "--headless", f"--user-data-dir={tmp_path / 'profile'}", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=1400,1500", f"--screenshot={png}", html.as_uri()],
                    check=True, capture_output=True, timeout=120)
     image = Image.open(png).convert("RGB")

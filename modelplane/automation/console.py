@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ..console import EXIT_FAILED, EXIT_INPUT
 from ..errors import InputError
 from . import environment
 from .driver import DriverError, MissingCli, preflight, stack_runner
@@ -42,7 +43,9 @@ def summary_table(operation: str, outcomes: dict) -> Table:
 def run_command(operation: str, names: list[str], backend: str | None = None, parallel: int = 4,
                 policy_config: Path | None = None, command=None, console: Console | None = None,
                 errors: Console | None = None) -> int:
-    """Plan the order, run it, print progress and the summary; return the exit status."""
+    """Plan the order, run it, print progress and the summary; return the exit status (console.py:
+    0 every stack succeeded, 1 one failed or the policy pack refused it, 2 invalid input or usage,
+    3 no working pulumi CLI)."""
     console = console or Console()
     errors = errors or console
     try:
@@ -52,10 +55,13 @@ def run_command(operation: str, names: list[str], backend: str | None = None, pa
         totals = environment.expected_resources(steps) if operation != "destroy" else None
     except InputError as exc:
         errors.print(exc.render(), markup=False)
-        return 1
-    except (MissingCli, DriverError) as exc:
+        return EXIT_INPUT
+    except MissingCli as exc:       # no (working) pulumi binary: modelplane cannot run it
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        return 1
+        return EXIT_FAILED
+    except DriverError as exc:      # a setting the run needs (the passphrase): usage
+        errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_INPUT
     runner = stack_runner(backend, command, policy_config=policy_config)
     with Live(console=console, auto_refresh=console.is_terminal, transient=True) as live:
         outcomes = environment.run(steps, operation, runner, parallel,

@@ -44,11 +44,42 @@ def preflight(command=None) -> None:
     from pulumi import automation as auto
 
     if command is None:
+        _answers_version()
         try:
+            # runs `pulumi version` again and checks it against the SDK's minimum
+            # (pulumi/automation/_cmd.py PulumiCommand.__init__, _parse_and_validate_pulumi_version)
             auto.PulumiCommand()
         except FileNotFoundError as exc:
             raise MissingCli(INSTALL_HINT) from exc
+        except auto.InvalidVersionError as exc:
+            raise MissingCli(_broken(str(exc).splitlines()[0])) from None
     _passphrase()
+
+
+def _broken(what: str) -> str:
+    import shutil
+
+    return (f"the pulumi CLI at {shutil.which('pulumi') or 'pulumi'} does not work: {what}; reinstall it "
+            "(https://www.pulumi.com/docs/install/) or put a working one first on PATH; `modelplane plan STACK` "
+            "works without it")
+
+
+def _answers_version() -> None:
+    """`pulumi version` with its output captured: a binary that is there but broken is one line of
+    ours, not its own output and the SDK's CalledProcessError traceback."""
+    import shutil
+    import subprocess
+
+    where = shutil.which("pulumi")
+    if where is None:
+        raise MissingCli(INSTALL_HINT)
+    try:
+        done = subprocess.run([where, "version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MissingCli(_broken(f"`pulumi version` could not run ({exc})")) from None
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise MissingCli(_broken(f"`pulumi version` exited {done.returncode}" + (f" ({said[0]})" if said else "")))
 
 
 def _passphrase() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from ..changes import priced, serving_text, signed_money, traffic_text
-from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale
+from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale, stale_note
 from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
@@ -101,6 +101,7 @@ def context(doc: dict) -> dict:
         "replicas": {"placed": len(doc["placements"]), "wanted": len(doc["placements"]) + len(doc["unplaced"])},
         "cluster_palette": cluster_palette,
         "shaky": doubtful(cost), "stale": stale(cost), "stale_days": STALE_DAYS,
+        "stale_note": stale_note(cost, {c["cluster"]: c.get("region") for c in doc["clusters"]}),
         "unpriced_pools": len(cost["unpriced"]), "whatif": doc.get("whatIf"),
         "change": _change_view(doc),
         "sizing": [{**row, "chart": frontier_chart(row)} for row in doc.get("sizing") or []],
@@ -108,12 +109,16 @@ def context(doc: dict) -> dict:
 
 
 def _change_view(doc: dict) -> dict | None:
-    """`plan --previous`: resource actions with their counts, replica changes and the cost delta."""
+    """`plan --previous`: every reason the gate fails, replica changes by kind, traffic and cost
+    deltas first; resource actions with their counts last (a region move has dozens)."""
     if "replicaChanges" not in doc:
         return None
     from ..changes import SYMBOLS, summary
+    from ..comment import replica_counts
+    from ..outcome import reasons
 
     return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
+            "failing": reasons(doc), "replica_counts": replica_counts(doc),
             "replicas": doc["replicaChanges"], "cost": doc["costDelta"], "disruptions": doc.get("disruptions") or [],
             "transitions": doc.get("transitions") or [], "traffic": doc.get("trafficDelta") or [],
             "order": doc.get("upOrder") or []}

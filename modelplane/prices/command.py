@@ -46,7 +46,9 @@ def price_table(rows: list[dict], title: str, max_age: int) -> Table:
     table = Table(title=title, title_justify="left")
     pools = any(r["where"] != "-" for r in rows)
     for col in ("pool",) * pools + ("class", "region", "capacity", "$/node-hour", "basis", "as of", "age", "source"):
-        table.add_column(col, justify="right" if col in ("$/node-hour", "age") else "left")
+        # the source is a URL a reader copies: folded onto more lines, never cut with an ellipsis
+        table.add_column(col, justify="right" if col in ("$/node-hour", "age") else "left",
+                         overflow="fold" if col == "source" else "ellipsis")
     for r in rows:
         where = (r["where"],) * pools
         if "hourly" not in r:
@@ -83,9 +85,11 @@ def prices(ctx, stack, max_age):
         err.print(exc.render(), markup=False)
         sys.exit(2)
     out.print(price_table(rows, f"prices ({stack or 'catalog'}, USD per node-hour)", max_age))
-    stale = sum(1 for r in rows if r.get("stale"))
+    stale = [r for r in rows if r.get("stale")]
     if stale:
-        out.print(f"{stale} price(s) older than {max_age} days: run `modelplane prices refresh` (needs cloud credentials)",
+        where = sorted({r["region"] for r in stale if r.get("region") and r["region"] != "*"})
+        command = "modelplane prices refresh" + (f" --regions {','.join(where)}" if where else "")
+        out.print(f"{len(stale)} price(s) older than {max_age} days: run `{command}` (needs cloud credentials)",
                   markup=False)
 
 

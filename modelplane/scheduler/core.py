@@ -272,7 +272,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 continue
             kept[d.key][idx] = _bind(d, idx, cluster, key[-1], free, pools)
     for o in choice.open:       # sized anew: what runs now is replaced, deleted at the end of `up`
-        moves += [Move(o.key, idx, old.cluster, "sizing chose another configuration")
+        moves += [Move(o.key, idx, old.cluster, choice.why_open(o.key, old))
                   for idx, old in sorted(prev.get(o.key, {}).items())]
 
     known = {d.key for d in demands}

@@ -89,6 +89,13 @@ class Choice:
                 out[key] = o.candidates[match]
         return out
 
+    def why_open(self, key: str, old) -> str:
+        """Why a running replica of a sized deployment matches none of its candidates: its cluster
+        left every candidate's filter (a clusterSelector edit, a queue removed), else the shape."""
+        if all(old.cluster not in eligible for eligible in self._eligible[key]):
+            return f"cluster {old.cluster} no longer passes the filter, so sizing chose again"
+        return "sizing chose another configuration"
+
     def pick(self, o: Options, free: dict, fill):
         """Fill each candidate on a copy of `free`; keep the one that places the largest share of its
         replicas, then costs least, then comes first. Returns (demand, placements, free, failed index)."""
