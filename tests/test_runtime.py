@@ -66,7 +66,9 @@ def test_h4_every_cluster_has_a_gateway_implementation_and_the_gateway_kserve_ro
     assert manager["backendResources"] == [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
                                             "version": "v1"}]
     assert "ai-gateway" in rel and "envoy-gateway" in depends_on(gke, rel["ai-gateway"])
-    gateway = next(r for r in gke.records if r.type.endswith(":Gateway"))
+    # By name: the hop Gateway is a Gateway too, and records arrive in registration order, which
+    # the SDK's async registration does not fix (picking the first one made this test flaky).
+    gateway = next(r for r in gke.records if r.type.endswith(":Gateway") and r.inputs["metadata"]["name"] == "inference")
     assert gateway.inputs["spec"]["gatewayClassName"] == "envoy"
     assert gateway.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.addresses[0].value}"
     for r in kinds(prod, "LLMInferenceService"):   # the deployment's shared pool (docs/routing.md)
