@@ -54,3 +54,32 @@ def test_many_small_replicas_do_not_starve_a_big_one():
     plan = schedule([small, big], [cluster("c", pool("h", gpus=8, max_nodes=3))])
     assert plan.placed("b/big") == 1 and plan.placed("a/small") == 16
     assert sum(u.deployment == "a/small" for u in plan.unplaced) == 984
+
+
+def test_a_selector_sees_the_pool_and_the_cluster():
+    """`pool.capacity != "spot"` keeps a deployment off spot (trial step 13); the rejection names
+    the false clause and the pool's value, as --explain shows it."""
+    from modelplane.scheduler.model import Cluster
+
+    spot_only = Cluster("gke-usc1", (pool("h100-spot", gpus=8, max_nodes=4, capacity="spot"),), {"team": "a"},
+                        None, "us-central1", "gcp")
+    paid = Cluster("eks-use1", (pool("p5", gpus=8, max_nodes=2, labels={"tier": "prod"}),), {}, None,
+                   "us-east-1", "aws")
+    cel = 'gpu.count == 8 && pool.capacity != "spot"'
+    plan = schedule([demand("chat/llama", roles=[role(cel=cel)])], [spot_only, paid])
+    assert pools_of(plan, "chat/llama") == [(0, "eks-use1", {"decode": "p5"})]
+    why = [r.detail for r in plan.rejections["chat/llama"] if r.reason == "nodeSelector"]
+    assert why == ['decode: false for class class-h100-spot: pool.capacity != "spot" is false (pool.capacity = "spot")']
+    for cel, where in (('cluster.region == "us-central1"', "gke-usc1"), ('cluster.cloud == "aws"', "eks-use1"),
+                       ('"tier" in pool.labels && pool.labels["tier"] == "prod"', "eks-use1"),
+                       ('"team" in cluster.labels && pool.name == "h100-spot"', "gke-usc1")):
+        got = schedule([demand("ns/x", roles=[role(cel=cel)])], [spot_only, paid])
+        assert [p.cluster for p in got.placements] == [where], cel
+
+
+def test_an_unknown_variable_names_pool_and_cluster():
+    from modelplane.scheduler.core import DemandError
+
+    import pytest
+    with pytest.raises(DemandError, match=r"unknown name 'zone' \(variables: .*pool, cluster\)"):
+        schedule([demand(roles=[role(cel='zone == "a"')])], [cluster("c")])
