@@ -29,7 +29,7 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
         pools.append({
             "name": pool.name, "class": cls.name, "minNodes": pool.min_nodes, "maxNodes": pool.max_nodes,
             "gpusPerNode": cls.capabilities.gpu.count, "zones": list(pool.zones),
-            "capacityType": pool.capacity.type,
+            "capacityType": pool.capacity.type, "labels": dict(sorted(pool.labels.items())),
             "price": pool_price(catalog.prices, cls.name, cluster.region, pool.capacity.type, pool.capacity.hourly),
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
@@ -93,9 +93,11 @@ def cluster_from_inventory(inv: dict) -> Cluster:
     pools = tuple(Pool(p["name"], p["class"], int(p["gpusPerNode"]), int(p["maxNodes"]), p["capabilities"],
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
                        int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
-                       domain_nodes(p["capabilities"]), (p.get("price") or {}).get("hourly")) for p in inv["pools"])
+                       domain_nodes(p["capabilities"]), (p.get("price") or {}).get("hourly"),
+                       p.get("capacityType", "on-demand"), int(p.get("minNodes", 0)), dict(p.get("labels") or {}))
+                  for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
-    return Cluster(inv["name"], pools, dict(inv["labels"]), queues)
+    return Cluster(inv["name"], pools, dict(inv["labels"]), queues, inv.get("region", ""), inv.get("cloud", ""))
 
 
 def role_workers(md: ModelDeployment) -> dict[str, int]:

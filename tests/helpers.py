@@ -10,9 +10,11 @@ def caps(product="H200", mem=141, count=8, fabric="roce", features=("fp8",)):
             "interconnect": {"type": "nvswitch"}, "network": {"fabric": fabric, "bandwidthGbps": 400}}
 
 
-def pool(name="h200", gpus=8, max_nodes=4, cls=None, fabric="roce", **kw):
+def pool(name="h200", gpus=8, max_nodes=4, cls=None, fabric="roce", capacity="on-demand", paid_nodes=0, labels=None,
+         **kw):
     c = caps(count=gpus, fabric=fabric, **kw)
-    return Pool(name, cls or f"class-{name}", gpus, max_nodes, c, fabric)
+    return Pool(name, cls or f"class-{name}", gpus, max_nodes, c, fabric, capacity=capacity, paid_nodes=paid_nodes,
+                labels=labels or {})
 
 
 def cluster(name, *pools, labels=None, queues=None):

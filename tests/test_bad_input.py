@@ -415,3 +415,19 @@ def test_a_shape_the_filter_refuses_is_unplaced_with_its_reason(tmp_path, name):
     assert any(r["reason"] == reason and words in r["detail"] for r in stuck["reasons"]), stuck
     assert any(row["verdict"] == "rejected" and row["reason"] == reason and words in row["detail"]
                for row in doc["explain"]["rows"])
+
+
+def test_a_node_selector_over_the_pool_plans_and_explains(tmp_path):
+    """Issue 44: `pool.capacity` and `cluster.*` are selectable through the loader's check and the
+    plan; a false clause is explained with the pool's value."""
+    body = sub("nodeSelector: {cel: 'gpu.memoryGiB >= 24'}",
+               "nodeSelector: {cel: 'gpu.memoryGiB >= 24 && pool.capacity == \"spot\"'}")
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(body)
+    result = plan("dev", "--config-file", path, "--explain", "gpt-oss-20b")
+    assert result.exit_code == 0, result.output
+    assert 'pool.capacity == "spot" is false (pool.capacity =' in result.output   # h100 (on-demand)
+    body = sub("nodeSelector: {cel: 'gpu.memoryGiB >= 24'}", "nodeSelector: {cel: 'zone == \"a\"'}")
+    path.write_text(body)
+    result = plan("dev", "--config-file", path)
+    assert result.exit_code == 2 and "unknown name 'zone'" in result.output and "pool.capacity" in result.output

@@ -22,17 +22,18 @@ def where(plan):
 
 
 def test_first_fit_strands_nodes_the_exact_phase_uses():
-    """Spread puts one 1-node replica on each 2-node cluster; the 2-node replica then fits nowhere.
-    The exact phase packs the small ones on one cluster and places all three."""
+    """Spread puts one 1-node replica on each 2-node cluster; the 2-node replica of a lower tier then
+    fits nowhere. The exact phase packs the small ones on one cluster and places all three. (In one
+    tier the fast path serves b/y before a/x's second replica, issue 44.)"""
     clusters = [Cluster("c1", (pool("p", 2),)), Cluster("c2", (pool("q", 2),))]
-    demands = [demand("a/x", 2), demand("b/y", 1, nodes=2)]
+    demands = [demand("a/x", 2), demand("b/y", 1, nodes=2, priority=0)]
     fast = schedule(demands, clusters, exact="off")
     assert len(fast.placements) == 2 and [u.deployment for u in fast.unplaced] == ["b/y"]
     final = schedule(demands, clusters)
     assert final.phase == "exact" and final.unplaced == []
-    # the fast path's a/x#1 on c2 keeps its spot; a/x#0 joins it, b/y takes c1 whole
-    assert where(final) == [("a/x", 0, "c2"), ("a/x", 1, "c2"), ("b/y", 0, "c1")]
-    assert final.changed == [("a/x", 0, "c1", "c2"), ("b/y", 0, None, "c1")]
+    # the fast path's a/x#0 on c1 keeps its spot; a/x#1 joins it, b/y takes c2 whole
+    assert where(final) == [("a/x", 0, "c1"), ("a/x", 1, "c1"), ("b/y", 0, "c2")]
+    assert final.changed == [("a/x", 1, "c2", "c1"), ("b/y", 0, None, "c2")]
 
 
 def test_higher_priority_is_served_first_whatever_its_name():

@@ -41,9 +41,9 @@ def test_shape_rejects_small_nodes():
 
 
 def test_capacity_counts_other_deployments():
-    other = demand("ml/aaa", replicas=2, roles=[role(tensor=8)])  # fills first: name order
+    other = demand("ml/aaa", replicas=2, roles=[role(tensor=8)])  # served first (name order), then ml/kimi
     plan = schedule([demand("ml/kimi"), other], [cluster("c", pool(max_nodes=2))])
-    assert sum(p.deployment == "ml/aaa" for p in plan.placements) == 2
+    assert [(p.deployment, p.replica) for p in plan.placements] == [("ml/aaa", 0), ("ml/kimi", 0)]
     detail = next(r.detail for u in plan.unplaced for r in u.reasons if r.reason == "capacity")
     assert "0/16 GPUs free" in detail and "needs 8 GPUs" in detail
 

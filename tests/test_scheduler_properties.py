@@ -109,16 +109,19 @@ def test_hash_seed_independence(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 4, 8]), st.sampled_from(["roce", "efa", "tcp"])),
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 4, 8]), st.sampled_from(["roce", "efa", "tcp"]),
+                          st.integers(0, 6), st.integers(0, 24)),
                 min_size=1, max_size=6),
        st.sampled_from([1, 4, 8]), st.integers(1, 3), st.sampled_from([1, 4]), st.integers(1, 3), st.integers(0, 3))
 def test_pair_scoring_agrees_with_the_full_product(specs, t1, n1, t2, n2, count):
+    """Also with paid nodes (minNodes) and pools partly used: the pair search scores GPUs bought
+    beyond paid ones exactly as the full product does."""
     from modelplane.scheduler.score import _best, _best_product
 
-    pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f) for i, (m, g, f) in enumerate(specs)]
+    pools = [pool(f"p{i}", gpus=g, max_nodes=m, fabric=f, paid_nodes=min(paid, m)) for i, (m, g, f, paid, _) in enumerate(specs)]
     d = demand(roles=[role("decode", tensor=t1, count=n1), role("prefill", tensor=t2, count=n2)])
     per_role = {r.name: [p for p in pools if p.gpus_per_node >= r.gpus_per_node] for r in d.roles}
-    free = {("c", p.name): p.max_nodes * p.gpus_per_node for p in pools}
+    free = {("c", p.name): max(0, p.max_nodes * p.gpus_per_node - used) for p, (*_, used) in zip(pools, specs)}
     options = [[p for p in per_role[r.name] if free[("c", p.name)] >= r.need(p)] for r in d.roles]
     reference = _best_product(d, "c", options, free, count) if all(options) else None
     assert _best(d, "c", per_role, free, count) == reference

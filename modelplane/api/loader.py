@@ -316,9 +316,13 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
 
 def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
     """Every nodeSelector.cel compiles and gives a bool on every catalog class, before anything runs."""
-    from ..scheduler.cel import CelError, Matcher
+    from ..scheduler.cel import CelError, Matcher, uses_place
 
     matcher = Matcher()
+    # pool.* and cluster.* are known only per pool: check such an expression against a pool with
+    # every field and no labels (a label it reads may exist on the real pools; Filter checks those)
+    sample = {"pool": {"name": "", "capacity": "on-demand", "labels": {}, "minNodes": 0},
+              "cluster": {"name": "", "labels": {}, "region": "", "cloud": ""}}
     for i, md in enumerate(spec.deployments):
         sites = [(("nodeSelector", "cel"), md.node_selector.cel)]
         if md.prefill is not None:
@@ -326,11 +330,15 @@ def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
         for path, expr in sites:
             try:
                 for name, cls in sorted(catalog.classes.items()):
-                    matcher.matches(expr, name, cls.capabilities.model_dump(by_alias=True, exclude_none=True))
+                    matcher.matches(expr, name, cls.capabilities.model_dump(by_alias=True, exclude_none=True),
+                                    sample if uses_place(expr) else None)
             except CelError as exc:
+                if uses_place(expr) and "no field" in str(exc):
+                    continue
                 add("deployments", (i, *path), f"{shown(expr)} {exc}",
                     "write a CEL expression over the class capabilities that yields true or false, e.g. "
-                    "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`)", "node-selector")
+                    "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`; where: pool.capacity, "
+                    "pool.name, pool.labels, cluster.labels, cluster.region, cluster.cloud)", "node-selector")
 
 
 def _model_credentials(spec: StackSpec, catalog: Catalog, secret_keys, add) -> None:

@@ -160,7 +160,7 @@ def explain(message: str) -> str:
     if message.startswith("undeclared reference to "):
         name = re.search(r"'([^']*)'", message)
         return (f"unknown name {name[1]!r}" if name else "unknown name") + \
-            " (variables: gpu, interconnect, network, capabilities)"
+            " (variables: gpu, interconnect, network, capabilities, pool, cluster)"
     member = re.match(r"no such member in mapping: '([^']*)'", message)
     if member:
         return f"no field {member[1]!r} (fields: `modelplane classes` lists the capabilities)"
@@ -176,12 +176,31 @@ def explain(message: str) -> str:
     return "cannot be evaluated"
 
 
-def activation(capabilities: dict) -> dict:
-    """Variables bound for an expression: each capability group, and `capabilities` itself."""
+def activation(capabilities: dict, context: dict | None = None) -> dict:
+    """Variables bound for an expression: each capability group, `capabilities` itself, and the
+    pool and cluster (`place`) when the expression reads them."""
     import celpy
 
     doc = celpy.json_to_cel(capabilities)
-    return {"capabilities": doc, **{k: v for k, v in doc.items()}}
+    return {"capabilities": doc, **{k: v for k, v in doc.items()}, **celpy.json_to_cel(context or {})}
+
+
+def uses_place(expr: str) -> bool:
+    """Whether an expression reads `pool.` or `cluster.` (then it is decided per pool, not per class)."""
+    import re
+
+    text = re.sub(r"\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'", '""', expr)
+    return re.search(r"\b(?:pool|cluster)\s*\.", text) is not None
+
+
+def place(pool, cluster) -> dict:
+    """What a selector sees of where a pool is: `pool.name`, `pool.capacity` (on-demand, spot,
+    reservation, capacity-block, flex-start), `pool.labels`, `pool.minNodes`; `cluster.name`,
+    `cluster.labels`, `cluster.region`, `cluster.cloud`."""
+    return {"pool": {"name": pool.name, "capacity": pool.capacity, "labels": dict(pool.labels),
+                     "minNodes": pool.paid_nodes},
+            "cluster": {"name": cluster.name, "labels": dict(cluster.labels), "region": cluster.region,
+                        "cloud": cluster.cloud}}
 
 
 class Matcher:
@@ -191,18 +210,20 @@ class Matcher:
         self._cache: dict[tuple[str, str], bool] = {}
         self._acts: dict[str, dict] = {}
 
-    def matches(self, expr: str, class_name: str, capabilities: dict) -> bool:
+    def matches(self, expr: str, class_name: str, capabilities: dict, context: dict | None = None) -> bool:
+        """`context`: place(pool, cluster), for an expression that reads them (uses_place)."""
         if not expr.strip():
             return True
-        key = (expr, class_name)
+        at = class_name if context is None else (class_name, context["cluster"]["name"], context["pool"]["name"])
+        key = (expr, at)
         if key not in self._cache:
             import celpy
             from celpy import celtypes
 
             program = compile_expr(expr)
-            act = self._acts.get(class_name)
+            act = self._acts.get(at)
             if act is None:
-                act = self._acts[class_name] = activation(capabilities)
+                act = self._acts[at] = activation(capabilities, context)
             try:
                 result = program.evaluate(act)
             except celpy.CELEvalError as exc:
@@ -216,17 +237,18 @@ class Matcher:
             self._cache[key] = bool(result)
         return self._cache[key]
 
-    def why(self, expr: str, class_name: str, capabilities: dict) -> str:
-        """Why `expr` is false for a class: its first top-level `&&` clause that is false (the
-        whole expression when it has one clause) and the class's values of the fields it reads."""
+    def why(self, expr: str, class_name: str, capabilities: dict, context: dict | None = None) -> str:
+        """Why `expr` is false for a class (and pool): its first top-level `&&` clause that is false
+        (the whole expression when it has one clause) and the values of the fields it reads."""
         clauses = _conjuncts(expr)
         failed = expr.strip()
         if len(clauses) > 1:
             try:
-                failed = next((c for c in clauses if not self.matches(c, class_name, capabilities)), failed)
+                failed = next((c for c in clauses if not self.matches(c, class_name, capabilities, context)), failed)
             except CelError:       # a clause alone need not compile (a macro split across &&): name the whole
                 pass
-        values = [f"{path} = {_shown(_lookup(capabilities, path))}" for path in _fields(failed)]
+        doc = {**capabilities, **(context or {})}
+        values = [f"{path} = {_shown(_lookup(doc, path))}" for path in _fields(failed)]
         return f"{failed} is false" + (f" ({', '.join(values)})" if values else "")
 
 
@@ -259,7 +281,7 @@ def _fields(expr: str) -> list[str]:
     import re
 
     text = re.sub(r"\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'", '""', expr)    # not inside string literals
-    found = re.findall(r"\b(?:capabilities\.)?((?:gpu|interconnect|network)(?:\.[A-Za-z_]\w*)+)", text)
+    found = re.findall(r"\b(?:capabilities\.)?((?:gpu|interconnect|network|pool|cluster)(?:\.[A-Za-z_]\w*)+)", text)
     return list(dict.fromkeys(found))
 
 

@@ -41,7 +41,7 @@ from types import MappingProxyType
 from .cel import CelError, Matcher, compile_expr
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
 from . import sizing
-from .model import (CAPACITY, NO_CLUSTER, Cluster, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
+from .model import (CAPACITY, NO_CLUSTER, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
                     Transition, Unplaced)
 from .progress import progress as _progress
 from .score import _best, _bind
@@ -159,12 +159,12 @@ def _fill_steps(d: Demand, idx: int, eligible, free, counts, pools):
     return None
 
 
-def _fill(d: Demand, have: dict, eligible, free, pools) -> tuple[dict, int | None]:
-    """Fill the missing indices of `d` (Score, Bind) on `free`: the new placements by index, and the
-    first index that fits nowhere (None when every index is placed)."""
+def _fill(d: Demand, have: dict, eligible, free, pools, upto: int | None = None) -> tuple[dict, int | None]:
+    """Fill the missing indices of `d` (Score, Bind) on `free`, those below `upto` when given: the
+    new placements by index, and the first index that fits nowhere (None when every index is placed)."""
     counts = Counter(p.cluster for p in have.values())
     filled, heap = {}, None
-    for idx in range(d.replicas):
+    for idx in range(d.replicas if upto is None else min(upto, d.replicas)):
         if idx in have:
             continue
         if heap is None:
@@ -197,7 +197,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     which one candidate is placed (sizing.py)."""
     matcher = matcher or Matcher()
     clusters = sorted(clusters, key=lambda c: c.name)
-    by_name = {c.name: Cluster(c.name, tuple(sorted(c.pools, key=lambda p: p.name)), c.labels, c.queues)
+    by_name = {c.name: replace(c, pools=tuple(sorted(c.pools, key=lambda p: p.name)))
                for c in clusters}
     clusters = list(by_name.values())
     pools = {(c.name, p.name): p for c in clusters for p in c.pools}
@@ -280,20 +280,33 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     held = _hold(leaving, by_name, free)
     after_retain = dict(free)
     placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
-    # Fill order: priority tier (highest first), then name; a sized deployment picks its candidate
-    # when its turn comes (the one that places the most, then costs least: sizing.Choice.pick).
-    for item in sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key)):
-        if isinstance(item, Options):
-            d, placed, free, failed = choice.pick(item, free, lambda *a: _fill(*a, pools))
-            demands.append(d)
-            verdicts[d.key], eligible[d.key] = choice.verdicts_of(d.key), choice.eligible_of(d.key)
-            kept[d.key], filled[d.key] = {}, placed
-        else:
-            d = item
-            placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free, pools)
-            filled[d.key] = placed
-        if failed is not None:
-            failed_at[d.key] = failed
+    # Fill order: priority tier (highest first), then name; within a tier every deployment is
+    # served first (its first replica), then the rest of each in the same order, so a deployment
+    # of many small replicas never starves a bigger one of its tier. A sized deployment picks its
+    # candidate at its first turn (the one that places the most, then costs least: sizing.Choice.pick).
+    items = sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key))
+    for tier in sorted({item.priority for item in items}, reverse=True):
+        rest = []
+        for item in (i for i in items if i.priority == tier):
+            if isinstance(item, Options):
+                d, placed, free, failed = choice.pick(item, free, lambda *a: _fill(*a, pools))
+                demands.append(d)
+                verdicts[d.key], eligible[d.key] = choice.verdicts_of(d.key), choice.eligible_of(d.key)
+                kept[d.key], filled[d.key] = {}, placed
+            else:
+                d = item
+                placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free, pools,
+                                       None if kept[d.key] else 1)
+                filled[d.key] = placed
+                if failed is None and not kept[d.key]:
+                    rest.append(d)
+            if failed is not None:
+                failed_at[d.key] = failed
+        for d in rest:
+            placed, failed = _fill(d, {**kept[d.key], **filled[d.key]}, eligible[d.key], free, pools)
+            filled[d.key].update(placed)
+            if failed is not None:
+                failed_at[d.key] = failed
     demands.sort(key=lambda d: d.key)
     rejections = LazyRejections(demands, clusters, verdicts)
 

@@ -122,7 +122,7 @@ def groups_of(kinds_: list[Kind]) -> dict[str, list[int]]:
     return out
 
 
-def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
+def relax(kinds_, spots_, free, floors: dict[int, int], served=None) -> list[float]:
     """The LP relaxation (GLOP; deterministic for the same model): replicas per tier,
     lexicographic through weights, never fewer of a tier than `floors`. Values per spot. Built as
     one model proto (whole columns and rows at once, no Python object per variable)."""
@@ -150,8 +150,9 @@ def relax(kinds_, spots_, free, floors: dict[int, int]) -> list[float]:
     for i, s in enumerate(spots_):
         per_kind[s.kind].append(i)
         per_tier[kinds_[s.kind].priority].append(i)
-    for k, idx in zip(kinds_, per_kind):
-        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=-math.inf, upper_bound=float(k.want))
+    for j, (k, idx) in enumerate(zip(kinds_, per_kind)):
+        low = float(served[j]) if served else -math.inf
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=low, upper_bound=float(k.want))
     # a group's candidate: y in [0, 1] of it placed whole (its replicas = want * y), one candidate at most
     y = {}
     for g, ks in groups_of(kinds_).items():
@@ -423,8 +424,18 @@ def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
     return out
 
 
+def _serves(kinds_, spots_, counts, served) -> bool:
+    """Each kind places at least as many replicas as it has deployments the fast path served."""
+    if not served:
+        return True
+    per = Counter()
+    for s, n in zip(spots_, counts):
+        per[s.kind] += n
+    return all(per[k] >= n for k, n in enumerate(served))
+
+
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float,
-             keep_fast: bool = False) -> Solved:
+             keep_fast: bool = False, served: list[int] | None = None) -> Solved:
     """Counts per spot, lexicographic: replicas per tier, GPUs, the cost of sized deployments,
     spread, quality (two solves, see `_levels` and `_polish`). `fast`: the fast path's counts per
     spot (a floor per tier and the last tie-break: an equal plan moves nothing); `keep_fast`: see
@@ -432,9 +443,10 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     from ortools.sat.python import cp_model
 
     floors = _tiers(kinds_, spots_, fast)
-    values = relax(kinds_, spots_, free, floors)
+    values = relax(kinds_, spots_, free, floors, served)
     tries = _starts(kinds_, spots_, free, values, fast, floors)
-    ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())]
+    ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())
+          and _serves(kinds_, spots_, c, served)]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=_group_start(kinds_, spots_, fast))
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
     use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
@@ -453,6 +465,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         model.Add(_sum(terms) <= free[key])
     for k, vs in per_kind.items():
         model.Add(sum(vs) <= kinds_[k].want)
+        if served and served[k]:
+            model.Add(sum(vs) >= served[k])     # no deployment the fast path served is starved
     y = {}
     for g, ks in groups_of(kinds_).items():
         for k in ks:

@@ -68,7 +68,11 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
     for dk, fills in greedy.items():
         for cluster, names in fills:
             fast[at[(kind_of[dk], cluster, names)]] += 1
-    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast)
+    # a kind may not serve fewer of its deployments than the fast path did (served first, issue 44);
+    # expand() then gives each of them a replica before any gets a second
+    served = [sum(1 for d in kind.members if greedy.get(d.key) and missing.get(d.key) == d.replicas)
+              if not kind.group else 0 for kind in kinds_]
+    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast, served)
     phase = "exact"
     if solved.unproven:
         phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
@@ -107,10 +111,21 @@ def expand(kinds_: list[Kind], spots_: list[Spot], counts: list[int], missing: d
                         out[key].append(spot)
                 out[key] += sorted(free.elements())
             continue
+        # served first: every member takes one spot (its fast-path spot if the counts have it)
+        # before any member takes a second; then members keep their other fast-path spots
         for d in kind.members:
             out[d.key] = []
+            spot = next((s for s in greedy.get(d.key, []) if free[s]), None) if missing[d.key] else None
+            spot = spot or (min((s for s, n in free.items() if n), default=None) if missing[d.key] else None)
+            if spot is not None:
+                free[spot] -= 1
+                out[d.key].append(spot)
+        for d in kind.members:
+            mine = Counter(out[d.key])
             for spot in greedy.get(d.key, []):
-                if free[spot]:
+                if mine[spot]:
+                    mine[spot] -= 1       # the spot it took above
+                elif free[spot]:
                     free[spot] -= 1
                     out[d.key].append(spot)
         for d in kind.members:
@@ -170,10 +185,13 @@ def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better
         return original, fast_free, outcome.phase, [], {}
     units = {g.key: g.units for g in groups}
     by_tier_fast, by_tier_exact = Counter(), Counter()
+    served_fast, served_exact = Counter(), Counter()    # deployments with at least one replica, per tier
     gpus, cost = [0, 0], [0.0, 0.0]
     for d in demands:
         got = len(outcome.fills.get(d.key, []))
         by_tier_fast[d.priority] += len(filled[d.key])
+        served_fast[d.priority] += bool(kept[d.key] or filled[d.key])
+        served_exact[d.priority] += bool(kept[d.key] or got)
         if d.key in open_keys:             # a sized deployment: its units when placed whole, and its cost
             g = next(g for g in groups if g.key == d.key)
             pick = outcome.picks.get(d.key, g.fast)
@@ -187,9 +205,15 @@ def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better
         gpus[0] += size * len(filled[d.key])
         gpus[1] += size * got
     tiers = sorted(set(by_tier_fast) | set(by_tier_exact), reverse=True)
-    fast_rank, exact_rank = ([*(c[t] for t in tiers), g, -round(m, 6)]
-                             for c, g, m in ((by_tier_fast, gpus[0], cost[0]), (by_tier_exact, gpus[1], cost[1])))
-    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) or (only_if_better and exact_rank <= fast_rank):
+    # per tier, highest first: deployments served, then replicas; then GPUs, then sized cost
+    fast_rank, exact_rank = ([x for t in tiers for x in (s[t], c[t])] + [g, -round(m, 6)]
+                             for s, c, g, m in ((served_fast, by_tier_fast, gpus[0], cost[0]),
+                                                (served_exact, by_tier_exact, gpus[1], cost[1])))
+    # Never worse: no tier serves fewer deployments or places fewer replicas than the fast path (the
+    # model counts replicas per kind; a solution that starves a deployment it served is dropped).
+    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) \
+            or any(served_exact[t] < n for t, n in served_fast.items()) \
+            or (only_if_better and exact_rank <= fast_rank):
         return original, fast_free, "fast path (the exact phase found no better plan)", [], {}
     swapped = {}
     for g in groups:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .cel import CelError, Matcher
+from .cel import CelError, Matcher, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
                     QUEUE, RDMA_FABRICS, SHAPE, SIZED, Demand, Rejection)
 
@@ -37,8 +37,10 @@ class Verdicts:
 
     def __init__(self, d: Demand, matcher: Matcher):
         self.d, self.matcher = d, matcher
-        self.cache: dict[str, dict[str, bool]] = {r.name: {} for r in d.roles}
+        self.cache: dict[str, dict] = {r.name: {} for r in d.roles}
         self.fits: dict[tuple, tuple[str, str] | None] = {}
+        # roles whose selector reads pool.* or cluster.*: decided per (cluster, pool), not per class
+        self.placed = {r.name for r in d.roles if uses_place(r.cel)}
 
     def fit(self, role, pool) -> tuple[str, str] | None:
         key = (role.name, pool.class_name, pool.gpus_per_node, pool.fabric, pool.memory_mib, pool.disk_gib,
@@ -47,12 +49,17 @@ class Verdicts:
             self.fits[key] = fit_problem(role, pool)
         return self.fits[key]
 
-    def ok(self, role, pool) -> bool:
+    def context(self, role, pool, cluster) -> dict | None:
+        return place(pool, cluster) if role.name in self.placed and cluster is not None else None
+
+    def ok(self, role, pool, cluster=None) -> bool:
         seen = self.cache[role.name]
-        hit = seen.get(pool.class_name)
+        at = (cluster.name, pool.name) if role.name in self.placed and cluster is not None else pool.class_name
+        hit = seen.get(at)
         if hit is None:
             try:
-                hit = seen[pool.class_name] = self.matcher.matches(role.cel, pool.class_name, pool.capabilities)
+                hit = seen[at] = self.matcher.matches(role.cel, pool.class_name, pool.capabilities,
+                                                      self.context(role, pool, cluster))
             except CelError as exc:
                 raise DemandError(self.d.key, role.name, str(exc)) from None
         return hit
@@ -152,10 +159,10 @@ def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
             continue
         per_role = {}
         for role in d.roles:
-            seen, fits = verdicts.cache[role.name], []
+            seen, fits, placed = verdicts.cache[role.name], [], role.name in verdicts.placed
             for p in c.pools:
-                ok = seen.get(p.class_name)
-                if (ok if ok is not None else verdicts.ok(role, p)) and verdicts.fit(role, p) is None:
+                ok = None if placed else seen.get(p.class_name)
+                if (ok if ok is not None else verdicts.ok(role, p, c)) and verdicts.fit(role, p) is None:
                     fits.append(p)
             if not fits:
                 break
@@ -177,8 +184,8 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
         for role in d.roles:
             fits = 0
             for p in c.pools:
-                if not verdicts.ok(role, p):
-                    why = verdicts.matcher.why(role.cel, p.class_name, p.capabilities)
+                if not verdicts.ok(role, p, c):
+                    why = verdicts.matcher.why(role.cel, p.class_name, p.capabilities, verdicts.context(role, p, c))
                     out.append(Rejection(c.name, p.name, NODE_SELECTOR,
                                          f"{role.name}: false for class {p.class_name}: {why}", role.name))
                     continue

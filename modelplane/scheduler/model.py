@@ -64,6 +64,16 @@ class Pool:
     disk_gib: int | None = None  # ephemeral storage per node (None: unknown)
     domain_nodes: int = 0        # nodes of one NVLink domain the pool stays in (0: NVLink ends at the node)
     hourly: float | None = field(default=None, compare=False)   # $ per node-hour (None: unpriced); sizing's cost
+    # How the nodes are bought (on-demand, spot, reservation, capacity-block, flex-start) and the
+    # nodes already paid for whether used or not (minNodes, as docs/cost.md counts idle nodes):
+    # Score fills those before buying more, selectors read `pool.capacity`, Filter keeps refusing spot.
+    capacity: str = field(default="on-demand", compare=False)
+    paid_nodes: int = field(default=0, compare=False)
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def paid_gpus(self) -> int:
+        return min(self.paid_nodes, self.max_nodes) * self.gpus_per_node
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,8 @@ class Cluster:
     pools: tuple[Pool, ...]
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
     queues: tuple[str, ...] | None = None   # None: the cluster does not run KAI queues we know of
+    region: str = field(default="", compare=False)
+    cloud: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""Capacity the way a fleet owner pays for it (issue 44): paid nodes first, nobody starved."""
+from dataclasses import replace
+
+from modelplane.scheduler import schedule
+
+from helpers import cluster, demand, pool, role
+
+
+def pools_of(plan, key):
+    return [(p.replica, p.cluster, {k: v.pool for k, v in p.roles.items()}) for p in plan.placements
+            if p.deployment == key]
+
+
+def trial_cluster():
+    """The user trial's gke-usc1 (B1): a reserved H100 pool with minNodes 4 (of 8) and a spot pool."""
+    return cluster("gke-usc1", pool("h100", gpus=8, max_nodes=8, capacity="reservation", paid_nodes=4),
+                   pool("h100-spot", gpus=8, max_nodes=4, capacity="spot"))
+
+
+def test_paid_reservation_is_filled_before_spot():
+    """Llama (TP4 prefill + TP4 decode, critical) and three SLO-sized Qwen replicas (4 x TP1 prefill +
+    TP4 decode) take 32 GPUs: exactly the 4 reserved nodes, none of the spot pool. Before, best fit
+    put them on the smaller spot pool and left the reservation idle."""
+    llama = replace(demand("chat/llama", roles=[role("decode", tensor=4), role("prefill", tensor=4)]), priority=2)
+    qwen = demand("search/qwen", replicas=3, roles=[role("decode", tensor=4), role("prefill", tensor=1, count=4)])
+    plan = schedule([llama, qwen], [trial_cluster()])
+    assert {pool for p in plan.placements for pool in (r.pool for r in p.roles.values())} == {"h100"}
+    assert plan.free[("gke-usc1", "h100")] == 32 and plan.free[("gke-usc1", "h100-spot")] == 32
+
+
+def test_beyond_paid_nodes_best_fit_decides_again():
+    """Once the paid GPUs are used, a new node is bought where best fit says (the smaller spot pool)."""
+    d = demand("ns/big", replicas=5)
+    plan = schedule([d], [cluster("c", pool("h100", gpus=8, max_nodes=8, capacity="reservation", paid_nodes=4),
+                                  pool("h100-spot", gpus=8, max_nodes=2, capacity="spot"))])
+    used = [p.roles["decode"].pool for p in plan.placements]
+    assert used[:4] == ["h100"] * 4 and used[4] == "h100-spot"
+
+
+def test_paid_nodes_on_a_pair_of_pools():
+    """Prefill and decode on two pools: the pair search counts GPUs bought per pool too."""
+    c = cluster("c", pool("a", gpus=8, max_nodes=2), pool("b", gpus=8, max_nodes=2, paid_nodes=2),
+                pool("p", gpus=8, max_nodes=1))
+    d = demand(roles=[role("decode", tensor=8, count=2), role("prefill", tensor=8)])
+    plan = schedule([d], [c])
+    assert pools_of(plan, "ml/kimi") == [(0, "c", {"decode": "b", "prefill": "p"})]
+
+
+def test_many_small_replicas_do_not_starve_a_big_one():
+    """1,000 replicas of a 1-GPU model beside one 8-GPU replica on 3 nodes of 8: both are served
+    (the fast path serves every deployment of a tier first; the exact phase may not unserve one)."""
+    small = demand("a/small", replicas=1000, roles=[role(tensor=1)])
+    big = demand("b/big", replicas=1, roles=[role(tensor=8)])
+    plan = schedule([small, big], [cluster("c", pool("h", gpus=8, max_nodes=3))])
+    assert plan.placed("b/big") == 1 and plan.placed("a/small") == 16
+    assert sum(u.deployment == "a/small" for u in plan.unplaced) == 984
+
+
+def test_a_selector_sees_the_pool_and_the_cluster():
+    """`pool.capacity != "spot"` keeps a deployment off spot (trial step 13); the rejection names
+    the false clause and the pool's value, as --explain shows it."""
+    from modelplane.scheduler.model import Cluster
+
+    spot_only = Cluster("gke-usc1", (pool("h100-spot", gpus=8, max_nodes=4, capacity="spot"),), {"team": "a"},
+                        None, "us-central1", "gcp")
+    paid = Cluster("eks-use1", (pool("p5", gpus=8, max_nodes=2, labels={"tier": "prod"}),), {}, None,
+                   "us-east-1", "aws")
+    cel = 'gpu.count == 8 && pool.capacity != "spot"'
+    plan = schedule([demand("chat/llama", roles=[role(cel=cel)])], [spot_only, paid])
+    assert pools_of(plan, "chat/llama") == [(0, "eks-use1", {"decode": "p5"})]
+    why = [r.detail for r in plan.rejections["chat/llama"] if r.reason == "nodeSelector"]
+    assert why == ['decode: false for class class-h100-spot: pool.capacity != "spot" is false (pool.capacity = "spot")']
+    for cel, where in (('cluster.region == "us-central1"', "gke-usc1"), ('cluster.cloud == "aws"', "eks-use1"),
+                       ('"tier" in pool.labels && pool.labels["tier"] == "prod"', "eks-use1"),
+                       ('"team" in cluster.labels && pool.name == "h100-spot"', "gke-usc1")):
+        got = schedule([demand("ns/x", roles=[role(cel=cel)])], [spot_only, paid])
+        assert [p.cluster for p in got.placements] == [where], cel
+
+
+def test_an_unknown_variable_names_pool_and_cluster():
+    from modelplane.scheduler.core import DemandError
+
+    import pytest
+    with pytest.raises(DemandError, match=r"unknown name 'zone' \(variables: .*pool, cluster\)"):
+        schedule([demand(roles=[role(cel='zone == "a"')])], [cluster("c")])
