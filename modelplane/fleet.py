@@ -63,7 +63,9 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
                 "priorityClass": PRIORITY_CLASSES["standard"][0]},
         "keda": {"enabled": cluster.substrate.keda.enabled},
         # modelplane's KServe substrate, which carries the pipeline-parallel preset (render/presets.py)
-        "kserve": {"enabled": cluster.substrate.kserve.enabled},
+        # and the endpoint-picker image its shared pools run (render/picker.py)
+        "kserve": {"enabled": cluster.substrate.kserve.enabled,
+                   "endpointPicker": cluster.substrate.endpoint_picker.reference()},
         "pools": pools,
     }
 

@@ -282,6 +282,17 @@ else:
     ComponentInput = Component
 
 
+class EndpointPicker(TypedDict):
+    "Which endpoint-picker image the cluster pulls: modelplane's, from a mirror, pinned by digest,\nor a whole other reference (a build of your own)."
+
+    image: NotRequired[str]
+    'the whole reference, e.g. registry.acme.io/llm-d/epp:v0.9.0'
+    registry: NotRequired[str]
+    'replaces ghcr.io, e.g. mirror.acme.io/ghcr (a pull-through mirror)'
+    digest: NotRequired[str]
+    'sha256:<64 hex>, appended as image@sha256:...'
+
+
 class Substrate(TypedDict):
     "Which in-cluster operators modelplane installs: each `true`, `false` (the cluster already\nruns it, e.g. an existing cert-manager) or `{enabled, version, values}` to pick the chart\nversion and deep-merge Helm values over modelplane's (pins and values: catalog/substrate.yaml,\nrender/addons.py; what each switch covers: api/substrate.py)."
 
@@ -301,6 +312,8 @@ class Substrate(TypedDict):
     'Envoy Gateway + Envoy AI Gateway and the cluster\'s inference Gateway. Default: {"enabled": true, "preinstalled": false, "values": {}}.'
     autoscaler: NotRequired[ComponentInput]
     'EKS: the cluster autoscaler (GKE scales its node pools itself). Default: {"enabled": true, "preinstalled": false, "values": {}}.'
+    endpointPicker: NotRequired[EndpointPicker]
+    "the picker image of KServe's shared pools (render/picker.py). Default: {}."
 
 
 class GatewayRef(TypedDict):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
@@ -106,7 +107,9 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["deleteBeforeReplace"] = True
         if r.replace_on_changes:
             item["replaceOnChanges"] = list(r.replace_on_changes)
-        deps = sorted({names[d] for d in r.dependencies if d in names and names[d] != r.name})
+        # keyed by URN: a dependency may share the resource's name (a Helm release on its same-named
+        # PodIdentityAssociation) and must still show
+        deps = sorted({names[d] for d in r.dependencies if d in names and d != r.urn})
         if deps:
             item["dependsOn"] = deps
         owner = _replica_of(r)
@@ -302,27 +305,35 @@ def _safe(name: str) -> str:
 
 
 def write_out(run: OfflineRun, out: Path) -> int:
-    """Kubernetes objects as DIR/<cluster>/<namespace>/<kind>-<name>.yaml; every other resource's
-    inputs (cloud resources, Helm releases, manifest files, patches) as YAML in
-    DIR/cloud/<type>--<name>.pulumi, one file per resource (a suffix kubectl and schema validators skip)."""
+    """Kubernetes objects as DIR/<cluster>/<namespace>/<kind>-<name>.yaml (<kind>.<group>-<name>.yaml
+    where two API groups have the same kind and name there, as the P/D InferencePool and its v1alpha2
+    twin); every other resource's inputs (cloud resources, Helm releases, manifest files, patches) as
+    YAML in DIR/cloud/<type>--<name>.pulumi, one file per resource (a suffix kubectl and schema
+    validators skip)."""
     clusters = _cluster_of(run)
-    count = 0
+    files = []
     for r in sorted(run.records, key=lambda r: (r.type, r.name)):
         if r.type.startswith(("pulumi:", "modelplane:")) or not (r.custom or r.inputs):
             continue
         inputs = manifest(r)
         if is_manifest(r):
             meta = inputs.get("metadata", {})
-            path = out / clusters.get(r.urn, "_") / (meta.get("namespace") or "_cluster") / \
-                f"{inputs['kind'].lower()}-{meta.get('name')}.yaml"
-            body = inputs
+            folder = out / clusters.get(r.urn, "_") / (meta.get("namespace") or "_cluster")
+            group = inputs["apiVersion"].rpartition("/")[0] or "core"
+            files.append(((folder, inputs["kind"].lower(), meta.get("name")), group, inputs))
         else:
-            path = out / "cloud" / f"{type_file(r.type)}--{_safe(r.name)}.pulumi"
-            body = {"type": r.type, "name": r.name, "inputs": inputs}
+            files.append(((out / "cloud" / f"{type_file(r.type)}--{_safe(r.name)}.pulumi",), None,
+                          {"type": r.type, "name": r.name, "inputs": inputs}))
+    shared = Counter(key for key, _, _ in files)
+    for key, group, body in files:
+        if len(key) == 1:
+            path = key[0]
+        else:
+            folder, kind, name = key
+            path = folder / (f"{kind}.{group}-{name}.yaml" if shared[key] > 1 else f"{kind}-{name}.yaml")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.dump(body, Dumper=_DUMPER, sort_keys=True, width=120))
-        count += 1
-    return count
+    return len(files)
 
 
 def what_if(without, before: dict, doc: dict, cost_before: dict) -> dict:

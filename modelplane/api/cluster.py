@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid, require_one
-from .substrate import Component, Switch
+from .substrate import Component, EndpointPicker, Switch
 from .syntax import (AwsRegion, DnsLabel, DnsSubdomain, GcpName, GcpProject, GcpRegion, IamArn, Labels,
                      MachineType, NodeLabels, Region, SubnetId, TaintKey, TaintValue, Zone)
 
@@ -155,6 +155,7 @@ class Substrate(Model):
     cert_manager: Switch = Component()
     gateway: Switch = Component()       # Envoy Gateway + Envoy AI Gateway and the cluster's inference Gateway
     autoscaler: Switch = Component()    # EKS: the cluster autoscaler (GKE scales its node pools itself)
+    endpoint_picker: EndpointPicker = EndpointPicker()   # the picker image of KServe's shared pools (render/picker.py)
 
 
 class GatewayRef(Model):

@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, model_validator
 
 from .base import Model, invalid
 from .project import data_dir
@@ -42,6 +42,44 @@ class Component(Model):
 
     def __bool__(self) -> bool:       # `if cluster.substrate.kai:` reads as it did for plain switches
         return self.enabled
+
+
+# The endpoint picker modelplane runs for KServe's shared pools (render/picker.py): KServe v0.20.0's
+# scheduler preset image (config/llmisvcconfig/config-llm-scheduler.yaml L49).
+EPP_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_REGISTRY = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d+)?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)*")
+
+
+class EndpointPicker(Model):
+    """Which endpoint-picker image the cluster pulls: modelplane's, from a mirror, pinned by digest,
+    or a whole other reference (a build of your own)."""
+
+    image: str | None = None      # the whole reference, e.g. registry.acme.io/llm-d/epp:v0.9.0
+    registry: str | None = None   # replaces ghcr.io, e.g. mirror.acme.io/ghcr (a pull-through mirror)
+    digest: str | None = None     # sha256:<64 hex>, appended as image@sha256:...
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.digest is not None and not _DIGEST.fullmatch(self.digest):
+            raise invalid(f"digest {self.digest!r} is not sha256:<64 lowercase hex digits>",
+                          "copy the digest from `crane digest <image>` or the registry, e.g. sha256:3f1c...")
+        if self.registry is not None and not _REGISTRY.fullmatch(self.registry):
+            raise invalid(f"registry {self.registry!r} is not a registry host with an optional path",
+                          "write a host and path without scheme or trailing slash, e.g. mirror.acme.io/ghcr")
+        if self.image is not None and self.registry is not None:
+            raise invalid("set image or registry, not both",
+                          "image replaces the whole reference; registry only its host (ghcr.io)")
+        if self.image is not None and "@" in self.image and self.digest is not None:
+            raise invalid("image already carries a digest", "drop digest, or the @sha256:... from image")
+        return self
+
+    def reference(self) -> str:
+        """The image reference the picker Deployments run."""
+        ref = self.image or EPP_IMAGE
+        if self.registry is not None:
+            ref = f"{self.registry}/{EPP_IMAGE.split('/', 1)[1]}"
+        return f"{ref}@{self.digest}" if self.digest else ref
 
 
 def _component(value):

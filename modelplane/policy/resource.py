@@ -154,7 +154,8 @@ def kai_wired(resource_type: str, props: dict, config=None) -> list[str]:
 @policy("image-pinned", "Container images are pinned: a tag other than latest, or a digest where required.",
         "resource", config={"requireDigest": {"type": "boolean", "default": False}},
         fix="pin engine.image to a version tag other than latest (a digest, image@sha256:..., where the policy "
-            "config sets requireDigest)")
+            "config sets requireDigest); an endpoint picker (<deployment>-epp): the cluster's "
+            "substrate.endpointPicker.digest, or .registry/.image for a mirror")
 def image_pinned(resource_type: str, props: dict, config=None) -> list[str]:
     need_digest = bool((config or {}).get("requireDigest", False))
     out = []

@@ -204,14 +204,16 @@ ENVOY_REPLICAS = 2   # a lost Envoy pod must not take a cluster's traffic with i
 
 
 def envoy_proxy(name: str, service_type: str) -> dict:
-    """The Envoy fleet behind one Gateway: two replicas, and its Service type. Envoy Gateway v1.8.1
-    takes a Gateway's `infrastructure.parametersRef` EnvoyProxy from the Gateway's namespace
-    (internal/gatewayapi/contexts.go L103-110; api/v1alpha1/envoyproxy_types.go envoyDeployment,
-    envoyService)."""
+    """The Envoy fleet behind one Gateway: two replicas, a PodDisruptionBudget that keeps one of them
+    through a node drain, and its Service type. Envoy Gateway v1.8.1 takes a Gateway's
+    `infrastructure.parametersRef` EnvoyProxy from the Gateway's namespace (internal/gatewayapi/
+    contexts.go L103-110; api/v1alpha1/envoyproxy_types.go envoyDeployment, envoyService, and
+    envoyPDB L542-544 with shared_types.go L475-500's minAvailable)."""
     return {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy",
             "metadata": meta(name, GATEWAY_NAMESPACE, MANAGED_BY),
             "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
-                "envoyDeployment": {"replicas": ENVOY_REPLICAS}, "envoyService": {"type": service_type}}}}}
+                "envoyDeployment": {"replicas": ENVOY_REPLICAS}, "envoyPDB": {"minAvailable": 1},
+                "envoyService": {"type": service_type}}}}}
 
 
 def _proxy_ref(name: str) -> dict:

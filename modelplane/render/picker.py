@@ -5,7 +5,7 @@ Every KServe replica of a deployment on a cluster names one shared InferencePool
 route at that pool (kserve/kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go L97-L233,
 config_merge.go L212-214 and L355-368), so one endpoint picker sees the ready pods of every replica
 there and balances by queue, KV-cache use and prefix cache across all of them. It drops pods that
-are not Ready (gateway-api-inference-extension@v1.0.0 pkg/epp/controller/pod_reconciler.go L92-104),
+are not Ready (llm-d-router@v0.9.0 pkg/epp/controller/pod_reconciler.go L90-101),
 so a lost replica costs only its capacity. Why this shape and not one LLMInferenceService with
 `replicas: N`: docs/routing.md.
 
@@ -21,11 +21,22 @@ from functools import lru_cache
 
 import yaml
 
+from ..api import substrate
 from .names import DEPLOYMENT, MANAGED_BY, await_ready, meta
 
-# KServe v0.20.0's scheduler preset image (config-llm-scheduler.yaml L49): llm-d/llm-d-router v0.9.0,
-# the renamed llm-d-inference-scheduler (its Makefile L20-22 builds llm-d-router-endpoint-picker).
-EPP_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
+# The default image: KServe v0.20.0's scheduler preset (config-llm-scheduler.yaml L49), llm-d/llm-d-router
+# v0.9.0, the renamed llm-d-inference-scheduler (its Makefile L20-22 builds llm-d-router-endpoint-picker).
+# A cluster's substrate.endpointPicker points it at a mirror, a digest or another build (api/substrate.py).
+EPP_IMAGE = substrate.EPP_IMAGE
+# High availability as KServe's scheduler HA mode runs it: more than one replica gets
+# `--ha-enable-leader-election` (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go L407-414).
+# Only the leader passes readiness, the standby stays live (llm-d-router@v0.9.0
+# cmd/epp/runner/health.go L66-89), and the lease is released on shutdown
+# (pkg/epp/server/controller_manager.go L109-115), so a standby takes over a lost leader in seconds.
+PICKER_REPLICAS = 2
+# KServe's preset sleeps 15 s before SIGTERM so Envoy stops opening streams to a leaving pod first
+# (config-llm-scheduler.yaml L30-35).
+PRESTOP_SLEEP = 15
 GRPC_PORT, HEALTH_PORT, METRICS_PORT = 9002, 9003, 9090
 TARGET_PORT = 8000          # vLLM, or on P/D decode pods the routing sidecar (KServe hard-codes 8000)
 WORKLOAD = {"kserve.io/component": "workload"}   # single-node pods, LWS leaders and prefill pods; not LWS workers
@@ -141,10 +152,18 @@ def picker_rbac(namespace: str) -> list[dict]:
     ]
 
 
-def picker_objects(deployment: str, namespace: str, disaggregated: bool) -> list[dict]:
+def picker_objects(deployment: str, namespace: str, disaggregated: bool, image: str = EPP_IMAGE) -> list[dict]:
     """The shared InferencePool and its endpoint picker for one deployment on one cluster (it runs as
     the namespace's picker account, `picker_rbac`); for P/D also the pool's v1alpha2 twin and the
     decode Service.
+
+    The picker is highly available (PICKER_REPLICAS, leader election, a PodDisruptionBudget). It
+    keeps `Recreate`, as KServe and llm-d-router's chart do (scheduler.go L367-374; llm-d-router
+    config/charts/routerlib/templates/_deployment.yaml L12-19): a rolling update can never take
+    the old leader down, since the new pods are not ready until they lead. So a picker change
+    (image, flags, config) is a brief outage of that pool; a lost pod or node is not.
+    The budget counts ready pods, i.e. the leader: it refuses a drain's eviction of the leader
+    (delete that pod to hand over) and `AlwaysAllow` lets the not-ready standby go at any time.
 
     The twin: KServe v0.20.0's decode template runs the llm-d routing sidecar with SSRF protection
     against `--pool-group=inference.networking.x-k8s.io --inference-pool=<ns>/<pool.ref>`
@@ -156,24 +175,32 @@ def picker_objects(deployment: str, namespace: str, disaggregated: bool) -> list
     picker_lbls = {**lbls, COMPONENT: "endpoint-picker"}
     args = ["--pool-name", name, "--pool-namespace", namespace, "--zap-encoder", "json",
             "--grpc-port", str(GRPC_PORT), "--grpc-health-port", str(HEALTH_PORT),
-            "--config-text", picker_config(disaggregated)]
-    container = {"name": "epp", "image": EPP_IMAGE, "imagePullPolicy": "IfNotPresent", "command": ["/app/epp"],
+            "--config-text", picker_config(disaggregated), "--ha-enable-leader-election"]
+    container = {"name": "epp", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["/app/epp"],
                  "args": args,
                  "ports": [{"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
                            {"name": "grpc-health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
                            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
                  "livenessProbe": _grpc_probe("liveness", 5), "readinessProbe": _grpc_probe("readiness", 30),
+                 "lifecycle": {"preStop": {"exec": {"command": ["/bin/sleep", str(PRESTOP_SLEEP)]}}},
                  "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "16Gi"}}}
+    match = {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"}
+    # Leader and standby on different nodes where the cluster has more than one.
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": match}}]
     out = [
         {"apiVersion": "apps/v1", "kind": "Deployment",
          "metadata": meta(picker, namespace, picker_lbls, await_ready("Deployment")),
-         "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
-                  "selector": {"matchLabels": {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"}},
+         "spec": {"replicas": PICKER_REPLICAS, "strategy": {"type": "Recreate"},
+                  "selector": {"matchLabels": match},
                   "template": {"metadata": {"labels": picker_lbls},
                                "spec": {"serviceAccountName": PICKER_ACCOUNT, "terminationGracePeriodSeconds": 130,
-                                        "containers": [container]}}}},
+                                        "topologySpreadConstraints": spread, "containers": [container]}}}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(picker, namespace, picker_lbls),
+         "spec": {"minAvailable": 1, "selector": {"matchLabels": match},
+                  "unhealthyPodEvictionPolicy": "AlwaysAllow"}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(picker, namespace, picker_lbls),
-         "spec": {"type": "ClusterIP", "selector": {DEPLOYMENT: deployment, COMPONENT: "endpoint-picker"},
+         "spec": {"type": "ClusterIP", "selector": match,
                   "ports": [{"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc", "protocol": "TCP"},
                             {"name": "grpc-health", "port": HEALTH_PORT, "targetPort": "grpc-health",
                              "protocol": "TCP"},

@@ -129,7 +129,8 @@ def render_cluster_entry(md: ModelDeployment, inv: dict) -> list[dict]:
     if inv.get("gateway") is None:
         return []
     if picker.runs_picker(md.backend, inv["gateway"]):
-        return picker.picker_objects(md.name, md.namespace, md.disaggregated)
+        return picker.picker_objects(md.name, md.namespace, md.disaggregated,
+                                     inv.get("kserve", {}).get("endpointPicker", picker.EPP_IMAGE))
     _, workers, engine = md.gpu_roles()["decode"]
     selector = {DEPLOYMENT: md.name, ROLE: "decode"}
     return [native.service(native.shared_service(md.name), md.namespace, labels(md.name), selector, engine.port,
