@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .api import Catalog, StackSpec
+from .api.cluster import proves_by_http01
 from .api.loader import NAMESPACE
 from .api.rules import served_model
 from .errors import InputError, Problem
@@ -207,7 +208,10 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
         service_dns(graph, spec.dns, named, addresses, by_key,
                     {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()})
-    order_up(graph, spec, plan, previous)
+    # Names a cluster's certificate proves over HTTP-01: their records cannot wait for workloads
+    http01 = frozenset((svc.hostname, c) for svc in spec.services if svc.hostname for c in routes[svc.key].dns
+                       if proves_by_http01(svc.hostname, (inventories.get(c) or {}).get("gateway")))
+    order_up(graph, spec, plan, previous, http01)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {
         "inventory": local,
@@ -228,14 +232,16 @@ def serving_changes(plan: Plan, previous: list) -> dict[str, dict]:
             for key, want in sorted(plan.desired.items())}
 
 
-def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list) -> None:
-    """Resource options that order an `up` (render/rollout.py; docs/changes.md): traffic waits for
-    the workloads it reaches; replicas that ran before change one at a time, each awaited Ready;
+def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: frozenset = frozenset()) -> None:
+    """Resource options that order an `up` (render/rollout.py; docs/changes.md): workloads wait for
+    the InferencePool and picker they name; traffic waits for the workloads it reaches (a record
+    of an HTTP-01 name only for its Gateway); replicas that ran before change one at a time, each awaited Ready;
     rolls replace in place, old first, in their step order; clusters and GPU pools are protected
     in production stacks, and pools anywhere while they carry replicas."""
     services = {s.key: {"hostname": s.hostname, "deployments": [e.key(s.namespace) for e in s.endpoints if e.deployment]}
                 for s in spec.services}
-    rollout.await_traffic(graph, services)
+    rollout.await_pools(graph)
+    rollout.await_traffic(graph, services, http01)
     was = {(p.deployment, p.replica): p for p in previous}
     chains: dict[str, list] = {}
     for p in plan.placements:
@@ -250,6 +256,8 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list) -> None:
     lifted = set(spec.unprotect)
     wanted = {}
     for c in spec.clusters:
+        for release in rollout.WORKLOAD_CRD_RELEASES:    # destroy must not take every workload with it
+            wanted[f"{c.name}-{release}"] = spec.production and c.name not in lifted
         if c.existing:
             continue
         wanted[c.name] = spec.production and c.name not in lifted

@@ -1,7 +1,8 @@
 """What a plan changes against a previous plan (`plan --previous`), as `pulumi preview` shows it.
 
 Per resource: create, update, replace (a changed input the provider cannot update in place, see
-`immutable.py`), delete, or import; per replica: added, moved, resized or removed, with the
+`immutable.py`, or one under the resource's own `replaceOnChanges`; `deleteBeforeReplace` when
+the old one goes first), delete, or import; per replica: added, moved, resized or removed, with the
 reason; and the cost delta per deployment and for the stack.
 
 Pure: reads plan documents. Resources are compared by the digests every plan document carries
@@ -63,11 +64,19 @@ def resource_changes(before: list[dict] | None, after: list[dict]) -> list[dict]
         elif was["digest"] != now["digest"]:
             a, b = was.get("fieldDigests", {}), now.get("fieldDigests", {})
             fields = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
-            forced = forces_replacement(key[0], fields)
+            forced = sorted({*forces_replacement(key[0], fields), *_own(fields, now.get("replaceOnChanges") or ())})
             out.append({"action": "replace" if forced else "update", **entry, "fields": fields,
                         **({"forcedBy": forced} if forced else {}),
+                        **({"deleteBeforeReplace": True} if forced and now.get("deleteBeforeReplace") else {}),
                         **(_guard(was, was.get("protect") and now.get("protect")) if forced else {})})
     return out
+
+
+def _own(fields: list[str], paths) -> list[str]:
+    """Changed fields under the resource's own `replaceOnChanges` paths: the engine replaces on any
+    changed property path within one (pulumi/pulumi@v3.259.0 pkg/resource/deploy/step_generator.go
+    L3122-3176, `Contains` at L3150). A path deeper than the digests' two levels counts its field."""
+    return [f for f in fields for p in paths if f == p or f.startswith(f"{p}.") or p.startswith(f"{f}.")]
 
 
 CLUSTER_TYPES = ("gcp:container/cluster:Cluster", "aws:eks/cluster:Cluster")

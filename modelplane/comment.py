@@ -128,6 +128,8 @@ def _resources(doc: dict) -> list[str]:
     for c in res:
         forced = set(c.get("forcedBy", ()))
         fields = ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c.get("fields") or [])
+        if c.get("deleteBeforeReplace"):
+            fields += ("; " if fields else "") + "old one deleted first"
         if c.get("replicas"):
             fields += ("; " if fields else "") + f"restarts {', '.join(c['replicas'])}"
         if c.get("protected"):

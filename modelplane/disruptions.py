@@ -49,18 +49,30 @@ def transitions(plan, previous) -> list[dict]:
     return out
 
 
-def _restarts(changes: list[dict]) -> dict[str, dict]:
+def _restarts(changes: list[dict], multi_node: set | frozenset = frozenset()) -> dict[str, dict]:
     """Per deployment, what the resource changes restart: replicas on replaced node pools (all at
-    once) and replicas whose workload updates its pods (one at a time)."""
+    once), replicas whose workload updates its pods (one at a time) and, among those, multi-node
+    LLMInferenceService replicas (`multi_node`: (deployment, replica)), which restart all at once.
+
+    Why at once: KServe v0.20.0 reports Ready at the new generation in the reconcile that pushes
+    the new spec to its LeaderWorkerSet, before that starts rolling (kserve@v0.20.0
+    pkg/controller/v1alpha2/llmisvc/workload_multi_node.go L82-85, L113-136: the child's
+    `Available` is read with no generation check), so `pulumi.com/waitFor: condition=Ready`
+    returns at once and the one-at-a-time chain runs every update back to back; the LWS then
+    recreates each replica's single group (maxUnavailable 1, maxSurge 0 by default: lws@v0.10.0
+    api/leaderworkerset/v1/leaderworkerset_types.go L284-313)."""
     out: dict[str, dict] = {}
     for c in changes or []:
         if c["action"] == "replace" and c["type"] in POOL_TYPES:
             for ref in c.get("replicas", []):
                 key, idx = ref.rsplit("#", 1)
-                out.setdefault(key, {"pool": {}, "roll": set()})["pool"][int(idx)] = c["name"]
+                out.setdefault(key, {"pool": {}, "roll": set(), "together": set()})["pool"][int(idx)] = c["name"]
         elif c["action"] == "update" and c["type"].rsplit(":", 1)[-1] in WORKLOAD_TYPES and "deployment" in c:
             if any(f.startswith("spec.") and not f.startswith(QUIET_FIELDS) for f in c.get("fields", ())):
-                out.setdefault(c["deployment"], {"pool": {}, "roll": set()})["roll"].add(int(c["replica"]))
+                row = out.setdefault(c["deployment"], {"pool": {}, "roll": set(), "together": set()})
+                row["roll"].add(int(c["replica"]))
+                if c["type"].endswith(":LLMInferenceService") and (c["deployment"], int(c["replica"])) in multi_node:
+                    row["together"].add(int(c["replica"]))
     return out
 
 
@@ -69,7 +81,8 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
     servingDuring, replicas, cause, allowed}. `changes`: the resource changes against the previous
     plan (None: the program's own view only); `specs`: deployment key -> ModelDeployment."""
     before, placed = Counter(p.deployment for p in previous), Counter(p.deployment for p in plan.placements)
-    extra = _restarts(changes)
+    multi = {(p.deployment, p.replica) for p in plan.placements if any(rp.nodes_per_worker > 1 for rp in p.roles.values())}
+    extra = _restarts(changes, multi)
     out = []
     for key, want in sorted(plan.desired.items()):
         mine = [t for t in plan.transitions if t.deployment == key]
@@ -79,11 +92,17 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
             counted = {t.replica for t in mine if t.how in ("lost", "roll")}
             pool = {i: name for i, name in more["pool"].items() if i not in counted}
             rolled = sorted(more["roll"] - counted - set(pool))
-            down = len(pool) + int(bool(rolled) and not any(t.how == "roll" for t in mine))
+            together = sorted(set(rolled) & more["together"])
+            rolled = [i for i in rolled if i not in together]
+            down = len(pool) + len(together) + int(bool(rolled) and not any(t.how == "roll" for t in mine))
             row["servingDuring"] = max(0, min(row["servingDuring"] - down, placed[key]))
             for name in sorted(set(pool.values())):
                 hit = ", ".join(f"#{i}" for i, n in sorted(pool.items()) if n == name)
                 row["causes"].append(f"{hit} restart at once: node pool {name} is replaced")
+            if together:
+                row["causes"].append(f"{', '.join(f'#{i}' for i in together)} restart at once: their multi-node "
+                                     "LLMInferenceService changes, and KServe reports Ready before its "
+                                     "LeaderWorkerSet rolls, so `up` cannot await one before the next")
             if rolled:
                 row["causes"].append(f"{', '.join(f'#{i}' for i in rolled)} roll one at a time: their workload "
                                      "changes, each awaited Ready before the next")
@@ -139,12 +158,13 @@ def up_order(rows: list[dict]) -> list[str]:
     made = [f"{name(t)} on {t['to']['cluster']}" for t in rows if t["how"] in ("surge", "moved", "lost") and t["to"]]
     rolls = sorted((t for t in rows if t["how"] == "roll"), key=lambda t: t["step"])
     gone = [f"{name(t)} on {t['from']['cluster']}" for t in rows if t["how"] in ("surge", "moved", "removed")]
-    out = []
+    out = ["InferencePools and endpoint pickers first: the replicas that name them wait for them"]
     if made:
         out.append("create and await Ready: " + ", ".join(made))
     if rolls:
         out.append("replace in place, one at a time, each awaited Ready: " + " -> ".join(name(t) for t in rolls))
-    out.append("routes, InferencePools and DNS records then send traffic to the Ready replicas they depend on")
+    out.append("routes and DNS records then send traffic to the Ready replicas they depend on (the record of an "
+               "HTTP-01 name waits for its Gateway only)")
     if gone:
         out.append("delete at the end of `up`: the old " + ", ".join(gone))
     kept = [name(t) for t in rows if t["how"] == "kept"]

@@ -300,6 +300,8 @@ def changes(out, doc: dict, previous: str) -> None:
         if c.get("fields"):
             forced = set(c.get("forcedBy", ()))
             detail = ": " + ", ".join(f + (" (forces replacement)" if f in forced else "") for f in c["fields"])
+        if c.get("deleteBeforeReplace"):
+            detail += "; the old one is deleted first"
         if c.get("replicas"):
             detail += f"; its new nodes restart {', '.join(c['replicas'])} at once"
         if c.get("protected"):

@@ -68,6 +68,23 @@ def test_each_action_and_the_fields_that_force_replacement():
     assert resource_changes(before, before) == []
 
 
+def test_a_change_under_the_resources_own_replace_on_changes_is_a_replace_shown_delete_first():
+    """The engine replaces on a changed path under a resource's replaceOnChanges (pulumi/pulumi@v3.259.0
+    pkg/resource/deploy/step_generator.go L3122-3176) and deletes first when the program asks."""
+    rct, llmisvc = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "kubernetes:serving.kserve.io/v1alpha1:LLMInferenceService"
+    opts = {"replaceOnChanges": ["spec"], "deleteBeforeReplace": True}
+    before = [res(rct, "t", {"spec": {"spec": {"devices": 1}}}, **opts),
+              res(llmisvc, "m-0", {"spec": {"parallelism": {"data": 2}}, "metadata": {"labels": {"a": 1}}}),
+              res(llmisvc, "m-1", {"spec": {"parallelism": {"data": 2}}, "metadata": {"labels": {"a": 1}}})]
+    after = [res(rct, "t", {"spec": {"spec": {"devices": 2}}}, **opts),
+             res(llmisvc, "m-0", {"spec": {"parallelism": {"data": 3}}, "metadata": {"labels": {"a": 1}}}, **opts),
+             res(llmisvc, "m-1", {"spec": {"parallelism": {"data": 2}}, "metadata": {"labels": {"a": 2}}}, **opts)]
+    got = {c["name"]: c for c in resource_changes(before, after)}
+    assert (got["t"]["action"], got["t"]["forcedBy"], got["t"]["deleteBeforeReplace"]) == ("replace", ["spec.spec"], True)
+    assert (got["m-0"]["action"], got["m-0"]["forcedBy"]) == ("replace", ["spec.parallelism"])
+    assert got["m-1"]["action"] == "update" and "deleteBeforeReplace" not in got["m-1"]   # labels only
+
+
 def test_a_previous_plan_without_digests_leaves_resource_changes_unknown():
     old = [{"type": POOL, "name": "a"}]
     assert resource_changes(old, [res(POOL, "a", pool())]) is None

@@ -183,25 +183,115 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
     assert res["eks-use1/search/deployment/qwen3-32b-0-decode"]["deployment"] == "search/qwen3-32b"
 
 
-def test_an_inference_pool_labelled_with_its_deployment_waits_for_that_deployments_workloads():
-    """The wiring reads what a node is, not who rendered it: a routing renderer that emits its own
-    InferencePool per deployment and cluster gets the same order."""
+# Acceptance of the ordering (issue #43) on `plan prod --json`: what a workload's Ready needs comes
+# before the workload; what needs the workload Ready comes after it; nothing closes a loop.
+REPLICA_WORKLOADS = ("LLMInferenceService", "LeaderWorkerSet")
+
+
+@pytest.fixture(scope="module")
+def prod_run():
+    return direct.run("prod")
+
+
+
+def test_no_inference_pool_waits_for_an_llm_inference_service(prod_json):
+    """KServe keeps a service whose pool.ref names a missing pool NotReady (kserve@v0.20.0
+    pkg/controller/v1alpha2/llmisvc/router.go L706-715), so a pool after its services never exists."""
+    kinds = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in prod_json["resources"]}
+    pools = [r for r in prod_json["resources"] if r["type"].endswith(":InferencePool")]
+    assert len(pools) >= 6
+    for pool in pools:
+        assert not [d for d in pool.get("dependsOn", ()) if kinds.get(d) in REPLICA_WORKLOADS], pool["name"]
+
+
+def test_every_llm_inference_service_with_a_pool_ref_depends_on_its_pool_and_picker(prod_json, prod_run):
+    deps = {r["name"]: set(r.get("dependsOn", ())) for r in prod_json["resources"]}
+    refs = {name: r.inputs["spec"]["router"]["scheduler"]["pool"]["ref"]["name"]
+            for name, r in {r.name: r for r in prod_run.records if r.type.endswith(":LLMInferenceService")}.items()
+            if ((r.inputs["spec"].get("router") or {}).get("scheduler") or {}).get("pool")}
+    assert len(refs) == 7         # llama 3, deepseek 2, mistral 2: every KServe replica of prod
+    for name, ref in refs.items():
+        cluster, ns, _, _ = name.split("/")
+        picker = ref.removesuffix("-pool") + "-epp"
+        assert {f"{cluster}/{ns}/inferencepool/{ref}", f"{cluster}/{ns}/service/{picker}",
+                f"{cluster}/{ns}/deployment/{picker}"} <= deps[name], name
+    # the P/D twin (v1alpha2, same name) is a dependency too: by key in the graph
+    svc = {r.name: r for r in prod_run.records}["eks-use1/chat/llminferenceservice/deepseek-r1-0"]
+    twins = [r.urn for r in prod_run.records if r.name == "eks-use1/chat/inferencepool/deepseek-r1-pool"]
+    assert len(twins) == 2 and set(twins) <= set(svc.dependencies)
+
+
+def test_the_prod_plan_has_no_dependency_cycle(prod_json):
+    deps = {r["name"]: r.get("dependsOn", ()) for r in prod_json["resources"]}
+    state: dict[str, int] = {}
+
+    def visit(name, path):
+        assert state.get(name) != 1, " -> ".join([*path, name])
+        if state.get(name) == 2:
+            return
+        state[name] = 1
+        for d in deps.get(name, ()):
+            visit(d, [*path, name])
+        state[name] = 2
+    for name in sorted(deps):
+        visit(name, [])
+
+
+def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_run):
+    """gke-euw4 proves support.inference.example.com over HTTP-01 (stacks/
+    Pulumi.infra-gke-europe-west4.yaml): the challenge needs the record, the https listener needs
+    the certificate (envoyproxy/gateway@v1.8.1 internal/gatewayapi/validate.go L500-505) and the
+    services' Ready needs the listener (kserve@v0.20.0 router_discovery.go L633-648)."""
+    http01 = {c for c, inv in prod_run.result.inventories.items()
+              if (((inv.get("gateway") or {}).get("tls")) or {}).get("acme") == "http01"}
+    assert http01 == {"gke-euw4"}
+    kinds = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in prod_json["resources"]}
+    deps = {r["name"]: r.get("dependsOn", ()) for r in prod_json["resources"]}
+    records = [r for r in prod_run.records if r.type == "aws:route53/record:Record"
+               and r.inputs.get("setIdentifier") in http01]
+    assert [r.inputs["name"] for r in records] == ["support.inference.example.com"]
+    for r in records:
+        assert deps[r.name] == [f"gateway-{r.inputs['setIdentifier']}"]
+        assert not [d for d in deps[r.name] if kinds.get(d) in (*REPLICA_WORKLOADS, "Deployment")]
+    # the DNS-01 clusters' records still wait for their workloads
+    assert deps["chat-reasoning-gke-usc1"] == ["gke-usc1/chat/llminferenceservice/deepseek-r1-1"]
+
+
+def test_every_resource_claim_template_is_replaced_delete_first_on_a_spec_change(prod_json):
+    """pulumi-kubernetes asks for delete-first only for its own force-new fields (provider.go
+    L1645-1658 at v4.32.0); a same-name create-first replacement fails AlreadyExists."""
+    rcts = [r for r in prod_json["resources"] if r["type"].endswith(":ResourceClaimTemplate")]
+    assert rcts
+    for r in rcts:
+        assert (r.get("replaceOnChanges"), r.get("deleteBeforeReplace")) == (["spec"], True), r["name"]
+
+
+def test_the_wiring_reads_what_nodes_are_not_who_rendered_them():
+    """A pool labelled with its deployment is not traffic: it waits for nothing of the workload; the
+    service that names it waits for it and for the picker its pool names; a route still waits."""
     from modelplane.render.graph import Graph, Node
-    from modelplane.render.rollout import await_traffic
+    from modelplane.render.rollout import await_pools, await_traffic
 
     g = Graph()
 
-    def obj(kind, name, **labels):
+    def obj(kind, name, spec=None, **labels):
         return Node(f"kubernetes:x/v1:{kind}", f"c/ml/{kind.lower()}/{name}", {
-            "kind": kind, "metadata": {"name": name, "namespace": "ml", "labels": labels}}, cluster="c")
-    work = g.add(obj("LLMInferenceService", "m-0", **{"modelplane.ai/deployment": "m", "modelplane.ai/replica": "0"}))
-    g.add(obj("LLMInferenceService", "n-0", **{"modelplane.ai/deployment": "n", "modelplane.ai/replica": "0"}))
-    picker = g.add(obj("Deployment", "m-epp", **{"modelplane.ai/deployment": "m"}))     # no replica: not a model server
-    pool = g.add(obj("InferencePool", "m", **{"modelplane.ai/deployment": "m"}))
+            "kind": kind, "metadata": {"name": name, "namespace": "ml", "labels": labels}, "spec": spec or {}},
+            cluster="c")
+    ref = {"router": {"scheduler": {"pool": {"ref": {"name": "m-pool"}}}}}
+    work = g.add(obj("LLMInferenceService", "m-0", ref, **{"modelplane.ai/deployment": "m", "modelplane.ai/replica": "0"}))
+    other = g.add(obj("LLMInferenceService", "n-0", **{"modelplane.ai/deployment": "n", "modelplane.ai/replica": "0"}))
+    picker = g.add(obj("Deployment", "m-epp", {"selector": {"matchLabels": {"app": "m-epp"}}},
+                       **{"modelplane.ai/deployment": "m"}))
+    picker_svc = g.add(obj("Service", "m-epp", {"selector": {"app": "m-epp"}}))
+    pool = g.add(obj("InferencePool", "m-pool", {"endpointPickerRef": {"name": "m-epp"}},
+                     **{"modelplane.ai/deployment": "m"}))
     route = g.add(obj("HTTPRoute", "svc", **{"modelplane.ai/service": "svc"}))
+    await_pools(g)
     await_traffic(g, {"ml/svc": {"hostname": None, "deployments": ["ml/m"]}})
-    assert g.nodes[pool].depends_on == (work,) and g.nodes[route].depends_on == (work,)
-    assert g.nodes[picker].depends_on == ()
+    assert g.nodes[pool].depends_on == () and g.nodes[picker].depends_on == ()
+    assert set(g.nodes[work].depends_on) == {pool, picker_svc, picker}
+    assert g.nodes[other].depends_on == () and g.nodes[route].depends_on == (work,)
 
 
 def _single(tmp_path, md_extra=None, replicas=2, max_nodes=4, topology=None, production=False, name="t"):
@@ -286,7 +376,8 @@ def test_prod_topology_change_keeps_a_replica_serving_and_says_how(tmp_path, pro
     reps = {r["replica"]: r for r in doc["replicaChanges"] if r["deployment"] == "chat/deepseek-r1"}
     assert reps[0]["change"] == "surged" and reps[1]["change"] == "rolled"
     assert "1 -> 1 workers" not in json.dumps(doc["replicaChanges"])
-    assert doc["upOrder"][0].startswith("create and await Ready: chat/deepseek-r1#0")
+    assert doc["upOrder"][0].startswith("InferencePools and endpoint pickers first")
+    assert doc["upOrder"][1].startswith("create and await Ready: chat/deepseek-r1#0")
     from bs4 import BeautifulSoup
     page = BeautifulSoup((tmp_path / "r.html").read_text(), "html.parser")
     assert "serving during change: 1/2" in page.select_one("#disruptions").text
@@ -355,9 +446,13 @@ def test_a_budget_below_the_priced_part_fails_and_names_the_unpriced_pools(lab):
 # ---- 6. production protected -----------------------------------------------------------------------
 
 def test_production_clusters_and_gpu_pools_are_protected_and_the_opt_in_lifts_it(tmp_path):
+    """And the KServe CRD release: its chart ships the LLMInferenceService CRD without
+    `helm.sh/resource-policy: keep` (kserve@v0.20.0 charts/kserve-llmisvc-crd/templates/
+    serving.kserve.io_llminferenceservices.yaml L1-7), so `destroy` would delete every workload."""
     doc = json.loads(CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--json"]).output)
     protected = sorted(r["name"] for r in doc["resources"] if r.get("protect"))
-    assert protected == ["eks-use1", "eks-use1-h100", "eks-use1-h200", "eks-use1-l40s"]      # not the system pool
+    assert protected == ["eks-use1", "eks-use1-h100", "eks-use1-h200", "eks-use1-kserve-llmisvc-crd",
+                         "eks-use1-l40s"]      # not the system pool
     dev = json.loads(CliRunner().invoke(main, ["plan", "dev", "--json"]).output)
     assert sorted(r["name"] for r in dev["resources"] if r.get("protect")) == ["dev-gke-h100", "dev-gke-l4"]   # carry replicas
     text = (ROOT / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text()
@@ -365,7 +460,8 @@ def test_production_clusters_and_gpu_pools_are_protected_and_the_opt_in_lifts_it
     (tmp_path / "infra.yaml").write_text(lifted)
     doc = json.loads(CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"),
                                                "--json"]).output)
-    assert sorted(r["name"] for r in doc["resources"] if r.get("protect")) == ["eks-use1", "eks-use1-h100", "eks-use1-h200"]
+    assert sorted(r["name"] for r in doc["resources"] if r.get("protect")) == [
+        "eks-use1", "eks-use1-h100", "eks-use1-h200", "eks-use1-kserve-llmisvc-crd"]
 
 
 def test_deleting_a_protected_pool_is_refused_until_an_up_unprotects_it(tmp_path):
@@ -424,3 +520,50 @@ def test_an_engine_args_change_of_a_single_production_replica_is_an_outage_plan_
     assert [(d["servingDuring"], d["servingBefore"]) for d in doc["disruptions"]] == [(0, 1)]
     (v,) = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
     assert v["level"] == "mandatory" and "roll one at a time" in v["message"]
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["fresh-previous", "previous-without-shapes"])
+def test_a_replica_kept_at_its_recorded_shape_passes_the_production_gate(tmp_path, prod_json, recorded):
+    """deepseek-r1 decode data 2 -> 3 on prod: no room to surge #0 or roll it beside #1's roll, so it
+    is kept at {tensor 8, data 2} on its 2 nodes, and `topology-fits` judges it by that shape. A
+    previous plan written before shapes were recorded gives the same: the shape is read back from
+    its GPUs per node and nodes per worker with the deployment's tensor and pipeline."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    changed = text.replace("workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}",
+                           "workers: {count: 1, topology: {tensor: 8, data: 3, dataLocal: 1}}")
+    assert changed != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(changed)
+    prev = json.loads(json.dumps(prod_json))
+    if not recorded:
+        for p in prev["placements"]:
+            for rp in p["roles"].values():
+                del rp["topology"]
+    (tmp_path / "prev.json").write_text(json.dumps(prev))
+    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.output)
+    assert sorted((t["replica"], t["how"]) for t in doc["transitions"]) == [(0, "kept"), (1, "roll")]
+    assert not [v for v in doc["policy"]["violations"] if v["policy"] in ("topology-fits", "no-outage")]
+    (kept,) = [p for p in doc["placements"] if p["deployment"] == "chat/deepseek-r1" and p["replica"] == 0]
+    assert kept["roles"]["decode"]["topology"] == {"tensor": 8, "pipeline": 1, "data": 2, "dataLocal": 1}
+    assert kept["roles"]["decode"]["nodes"] == 2
+
+
+def test_an_in_place_change_of_multi_node_kserve_replicas_is_an_outage_the_gate_refuses(tmp_path, prod_json):
+    """deepseek-r1's engine args change: KServe reports Ready before its LeaderWorkerSet rolls
+    (kserve@v0.20.0 workload_multi_node.go L82-85, L113-136), so the one-at-a-time chain does not
+    hold and both groups restart together (LWS maxSurge 0): 0/2, refused by `no-outage`."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    old = "workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}\n      engine:\n        args: [--max-model-len=131072,"
+    assert old in text
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace(old, old.replace("131072", "65536")))
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 1
+    doc = _doc(result.output)
+    (row,) = doc["disruptions"]
+    assert (row["deployment"], row["servingBefore"], row["servingDuring"]) == ("chat/deepseek-r1", 2, 0)
+    assert row["cause"].startswith("#0, #1 restart at once: their multi-node LLMInferenceService changes")
+    assert [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage" and v["level"] == "mandatory"]

@@ -285,12 +285,18 @@ def issuance_problems(host: str | None, gateways: dict[str, dict]) -> dict[str, 
         return {}
     out = {}
     for cluster, gw in sorted(gateways.items()):
-        tls = (gw or {}).get("tls") or {}
-        if tls.get("acme") == "http01" and tls_covers(tls.get("hostnames") or [], host):
+        if proves_by_http01(host, gw):
             others = ", ".join(c for c in sorted(gateways) if c != cluster)
             out[cluster] = (f"the certificate for {host} on cluster {cluster} cannot issue: ACME HTTP-01 is answered "
                             f"only by the cluster that holds the challenge, and DNS also sends {host} to {others}")
     return out
+
+
+def proves_by_http01(host: str | None, gw: dict | None) -> bool:
+    """Whether this Gateway's certificate for `host` issues over ACME HTTP-01: Let's Encrypt then
+    fetches the challenge from whatever `host` resolves to, so its DNS record must exist first."""
+    tls = (gw or {}).get("tls") or {}
+    return bool(host) and tls.get("acme") == "http01" and tls_covers(tls.get("hostnames") or [], host)
 
 
 def external_issuer(gw: dict | None) -> str | None:

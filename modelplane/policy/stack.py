@@ -126,11 +126,13 @@ def adopt(resources, config=None):
     return _spec_findings(resources, check_adopt)
 
 
-def _role_topology(spec, role):
+def _role_topology(spec, role, rp):
+    """The worker topology a placed role runs: the one its placement records (a replica kept at
+    its recorded shape runs that, render/replica.py `recorded`), else the deployment's."""
     block = spec if role == "decode" else spec.get("prefill") or {}
-    t = (block.get("workers") or {}).get("topology") or {}
+    t = rp.get("topology") or (block.get("workers") or {}).get("topology") or {}
     tensor, pipeline, data, local = (int(t.get(k, 1)) for k in ("tensor", "pipeline", "data", "dataLocal"))
-    return tensor, pipeline, data, local
+    return tensor, pipeline, data, local, bool(t.get("expert"))
 
 
 @policy("topology-fits", "Every worker fits its pool: GPUs per node within the class, the declared shape "
@@ -152,7 +154,7 @@ def topology_fits(resources, config=None):
             if gpn > int(pool["gpusPerNode"]):
                 out.append((f"{where}: needs {gpn} GPUs per node, class {pool['class']} has "
                             f"{int(pool['gpusPerNode'])}", r.urn))
-            tensor, pipeline, data, local = _role_topology(spec, role)
+            tensor, pipeline, data, local, expert = _role_topology(spec, role, rp)
             per_worker = nodes // max(workers, 1)
             if gpn * per_worker != tensor * pipeline * data:
                 out.append((f"{where}: {per_worker} node(s) x {gpn} GPUs per worker does not hold tensor "
@@ -162,8 +164,6 @@ def topology_fits(resources, config=None):
                 out.append((f"{where}: a {per_worker}-node worker needs a multi-node fabric "
                             f"({', '.join(sorted(MULTI_NODE_FABRICS))}); pool {rp['pool']} has {fabric}", r.urn))
             # the scheduler's Filter rules, on what was placed (one definition: scheduler/filter.py)
-            block = spec if role == "decode" else spec.get("prefill") or {}
-            expert = bool(((block.get("workers") or {}).get("topology") or {}).get("expert"))
             worker = Role(role, "", workers, per_worker, gpn, expert=expert)
             target = Pool(rp["pool"], pool["class"], int(pool["gpusPerNode"]), 0, fabric=fabric or "tcp",
                           domain_nodes=domain_nodes(pool.get("capabilities") or {}))

@@ -4,24 +4,43 @@ Found by what the nodes are, not by who rendered them, so it holds whatever the 
 renderers emit:
 - a workload is a Kubernetes object of a kind in WORKLOAD_KINDS labelled with a deployment and a
   replica (names.DEPLOYMENT, names.REPLICA); `up` awaits it Ready (names.await_ready);
-- traffic is an HTTPRoute, GRPCRoute or InferencePool (its deployment label, else its service
-  label, says whose replicas it sends requests to) and a DNS record of a service's hostname
-  (Route 53: one per cluster, `setIdentifier`; Cloud DNS: one record set over the clusters).
-  Traffic depends on the workloads it reaches on its cluster, so it only moves to replicas that
-  are Ready; what a plan no longer declares Pulumi deletes at the end of `up`, after all of it
-  (pulumi/pulumi pkg/resource/deploy/deployment_executor.go, `performDeletes` runs once the
-  program's registrations are done).
+- what a workload references by name comes first: an LLMInferenceService depends on the
+  InferencePool its `router.scheduler.pool.ref` names (both API groups) and on that pool's
+  endpoint picker (Service and Deployment), because KServe keeps it NotReady while the pool is
+  missing (kserve/kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/router.go L706-715) and a
+  dependent is registered only once its dependency's create, await included, finished;
+- traffic is an HTTPRoute or GRPCRoute (its deployment label, else its service label, says whose
+  replicas it sends requests to) and a DNS record of a service's hostname (Route 53: one per
+  cluster, `setIdentifier`; Cloud DNS: one record set over the clusters). Traffic depends on the
+  workloads it reaches on its cluster, so it only moves to replicas that are Ready. An
+  InferencePool is not traffic: it sends nothing until a route does, and it selects Ready pods only.
+- except the record of a name a cluster's certificate proves over ACME HTTP-01: the challenge
+  needs that record, the https listener needs the certificate, and the workloads' Ready needs the
+  listener (envoyproxy/gateway@v1.8.1 internal/gatewayapi/validate.go L500-505; kserve@v0.20.0
+  router_discovery.go L633-648), so that record waits only for its cluster's Gateway record;
+  the Route 53 health check keeps clients off until the cluster serves.
+What a plan no longer declares Pulumi deletes at the end of `up`, after all of it (pulumi/pulumi
+pkg/resource/deploy/deployment_executor.go, `performPostSteps` runs once the program's
+registrations are done).
 """
 from __future__ import annotations
 
 from .graph import Graph, Node
+from .kserve import pool_ref
 from .names import DEPLOYMENT, REPLICA, WORKLOAD_KINDS
 from .routing import SERVICE_LABEL
 
-TRAFFIC_KINDS = ("HTTPRoute", "GRPCRoute", "InferencePool")
+TRAFFIC_KINDS = ("HTTPRoute", "GRPCRoute")
+POOL_KIND, POOL_REF_KINDS = "InferencePool", ("LLMInferenceService",)
 ROUTE53_RECORD, CLOUD_DNS_RECORD = "aws:route53/record:Record", "gcp:dns/recordSet:RecordSet"
 CLOUD_CLUSTERS = ("gcp:container/cluster:Cluster", "aws:eks/cluster:Cluster")
 CLOUD_POOLS = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# Releases whose delete takes every workload with it: the chart ships the LLMInferenceService CRD
+# as a plain template, without `helm.sh/resource-policy: keep` (kserve@v0.20.0
+# charts/kserve-llmisvc-crd/templates/serving.kserve.io_llminferenceservices.yaml L1-7), and
+# deleting a CRD deletes every object of it.
+WORKLOAD_CRD_RELEASES = ("kserve-llmisvc-crd",)
 
 
 def _labels(node: Node) -> dict:
@@ -48,14 +67,18 @@ def _after(node: Node, keys) -> None:
     node.depends_on = tuple(dict.fromkeys([*node.depends_on, *(k for k in keys if k != node.key)]))
 
 
-def await_traffic(graph: Graph, services: dict[str, dict]) -> None:
-    """Make every route, InferencePool and DNS record of a service wait for the workloads it
-    sends requests to. `services`: "namespace/name" -> {"hostname", "deployments": [keys]}."""
+def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = frozenset()) -> None:
+    """Make every route and DNS record of a service wait for the workloads it sends requests to.
+    `services`: "namespace/name" -> {"hostname", "deployments": [keys]}; `http01`: the (hostname,
+    cluster) pairs whose certificate that cluster proves over ACME HTTP-01: their records wait for
+    the cluster's Gateway record instead (module docstring)."""
     by_replica = workloads(graph)
     on: dict[tuple[str, str], list[str]] = {}
     for (cluster, deployment, _), keys in sorted(by_replica.items()):
         on.setdefault((cluster, deployment), []).extend(keys)
     hosts = {s["hostname"]: s["deployments"] for s in services.values() if s.get("hostname")}
+    gateways = {n.name.removeprefix("gateway-"): n.key for n in graph
+                if n.type == ROUTE53_RECORD and n.name.startswith("gateway-")}
     for node in graph:
         targets, clusters = (), ()
         if node.type.startswith("kubernetes:") and node.inputs.get("kind") in TRAFFIC_KINDS:
@@ -66,11 +89,55 @@ def await_traffic(graph: Graph, services: dict[str, dict]) -> None:
                 targets = tuple(services.get(f"{ns}/{lbls[SERVICE_LABEL]}", {}).get("deployments", ()))
             clusters = (node.cluster,)
         elif node.type == ROUTE53_RECORD and node.inputs.get("name") in hosts:
-            targets, clusters = hosts[node.inputs["name"]], (node.inputs.get("setIdentifier"),)
+            cluster = node.inputs.get("setIdentifier")
+            if (node.inputs["name"], cluster) in http01:
+                _after(node, [gateways[cluster]] if cluster in gateways else [])
+                continue
+            targets, clusters = hosts[node.inputs["name"]], (cluster,)
         elif node.type == CLOUD_DNS_RECORD and str(node.inputs.get("name", "")).rstrip(".") in hosts:
-            targets = hosts[node.inputs["name"].rstrip(".")]
+            host = node.inputs["name"].rstrip(".")
+            if any(h == host for h, _ in http01):    # its rrdatas are the Gateway addresses already
+                continue
+            targets = hosts[host]
             clusters = tuple(sorted({c for c, _ in on}))
         _after(node, [k for c in clusters for d in targets for k in on.get((c, d), ())])
+
+
+def _picker_name(pool: Node) -> str | None:
+    spec = pool.inputs.get("spec") or {}
+    return (spec.get("endpointPickerRef") or spec.get("extensionRef") or {}).get("name")
+
+
+def await_pools(graph: Graph) -> None:
+    """Every LLMInferenceService that names a shared InferencePool (`router.scheduler.pool.ref`)
+    depends on that pool on its cluster and namespace, in every API group, and on the pool's
+    endpoint picker: the Service the pool names and the Deployment that Service selects
+    (module docstring). Nothing here depends on a workload, so no cycle can form."""
+    pools: dict[tuple[str, str, str], list[Node]] = {}
+    named: dict[tuple[str, str, str, str], list[Node]] = {}
+    for node in graph:
+        if not node.type.startswith("kubernetes:"):
+            continue
+        where = (node.cluster, _namespace(node), (node.inputs.get("metadata") or {}).get("name") or "")
+        if node.inputs.get("kind") == POOL_KIND:
+            pools.setdefault(where, []).append(node)
+        named.setdefault((*where, node.inputs.get("kind") or ""), []).append(node)
+    for node in graph:
+        if not (node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS):
+            continue
+        ref = pool_ref(node.inputs.get("spec") or {})
+        if not ref:
+            continue
+        cluster, ns = node.cluster, _namespace(node)
+        needs = list(pools.get((cluster, ns, ref), ()))
+        for picker in sorted({p for pool in needs if (p := _picker_name(pool))}):
+            for svc in named.get((cluster, ns, picker, "Service"), ()):
+                needs.append(svc)
+                selector = (svc.inputs.get("spec") or {}).get("selector") or {}
+                needs += [d for (c, n, _, kind), ds in named.items() if (c, n, kind) == (cluster, ns, "Deployment")
+                          for d in ds if selector and ((d.inputs.get("spec") or {}).get("selector") or {})
+                          .get("matchLabels") == selector]
+        _after(node, [n.key for n in needs])
 
 
 def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]]) -> None:
@@ -99,16 +166,24 @@ def replace_in_place(graph: Graph, replicas: list[tuple[str, str, int]]) -> None
 
 
 def protect(graph: Graph, wanted: dict[str, bool]) -> None:
-    """Pulumi `protect` on cloud clusters and node pools by name (`<cluster>`, `<cluster>-<pool>`):
-    `up` then refuses to delete or replace them until an `up` without it ran."""
+    """Pulumi `protect` on cloud clusters, node pools and workload CRD releases by name
+    (`<cluster>`, `<cluster>-<pool>`, `<cluster>-kserve-llmisvc-crd`): `up` and `destroy` then
+    refuse to delete or replace them until an `up` without it ran."""
     for node in graph:
-        if node.type in (*CLOUD_CLUSTERS, *CLOUD_POOLS) and node.name in wanted:
+        if node.type in (*CLOUD_CLUSTERS, *CLOUD_POOLS, HELM_RELEASE) and node.name in wanted:
             node.protect = wanted[node.name]
 
 
 def immutable_specs(graph: Graph) -> None:
     """A ResourceClaimTemplate's spec is immutable (Kubernetes 1.35 OpenAPI: "This field is
-    immutable"): a changed one is replaced, never sent as an update the API server refuses."""
+    immutable"): a changed one is replaced, never sent as an update the API server refuses, and
+    the old one is deleted first. Its name is fixed, and pulumi-kubernetes asks for delete-first
+    only for its own force-new fields (pulumi/pulumi-kubernetes@v4.32.0 provider/pkg/provider/
+    provider.go L1645-1658; no resource.k8s.io kind in diff.go L45-80), so a create-first
+    replacement fails `AlreadyExists` (its create is client-side since 4.29.0, await.go L241-253);
+    the engine takes the program's choice over the provider's (pulumi/pulumi@v3.259.0
+    pkg/resource/deploy/step_generator.go L2044-2047). Deleting a template leaves the claims made
+    from it, and the pods holding them, as they are (claims are owned by their pods)."""
     for node in graph:
         if node.inputs.get("kind") == "ResourceClaimTemplate" and node.type.startswith("kubernetes:"):
-            node.replace_on_changes = ("spec",)
+            node.replace_on_changes, node.delete_before_replace = ("spec",), True

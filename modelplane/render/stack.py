@@ -245,6 +245,13 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
     objects; an InPlace size change follows the scale order."""
     me = graph.add(Node(MODEL_DEPLOYMENT, f"{spec.namespace}-{spec.name}", custom=False))
     deps = {r.name: r.depends_on for r in spec.roles}
+    # First what the replicas share on a cluster (InferencePool, picker): the replicas name the pool
+    # and wait for it (render/rollout.py await_pools), so it is registered before them.
+    for cluster in sorted({p.cluster for p in placements}):
+        target = targets[cluster]
+        ns = namespaces.get(cluster)
+        for obj in render_cluster_entry(spec, target.inventory):
+            graph.add(k8s_node(cluster, obj, me, target.provider, [*target.ready_in(spec.namespace), *([ns] if ns else [])]))
     for placement in placements:
         edges = role_edges(spec.role_names(), deps, *scale_change(spec, placement, previous.get(placement.replica)))
         ranks = rank(edges)
@@ -264,11 +271,6 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
             # One LLMInferenceService runs every GPU role of the replica.
             for r in (GPU_ROLES if obj["kind"] == "LLMInferenceService" else (role,)):
                 by_role.setdefault(r, []).append(key)
-    for cluster in sorted({p.cluster for p in placements}):
-        target = targets[cluster]
-        ns = namespaces.get(cluster)
-        for obj in render_cluster_entry(spec, target.inventory):
-            graph.add(k8s_node(cluster, obj, me, target.provider, [*target.ready_in(spec.namespace), *([ns] if ns else [])]))
     # What the policy pack's stack rules read: the spec, where it landed and those clusters' facts.
     graph.nodes[me].outputs = {
         "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),

@@ -129,6 +129,27 @@ def _retain_problem(d: Demand, old: Placement, clusters, eligible, free) -> tupl
     return None
 
 
+def recorded_shape(d: Demand, old: Placement) -> Placement:
+    """`old` with each role's worker topology filled in where the previous plan did not record it
+    (a plan document written before topologies were recorded): the one topology with the role's
+    tensor, pipeline and expert sharding that runs on the recorded GPUs per node and nodes per
+    worker (GPUs per node = tensor x dataLocal, nodes per worker = pipeline x data / dataLocal).
+    A role it cannot be read back for stays unknown (the replica cannot be kept as it runs)."""
+    roles, changed = dict(old.roles), False
+    for role in d.roles:
+        rp = roles.get(role.name)
+        if rp is None or rp.topology or not role.topology:
+            continue
+        tensor, pipeline, _, _, *expert = role.topology
+        local, spare = divmod(rp.gpus_per_node, tensor)
+        data, left = divmod(local * rp.nodes_per_worker, pipeline)
+        if spare or left or not local or not data or data % local:
+            continue
+        roles[role.name] = replace(rp, topology=(tensor, pipeline, data, local, *expert))
+        changed = True
+    return replace(old, roles=MappingProxyType(roles)) if changed else old
+
+
 def _grow(d: Demand, old: Placement, free, pools) -> Placement:
     """In place: the largest shape (not below the one it runs at) its own pools have room for."""
     now = tuple(old.roles[r.name].workers for r in d.roles)
@@ -235,6 +256,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
             if idx >= d.replicas:
                 leaving.append(old)          # scale-down: deleted at the end of `up`
                 continue
+            old = recorded_shape(d, old)
             problem = _retain_problem(d, old, by_name, eligible[d.key], free)
             why, kind = problem or (None, None)
             if kind == RESIZE:
