@@ -195,6 +195,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                          progress[key], {p.replica: p for p in previous if p.deployment == key})
             # What the `no-outage` policy reads: how many replicas serve while `up` applies this plan.
             graph.nodes[component].outputs["change"] = changes[key]
+            # What the `model-known` policy reads: the model facts the Filter's rules had (0: unknown).
+            graph.nodes[component].outputs["attentionHeads"] = catalog.attention_heads(md)
             if key in sized:      # what the `slo` policy reads: objective, traffic, prediction, what is served
                 graph.nodes[component].outputs["sizing"] = sizing.gate_row(*sized[key], len(mine))
     except RenderError as exc:

@@ -132,9 +132,11 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     counts = role_workers(md)
     weights = catalog.weights_gib(md) if catalog is not None else (md.model.size_gib or 0.0)
     experts = catalog.expert_gib(md) if catalog is not None else 0.0
+    heads = catalog.attention_heads(md) if catalog is not None else (md.model.attention_heads or 0)
     roles = tuple(Role(name, sel.cel, counts[name], t.nodes_per_worker, t.gpus_per_node, weights,
                        t.tensor * t.pipeline, refused_fabrics=refused_fabrics(md, engine, catalog),
-                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert, topology=topology_of(t))
+                       expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert, topology=topology_of(t),
+                       attention_heads=heads)
                   for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})

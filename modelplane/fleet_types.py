@@ -415,6 +415,7 @@ class ModelSource(TypedDict):
     'served model name; default <namespace>/<deployment name>'
     sizeGiB: NotRequired[float]
     'weights; default from catalog/models.yaml'
+    attentionHeads: NotRequired[int]
     tokenSecret: NotRequired[str]
 
 

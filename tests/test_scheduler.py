@@ -257,7 +257,7 @@ def test_deepseek_r1_tp8_dp2_fits_two_8x_h100_nodes_per_rank_not_per_copy():
 @pytest.mark.parametrize("topology,pool_,fits", [
     ({"data": 8, "data_local": 8, "expert": True}, Pool("h200", "a3ultra", 8, 1, {}, "roce", H200), True),  # 108 GiB
     ({"data": 8, "data_local": 8, "expert": True}, Pool("h100", "a3high", 8, 1, {}, "roce", H100), False),  # > 72 GiB
-    ({"data": 16, "data_local": 8, "expert": True}, Pool("h100", "p5", 8, 2, {}, "efa", H100), True),      # 70 GiB
+    ({"data": 16, "data_local": 8, "expert": True}, Pool("h100", "h100-ib", 8, 2, {}, "infiniband", H100), True),   # 70 GiB
     ({"data": 16, "data_local": 4, "expert": True}, Pool("gb", "a4x", 4, 18, {}, "roce", GB200, None, 18), True),
 ])
 def test_moe_memory_is_non_expert_per_tensor_plus_experts_per_worker(topology, pool_, fits):
@@ -281,7 +281,8 @@ def test_a_dense_copy_that_does_not_fit_one_data_rank_is_refused_with_the_arithm
 
 
 @pytest.mark.parametrize("fabric,domain,placed", [
-    ("roce", 0, True), ("efa", 0, True), ("infiniband", 0, True),      # RDMA
+    ("roce", 0, True), ("infiniband", 0, True),                        # RDMA with IBGDA (mlx5)
+    ("efa", 0, False),                                                 # DeepEP needs IBGDA, EFA has none (G2)
     ("gpudirect-tcpx", 0, False), ("gpudirect-tcpxo", 0, False),       # GPUDirect over TCP: no all-to-all
     ("gpudirect-tcpxo", 18, True),                                     # one NVLink domain carries it
 ])
@@ -290,7 +291,8 @@ def test_expert_parallelism_across_nodes_needs_rdma_or_one_nvlink_domain(fabric,
     assert bool(plan.placements) is placed
     if not placed:
         [reason] = plan.unplaced[0].reasons
-        assert reason.reason == FABRIC and "needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain" in reason.detail
+        assert reason.reason == FABRIC and ("needs RDMA (InfiniBand, RoCE) or one NVLink domain" in reason.detail
+                                            or "IBGDA, which EFA does not offer" in reason.detail)
     # on one node the all-to-all stays on NVLink: any fabric will do
     assert one(r1(data=8, data_local=8, expert=True), Pool("p", "cls", 8, 1, {}, fabric, H200)).placements
 

@@ -108,6 +108,22 @@ class CapacityBlocks(Model):
     as_of: date                          # when the source was read
 
 
+class NetworkCard(Model):
+    """One network card of an EC2 instance type: how many interfaces it takes
+    (DescribeInstanceTypes NetworkInfo.NetworkCards[].MaximumNetworkInterfaces) and the EFA
+    interface type EC2 asks for on it."""
+
+    max_interfaces: int = Field(ge=1, le=16)
+    interface_type: Literal["efa", "efa-only"] = "efa-only"
+
+
+class NetworkCards(Model):
+    """The instance type's EFA network cards, in card index order, with where the facts come from."""
+
+    cards: list[NetworkCard] = Field(min_length=1, max_length=32)
+    source: str = Field(min_length=1)
+
+
 class EksProvisioning(Model):
     instance_type: str
     ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA",
@@ -117,6 +133,16 @@ class EksProvisioning(Model):
     capacity_types: list[CapacityType] = ["on-demand", "spot", "reservation", "capacity-block"]
     instance_store_gb: int | None = Field(default=None, ge=1)   # local NVMe (EC2 reports GB), RAID0 at boot
     capacity_blocks: CapacityBlocks | None = None   # absent: no region is known to sell it as a Capacity Block
+    # Per-card facts where cards differ (P6e-GB200: odd cards take one interface); absent: every
+    # card takes two, card 0 `efa`, the others `efa-only` at device index 1.
+    network_cards: NetworkCards | None = None
+
+    @model_validator(mode="after")
+    def _cards_match(self):
+        if self.network_cards and len(self.network_cards.cards) != self.efa_interfaces:
+            raise invalid(f"networkCards lists {len(self.network_cards.cards)} cards, efaInterfaces is "
+                          f"{self.efa_interfaces}", "one EFA interface per card: make them equal")
+        return self
 
     def node_disk_gib(self) -> int:
         """Ephemeral storage a pod on this node can fill (instance store in RAID0, else the root volume)."""
@@ -213,6 +239,7 @@ class ModelFacts(Model):
     gated: bool = False
     source: str = ""
     moe: MoeFacts | None = None
+    attention_heads: int | None = Field(default=None, ge=1, le=4096)   # config.json num_attention_heads
     unconfirmed: list[str] = []
 
     @model_validator(mode="after")

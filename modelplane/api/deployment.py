@@ -234,6 +234,9 @@ class ModelSource(Model):
     uri: Annotated[str, NoCredentials] = Field(pattern=r"^(hf|s3|gs|pvc|oci|https?)://\S+$")
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")   # served model name; default <namespace>/<deployment name>
     size_gib: float | None = Field(default=None, alias="sizeGiB", gt=0, le=1_000_000, allow_inf_nan=False)   # weights; default from catalog/models.yaml
+    # The checkpoint's config.json num_attention_heads; default from catalog/models.yaml. vLLM
+    # shards attention heads over tensor ranks, so `tensor` must divide it.
+    attention_heads: int | None = Field(default=None, ge=1, le=4096)
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
     # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
     token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")

@@ -97,6 +97,13 @@ class Catalog:
         facts = self.models.get(md.model.uri)
         return facts.size_gib if facts else 0.0
 
+    def attention_heads(self, md) -> int:
+        """The model's attention heads: its own `model.attentionHeads`, else the catalog's, else 0 (unknown)."""
+        if md.model.attention_heads:
+            return md.model.attention_heads
+        facts = self.models.get(md.model.uri)
+        return facts.attention_heads or 0 if facts else 0
+
     def expert_gib(self, md) -> float:
         """Of the deployment's weights, the routed experts of a mixture-of-experts model (the
         catalog's share of them, so a `model.sizeGiB` of the same checkpoint scales both); 0 for a

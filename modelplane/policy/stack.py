@@ -200,6 +200,29 @@ def placement_complete(resources, config=None):
     return out
 
 
+@policy("model-known", "Every deployment's model has known facts (catalog/models.yaml, or `model.sizeGiB` and "
+        "`model.attentionHeads` in the stack), so the memory, disk and tensor-divides-heads rules check it; a "
+        "fact that is missing leaves its rule unchecked and is named (advisory; mandatory in production configs).",
+        "stack", level=ADVISORY,
+        fix="give the checkpoint's facts in the stack: `model.sizeGiB` (its safetensors total) and "
+            "`model.attentionHeads` (config.json num_attention_heads), or add the model to your catalog's "
+            "models.yaml")
+def model_known(resources, config=None):
+    # 0 is the scheduler's "unknown": the Filter skips the rule that needs the fact
+    # (scheduler/filter.py memory_problem, heads_problem), so name it rather than place silently.
+    out = []
+    for r, spec, _, _ in deployments(resources):
+        unchecked = []
+        if not float(r.props.get("weightsGiB") or 0):
+            unchecked.append("sizeGiB (GPU memory per GPU, node disk, the ephemeral-storage request)")
+        if "attentionHeads" in r.props and not int(r.props.get("attentionHeads") or 0):
+            unchecked.append("attentionHeads (tensor must divide them)")
+        if unchecked:
+            out.append((f"{_key(spec)}: {spec['model']['uri']} has no known {' and no '.join(unchecked)}; "
+                        f"those rules are unchecked", r.urn))
+    return out
+
+
 @policy("slo", "Deployments sized from an SLO meet it: a configuration was found, its predicted TTFT and ITL are "
         "within the objective and its placed replicas serve the traffic (advisory; mandatory in production "
         "configs).", "stack", level=ADVISORY,

@@ -74,6 +74,18 @@ def wants_placement_group(pool, eks, subnets: int) -> bool:
     return bool(eks.efa_interfaces) and pool.capacity.type in ("on-demand", "spot") and subnets == 1
 
 
+def efa_layout(eks) -> list[tuple[int, str]]:
+    """(device index, interface type) per network card. A card that takes one interface gets it at
+    device index 0: EC2 rejects a device index beyond a card's limit (eksctl-io/eksctl#7520), and
+    AWS ParallelCluster builds P6e-GB200 so (aws/aws-parallelcluster#6930, queues_stack.py:
+    `device_index=0 if network_card.maximum_network_interfaces() == 1 else 1`, `efa` on even cards,
+    `efa-only` on odd ones)."""
+    if eks.network_cards is None:
+        return [(0 if i == 0 else 1, "efa" if i == 0 else "efa-only") for i in range(eks.efa_interfaces)]
+    return [(0 if i == 0 or card.max_interfaces == 1 else 1, card.interface_type)
+            for i, card in enumerate(eks.network_cards.cards)]
+
+
 def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_groups=(),
                          placement_group_name=None) -> dict:
     """EFA interfaces (card 0 EFA with ENA, the others efa-only), Capacity Block market options
@@ -86,10 +98,9 @@ def launch_template_args(c: InferenceCluster, catalog: Catalog, pool, security_g
     args = {}
     if eks.efa_interfaces:
         args["networkInterfaces"] = [
-            {"deviceIndex": 0 if i == 0 else 1, "networkCardIndex": i,
-             "interfaceType": "efa" if i == 0 else "efa-only", "deleteOnTermination": "true",
+            {"deviceIndex": device, "networkCardIndex": i, "interfaceType": kind, "deleteOnTermination": "true",
              "securityGroups": list(security_groups)}
-            for i in range(eks.efa_interfaces)]
+            for i, (device, kind) in enumerate(efa_layout(eks))]
     if pool.capacity.type == "capacity-block":
         args["instanceType"] = eks.instance_type
         args["instanceMarketOptions"] = {"marketType": "capacity-block"}

@@ -73,6 +73,9 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     if pool.gpus_per_node < role.gpus_per_node:
         return SHAPE, (f"{role.name} needs {role.gpus_per_node} GPUs per node, {pool.class_name} has "
                        f"{pool.gpus_per_node}")
+    problem = heads_problem(role)
+    if problem:
+        return SHAPE, problem
     problem = domain_problem(role, pool)
     if problem:
         return DOMAIN, problem
@@ -93,6 +96,17 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     return None
 
 
+def heads_problem(role) -> str | None:
+    """vLLM refuses to start unless tensor parallelism divides the attention heads
+    (vllm-project/vllm vllm/config/model.py, ModelConfig.verify_with_parallel_config: "Total number
+    of attention heads ... must be divisible by tensor parallel size"; line not pinned here)."""
+    tensor = role.topology[0] if role.topology else 0
+    if role.attention_heads and tensor and role.attention_heads % tensor:
+        return (f"{role.name}: tensor {tensor} does not divide the model's {role.attention_heads} attention heads; "
+                f"vLLM refuses to start (use a tensor size that divides {role.attention_heads})")
+    return None
+
+
 def domain_problem(role, pool) -> str | None:
     """A multi-node worker on a pool that is one NVLink domain stays inside it."""
     if pool.domain_nodes and role.nodes_per_worker > pool.domain_nodes:
@@ -102,16 +116,33 @@ def domain_problem(role, pool) -> str | None:
 
 
 def all_to_all_problem(role, pool) -> str | None:
-    """Expert parallelism across nodes exchanges tokens all-to-all between every rank of a worker:
-    vLLM runs it on DeepEP's kernels (vllm-project/vllm docs/serving/expert_parallel_deployment.md
-    @ 01702569, "Multi-Node Deployment"), and llm-d's wide-EP guide requires InfiniBand or RoCE RDMA
-    and the pods of one EP group inside one networking domain (llm-d/llm-d
-    guides/wide-ep-lws/README.md @ 00b06e46, "Hardware Requirements", "Prerequisites"). GPUDirect-TCPX(O)
-    and plain TCP have no documented all-to-all backend; an NVLink domain carries it itself."""
-    if role.expert and role.nodes_per_worker > 1 and not pool.domain_nodes and pool.fabric not in RDMA_FABRICS:
-        return (f"{role.name}: expert parallelism over {role.nodes_per_worker} nodes per worker exchanges tokens "
-                f"all-to-all between nodes (DeepEP over NVSHMEM), which needs RDMA (InfiniBand, RoCE, EFA) or one "
-                f"NVLink domain; pods on this pool talk over {pool.fabric}")
+    """A mixture of experts whose data-parallel ranks span nodes moves tokens between nodes on every
+    MoE layer, with or without `expert`: without it vLLM's expert layers form one tensor-parallel
+    group of DP x TP ranks (vllm-project/vllm docs/serving/data_parallel_deployment.md @ 01e4fce0);
+    with it the ranks exchange tokens all-to-all. An NVLink domain carries that itself; otherwise
+    it needs RDMA: llm-d's wide-EP guide requires InfiniBand or RoCE (llm-d/llm-d
+    guides/wide-ep-lws/README.md @ 00b06e46, "Hardware Requirements"), GPUDirect-TCPX(O) and TCP
+    have no documented all-to-all backend (cloud review G4: refused for performance, not function).
+
+    Expert parallelism over EFA is refused too: vLLM's multi-node EP runs DeepEP
+    (expert_parallel_deployment.md @ 01702569, "Multi-Node Deployment"), whose inter-node kernels need
+    NVSHMEM IBGDA, which is mlx5-only (deepseek-ai/DeepEP#369 "DeepEP over EFA", open;
+    awslabs/ai-on-eks#198), and llm-d's CUDA image carries no EFA (cloud review G2). A MoE without
+    `expert` (NCCL collectives only) runs over EFA."""
+    tensor, _, data = (role.topology + (1, 1, 1))[:3] if role.topology else (1, 1, 1)
+    moe = role.expert or (role.expert_gib > 0 and data > 1)
+    if not moe or role.nodes_per_worker <= 1 or pool.domain_nodes:
+        return None
+    what = (f"expert parallelism over {role.nodes_per_worker} nodes per worker exchanges tokens all-to-all between "
+            f"nodes" if role.expert else
+            f"a mixture of experts with data parallelism over {role.nodes_per_worker} nodes per worker runs its "
+            f"expert layers as one DP x TP group across nodes")
+    if pool.fabric not in RDMA_FABRICS:
+        return (f"{role.name}: {what} on every MoE layer, which needs RDMA (InfiniBand, RoCE) or one NVLink "
+                f"domain; pods on this pool talk over {pool.fabric}")
+    if role.expert and pool.fabric == "efa":
+        return (f"{role.name}: {what} (DeepEP over NVSHMEM IBGDA, which EFA does not offer, and the KServe "
+                f"image carries no EFA); drop `expert` to run the experts as a DP x TP group over NCCL on EFA")
     return None
 
 

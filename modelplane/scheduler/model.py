@@ -104,6 +104,7 @@ class Role:
     # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
     refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     topology: tuple = ()         # topology_of(the worker topology); (): not known
+    attention_heads: int = 0     # the model's attention heads (0: unknown, not checked)
     classes: frozenset[str] | None = None   # a sizing candidate: only pools of these classes
 
     @property

@@ -1,0 +1,88 @@
+"""Cloud review 2026-11-26 G1/G6: EFA network interfaces follow each network card's limit."""
+import pytest
+
+from modelplane.api import load_catalog
+from modelplane.api.catalog import EksProvisioning, NetworkCard, NetworkCards
+from modelplane.render.eks import efa_layout
+
+
+def test_a_one_interface_card_gets_its_interface_at_device_index_0():
+    """EC2 rejects a device index beyond a card's limit ("The specified number '2' for the device
+    index exceeds the maximum number of network interfaces supported by the network card",
+    eksctl-io/eksctl#7520); AWS ParallelCluster sets `device_index=0 if
+    network_card.maximum_network_interfaces() == 1 else 1` (aws/aws-parallelcluster#6930, queues_stack.py)."""
+    eks = EksProvisioning(instance_type="x.large", efa_interfaces=3, network_cards=NetworkCards(
+        source="test", cards=[NetworkCard(max_interfaces=2, interface_type="efa"), NetworkCard(max_interfaces=1),
+                              NetworkCard(max_interfaces=2, interface_type="efa")]))
+    assert efa_layout(eks) == [(0, "efa"), (0, "efa-only"), (1, "efa")]
+
+
+def test_p6e_gb200_renders_17_cards_even_efa_odd_efa_only_at_device_0():
+    """aws/aws-parallelcluster#6930: "The maximum network cards is 17"; "all even indices need an
+    `efa` interface type and all odd indices need an `efa-only` interface type"."""
+    eks = load_catalog().classes["eks-gb200-4x-p6e"].provisioning.eks
+    assert efa_layout(eks) == [(0, "efa")] + [(1, "efa") if i % 2 == 0 else (0, "efa-only") for i in range(1, 17)]
+    assert "provisioning.eks.networkCards" in load_catalog().classes["eks-gb200-4x-p6e"].unconfirmed
+
+
+def test_classes_without_card_facts_keep_the_two_interface_layout():
+    eks = load_catalog().classes["eks-h100-8x-p5"].provisioning.eks
+    assert efa_layout(eks) == [(0, "efa")] + [(1, "efa-only")] * 31
+
+
+def test_card_facts_must_match_the_interface_count():
+    with pytest.raises(ValueError, match="networkCards lists 1 cards, efaInterfaces is 2"):
+        EksProvisioning(instance_type="x.large", efa_interfaces=2,
+                        network_cards=NetworkCards(source="s", cards=[NetworkCard(max_interfaces=1)]))
+
+
+# ---- G2 / G4: the MoE fabric rule (scheduler/filter.py all_to_all_problem) ---------------------
+
+from modelplane.scheduler.filter import all_to_all_problem  # noqa: E402
+from modelplane.scheduler.model import Pool, Role  # noqa: E402
+
+R1_EXPERTS = 609.0     # DeepSeek-R1's routed experts, GiB (catalog/models.yaml)
+
+
+def r1(expert: bool, data: int = 2):
+    return Role("decode", "true", 1, 2, 8, 641.0, 8, expert_gib=R1_EXPERTS, expert_gpus=16, expert=expert,
+                topology=(8, 1, data, 1) + ((1,) if expert else ()))
+
+
+def pool(fabric: str, domain: int = 0):
+    return Pool("p", "c", 8, 4, fabric=fabric, domain_nodes=domain)
+
+
+def test_moe_dp_across_nodes_is_refused_on_tcpxo_with_or_without_expert():
+    """G4: vLLM data_parallel_deployment.md @ 01e4fce0: "expert layers form a tensor parallel group of
+    size DP x TP", so TP8xDP2 without EP moves the same per-layer traffic across nodes."""
+    assert "expert parallelism over 2 nodes" in all_to_all_problem(r1(True), pool("gpudirect-tcpxo"))
+    assert "one DP x TP group across nodes" in all_to_all_problem(r1(False), pool("gpudirect-tcpxo"))
+    dense = Role("decode", "true", 1, 2, 8, 131.5, 16, topology=(16, 1, 1, 1))
+    assert all_to_all_problem(dense, pool("gpudirect-tcpxo")) is None
+
+
+def test_expert_parallelism_across_nodes_on_efa_is_refused_naming_deepep():
+    """G2: DeepEP's inter-node kernels need NVSHMEM IBGDA, mlx5 only (deepseek-ai/DeepEP#369, open;
+    awslabs/ai-on-eks#198); llm-d's wide-EP guide asks for InfiniBand or RoCE (guides/wide-ep-lws/README.md
+    @ 00b06e46)."""
+    why = all_to_all_problem(r1(True), pool("efa"))
+    assert "IBGDA" in why and "drop `expert`" in why
+    assert all_to_all_problem(r1(False), pool("efa")) is None
+    assert all_to_all_problem(r1(True), pool("roce")) is None
+    assert all_to_all_problem(r1(True), pool("efa", domain=18)) is None    # one NVLink domain carries it
+
+
+def test_nvlink_domain_classes_carry_the_computedomain_driver_floor():
+    """G9: NVIDIA/dra-driver-nvidia-gpu v0.4.1 docs/prerequisites.md L13, L21: ComputeDomains need
+    driver 570.158.01 or later."""
+    assert load_catalog().classes["gke-gb200-4x-a4x"].provisioning.gke.min_driver == "570.158.01"
+
+
+def test_p6e_keeps_its_instance_store_and_secondary_bandwidth_unconfirmed():
+    """G6/G7: tsaol/aws-gpu data/p6e-gb200_instances.js (instances.vantage.sh-derived, 2026-01-21):
+    1600 Gbps EFAv4 and 22.5 TB NVMe per p6e-gb200.36xlarge; secondary, so unconfirmed."""
+    cls = load_catalog().classes["eks-gb200-4x-p6e"]
+    assert cls.capabilities.network.bandwidth_gbps == 1600
+    assert cls.provisioning.eks.instance_store_gb == 22500
+    assert {"capabilities.network", "provisioning.eks.instanceStoreGb"} <= set(cls.unconfirmed)
