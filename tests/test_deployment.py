@@ -254,7 +254,7 @@ def test_the_pack_holds_placed_workers_to_the_all_to_all_and_nvlink_domain_rules
                                         for p in md.props["placements"]]}
     tampered = [SimpleNamespace(**{**vars(r), "props": moved}) if r is md else r for r in resources]
     found = [m for m, _ in topology_fits(tampered)]
-    assert len(found) == 2 and all("needs RDMA (InfiniBand, RoCE, EFA) or one NVLink domain; pods on this pool talk "
+    assert len(found) == 2 and all("needs RDMA (InfiniBand, RoCE) or one NVLink domain; pods on this pool talk "
                                    "over gpudirect-tcpxo" in m for m in found)
 
 

@@ -40,9 +40,7 @@ def node(name: str, pool, cls) -> dict:
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_ANNOTATION)},
             "spec": {"taints": taints},
-            "status": {"capacity": capacity, "allocatable": capacity,
-                       "nodeInfo": {"kubeletVersion": "fake", "architecture": labels["kubernetes.io/arch"],
-                                    "operatingSystem": "linux"}}}
+            "status": {"capacity": capacity, "allocatable": capacity}}
 
 
 def resource_slice(node_name: str, cls) -> dict:
