@@ -29,7 +29,7 @@ CHARTS = {
 }
 # Entries a switch installs besides its versioned group (their versions are pinned on their own).
 SWITCH_OF = {**{key: switch for switch, keys in CHARTS.items() for key in keys},
-             "gatewayApi": "gateway", "aiGateway": "gateway", "aiGatewayCrds": "gateway"}
+             "aiGateway": "gateway", "aiGatewayCrds": "gateway"}
 
 
 class Component(Model):

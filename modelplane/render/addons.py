@@ -258,7 +258,9 @@ def addons(facts: ClusterFacts, versions: dict) -> list[Addon]:
 
     kserve = _on(facts, "kserve")
     gateway = _on(facts, "gateway")
-    if gateway or kserve:
+    # The Gateway API CRDs serve our Gateway and KServe's routes: not ours to install where every
+    # component that needs them is there already (preinstalled) or off.
+    if (gateway and "gateway" not in facts.preinstalled) or (kserve and "kserve" not in facts.preinstalled):
         add(Addon("gateway-api-crds", "manifests", "Gateway API CRDs (Gateway, HTTPRoute, BackendTLSPolicy)",
                   key="gatewayApi"))
     acme = (facts.tls or {}).get("acme") or {}
