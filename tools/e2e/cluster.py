@@ -207,6 +207,11 @@ def alive(c: Cluster) -> bool:
 
 
 def _running(pid: int) -> bool:
+    try:       # our own child: reap it, or an exited one stays a zombie that kill(0) calls alive
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass   # started by another process (`cluster.py up` earlier): kill(0) tells
     try:
         os.kill(pid, 0)
         return True
