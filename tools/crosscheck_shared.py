@@ -1,7 +1,7 @@
 """Optional cross-check, outside the test suite: the dev and prod stacks' rendered objects
 through an independent validator, `validate_manifests.py` of a `shared/` folder beside the clone
 (given our copies of the kinds its collection lacks: cert-manager, GKE networking, Envoy Gateway's
-EnvoyProxy and BackendTrafficPolicy, Kubernetes RBAC; each with its source in schemas/SOURCES.md).
+EnvoyProxy and BackendTrafficPolicy, Kubernetes RBAC and PodDisruptionBudget; each with its source in schemas/SOURCES.md).
 
     python tools/crosscheck_shared.py [SHARED_DIR]       # make crosscheck
 
@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # What the shared collection has no schema for, as files of ours (its --schemas takes folders).
 EXTRA = ("cert-manager", "gke-networking", "envoy-gateway/gateway.envoyproxy.io_envoyproxies.json",
          "envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.json",
-         "kubernetes/v1.35/apis__rbac.authorization.k8s.io__v1_openapi.json")
+         "kubernetes/v1.35/apis__rbac.authorization.k8s.io__v1_openapi.json",
+         "kubernetes/v1.35/apis__policy__v1_openapi.json")
 
 
 def main(argv: list[str]) -> int:
