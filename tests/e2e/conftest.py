@@ -28,12 +28,25 @@ STACKS = Path(__file__).parent / "stacks"
 INFRA_FILE = STACKS / "Pulumi.infra-e2e.yaml"
 CORE = ("pulumi", "kubernetes-provider", "etcd", "kubernetes", "kwok")
 REPORT = ROOT / "out" / "e2e" / "report.json"
+# What these scenarios do not run yet, and why (tools/e2e/operators.md has the upstream lines).
+NOT_RUN = {
+    "kserve": "llmisvc v0.20.0 builds, but its services are Ready only once Gateways are Programmed and "
+              "InferencePools have parents, which needs Envoy Gateway and AI Gateway running: the stack "
+              "serves native-backend deployments only",
+    "envoy-gateway, ai-gateway": "not started: they need their envoy proxies, a fixed /certs path, fixed "
+                                 "ports and a load-balancer address; the infra stack runs no Gateway",
+    "lws": "v0.9.0 builds (v0.10.0 is refused by the module proxy); no multi-node deployment yet",
+    "kai-scheduler": "v0.17.0 is not served by the module proxy: a kube-scheduler under its name places "
+                     "pods, without gangs or queues",
+    "nvidia-dra-driver": "not served: the harness writes the ResourceSlices it would publish",
+    "cert-manager": "its controller module is not served by the module proxy",
+}
 
 
 class Report:
     def __init__(self):
         self.data = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "components": {},
-                     "crds": {}, "operators": {}, "scenarios": {}, "notRun": {}}
+                     "crds": {}, "scenarios": {}, "notRun": NOT_RUN}
 
     def scenario(self, name: str, **facts):
         self.data["scenarios"].setdefault(name, {}).update(facts)
@@ -76,11 +89,10 @@ def clusters(built, report):
             made[name] = c
             report.data["crds"] = crds.install(c)
             c.apply(nodes.objects_for(INFRA_FILE, name))
-        report.data["operators"] = operators.start_all(made, report)
+            operators.prepare(c)
         report.write()
         yield made
     finally:
         for name in made:
-            operators.stop_all(made[name])
             if os.environ.get("MODELPLANE_E2E_KEEP") != "1":
                 loopback.down(name)

@@ -8,7 +8,6 @@ in file order (a: first up, b: surge, c: roll, d: move, e: destroy).
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 import yaml
@@ -49,12 +48,6 @@ def plan(ws: Workspace, previous: dict | None = None) -> dict:
     run = ws.modelplane(*args)
     assert run.returncode in (0, 1), run.stderr
     return json.loads(run.stdout)
-
-
-def workloads(clusters) -> dict[str, dict]:
-    """cluster -> {deployment object name: object} of modelplane's Deployments in the team namespace."""
-    return {n: {d["metadata"]["name"]: d for d in c.get("deployments", "-n", NS)["items"]}
-            for n, c in clusters.items()}
 
 
 def claims_by_pod(c) -> dict[str, dict]:
@@ -196,4 +189,4 @@ def test_e_destroy(ws, clusters, report):
         left = c.kubectl("get", "all,resourceclaimtemplates,podgroups,queues", "-A", "-l",
                          "app.kubernetes.io/managed-by=modelplane", "-o", "name", check=False)
         assert left.strip() == "", (n, left)
-        assert re.search(r"nodes?", c.kubectl("get", "nodes", "-o", "name"))   # the harness's nodes stay
+        assert c.kubectl("get", "nodes", "-o", "name").strip()      # the harness's nodes stay

@@ -55,9 +55,12 @@ def binary(exe: str) -> Path | None:
 
 
 def module_dir(module: str, version: str) -> Path:
-    out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True,
-                         text=True, check=True)
-    return Path(json.loads(out.stdout)["Dir"])
+    """Where the module cache holds MODULE@VERSION (downloading it first); RuntimeError if refused."""
+    out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True)
+    info = json.loads(out.stdout or "{}")
+    if out.returncode != 0 or "Dir" not in info:
+        raise RuntimeError(f"{module}@{version}: {info.get('Error') or out.stderr.strip()}")
+    return Path(info["Dir"])
 
 
 def provider_schema(work: Path, spec: dict) -> None:
@@ -100,7 +103,7 @@ def build(name: str, log=print) -> dict:
                     tail = (run.stderr or run.stdout).strip().splitlines()[-15:]
                     return record | {"ok": False, "cached": False, "seconds": round(time.monotonic() - start),
                                      "error": f"go build {pkg} failed:\n" + "\n".join(tail)}
-        except (subprocess.CalledProcessError, OSError, KeyError, ValueError) as exc:
+        except (RuntimeError, OSError, KeyError, ValueError) as exc:
             return record | {"ok": False, "cached": False, "seconds": round(time.monotonic() - start),
                              "error": f"{type(exc).__name__}: {exc}"}
         dest.parent.mkdir(parents=True, exist_ok=True)

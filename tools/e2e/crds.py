@@ -1,24 +1,15 @@
 """Install the CRDs of tools/e2e/crds.toml into a loopback cluster and wait until each is Established."""
 from __future__ import annotations
 
-import json
-import subprocess
 import tomllib
 from pathlib import Path
 
 import yaml
 
+from build import ROOT, module_dir
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 SOURCES = tomllib.loads((HERE / "crds.toml").read_text())
-
-
-def module_dir(module: str, version: str) -> Path:
-    out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True)
-    info = json.loads(out.stdout or "{}")
-    if out.returncode != 0 or "Dir" not in info:
-        raise RuntimeError(f"{module}@{version}: {info.get('Error') or out.stderr.strip()}")
-    return Path(info["Dir"])
 
 
 def documents(name: str) -> list[dict]:

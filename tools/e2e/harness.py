@@ -57,7 +57,7 @@ def engine_env(home: Path) -> dict:
             raise RuntimeError(f"{exe} is not built (python tools/e2e/build.py)")
         bins.append(str(p.parent))
     return {"PATH": os.pathsep.join([*dict.fromkeys(bins), os.environ.get("PATH", "")]),
-            "PULUMI_HOME": str(home), "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DIY_BACKEND_NO_LOCK": "",
+            "PULUMI_HOME": str(home), "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true"}
 
 
@@ -190,8 +190,3 @@ class Sampler:
             totals.append(t)
         keys = {k for t in totals for k in t}
         return {k: min(t.get(k, 0) for t in totals) for k in sorted(keys)}
-
-    def minimum(self) -> dict[str, int]:
-        """The fewest serving replicas each deployment had at any sample."""
-        keys = {k for _, s in self.samples for k in s}
-        return {k: min(s.get(k, 0) for _, s in self.samples) for k in sorted(keys)}

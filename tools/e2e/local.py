@@ -4,7 +4,7 @@
     python tools/e2e/local.py down
 
 `up` starts one loopback cluster named "local" with the CRDs, namespaces and controllers the e2e
-tests use, and GPU nodes shaped like the pools of CLUSTER in the stack file; it prints the kubeconfig
+tests use (no operator controllers yet: tools/e2e/operators.md), and GPU nodes shaped like the pools of CLUSTER in the stack file; it prints the kubeconfig
 and the environment that puts the built engine first on PATH.
 """
 from __future__ import annotations
@@ -27,13 +27,6 @@ import operators  # noqa: E402
 NAME = "local"
 
 
-class _Quiet:
-    data: dict = {}
-
-    def write(self):
-        pass
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="tools/e2e/local.py")
     ap.add_argument("action", choices=("up", "down"))
@@ -41,19 +34,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pools-of", default="e2e-a")
     args = ap.parse_args(argv)
     if args.action == "down":
-        c = loopback.Cluster(NAME, loopback.STATE / NAME)
-        operators.stop_all(c)
         loopback.down(NAME)
         print(f"cluster {NAME}: stopped and removed")
         return 0
     c = loopback.up(NAME)
     crds.install(c)
     c.apply(nodes.objects_for(args.stack_file, args.pools_of))
-    started = operators.start_all({NAME: c}, _Quiet())
+    operators.prepare(c)
     engine = sorted({str(build.binary(exe).parent) for exe in ("pulumi", "pulumi-resource-kubernetes")})
     print(f"cluster {NAME}: up, GPU nodes of {args.pools_of} in {args.stack_file}")
-    for op, state in started.items():
-        print(f"  controller {op}: {'running' if state['running'] else 'not running: ' + state['error']}")
     print(f"kubeconfig: {c.kubeconfig}")
     print("put the built engine first on PATH and give the stack the kubeconfig:")
     print(f"  export PATH={os.pathsep.join(engine)}{os.pathsep}$PATH")

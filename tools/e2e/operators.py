@@ -1,8 +1,9 @@
-"""The operators' controllers, run as processes beside a loopback cluster (tools/e2e/operators.md).
+"""What a loopback cluster needs before modelplane's first `up`, besides CRDs: the namespaces the
+operators' charts would have created (the e2e infra stack marks those components `preinstalled`,
+so modelplane's objects land in them).
 
-Each entry starts only if tools/e2e/build.py built it; what could not start is recorded with why.
-Before any controller: the namespaces their charts would have created (modelplane's stack marks
-these components `preinstalled`, so its objects land in them).
+The operators' controllers themselves are not started yet: tools/e2e/operators.md says how each
+runs as a process and why KServe's services cannot become Ready without the gateway controllers.
 """
 from __future__ import annotations
 
@@ -10,28 +11,5 @@ NAMESPACES = ("kserve", "envoy-gateway-system", "envoy-ai-gateway-system", "cert
               "kai-scheduler", "keda", "dra-driver-nvidia-gpu")
 
 
-def _namespace(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-CONTROLLERS: dict = {}      # name -> (start(cluster) -> None, stop(cluster) -> None); filled below
-
-
-def start_all(clusters: dict, report) -> dict:
-    out = {}
-    for c in clusters.values():
-        c.apply([_namespace(n) for n in NAMESPACES])
-    for name, (start, _stop) in CONTROLLERS.items():
-        try:
-            for c in clusters.values():
-                start(c)
-            out[name] = {"running": True}
-        except Exception as exc:      # recorded, never hidden: the report names it and why
-            out[name] = {"running": False, "error": str(exc)}
-    return out
-
-
-def stop_all(cluster) -> None:
-    from cluster import stop
-    for name in CONTROLLERS:
-        stop(cluster, name)
+def prepare(cluster) -> None:
+    cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES])
