@@ -113,10 +113,10 @@ def need(exe: str) -> Path:
     return p
 
 
-def _start(c: Cluster, name: str, argv: list[str]) -> None:
+def _start(c: Cluster, name: str, argv: list[str], env: dict | None = None) -> None:
     log = open(c.dir / "logs" / f"{name}.log", "ab")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            cwd=c.dir)
+                            cwd=c.dir, env={**os.environ, **(env or {})})
     (c.dir / "pids" / name).write_text(str(proc.pid))
 
 
@@ -137,7 +137,31 @@ def _ready(c: Cluster, port: int, timeout: float = 90) -> None:
                        f"see {c.dir / 'logs/kube-apiserver.log'}")
 
 
-def up(name: str) -> Cluster:
+# KServe's workload pods become Ready this long after they are bound; every other pod at once. A
+# real engine takes seconds to load a model: an `up` that awaits a roll lasts at least this long,
+# one that does not returns while the new pods are still starting (test_gateway.py, review C2).
+KSERVE_READY_DELAY_MS = 4000
+KSERVE_WORKLOAD = '.metadata.labels["kserve.io/component"]'
+
+
+def kwok_stages() -> str:
+    """KWOK's own fast pod stages (kustomize/stage/pod/fast in its module, what it uses when given
+    none), with pod-ready split in two: KServe's workload pods after KSERVE_READY_DELAY_MS."""
+    import yaml
+    src = build.module_dir("sigs.k8s.io/kwok", build.COMPONENTS["kwok"]["version"]) / "kustomize/stage/pod/fast"
+    stages = [yaml.safe_load((src / f"pod-{s}.yaml").read_text()) for s in ("ready", "complete", "delete")]
+    ready = stages[0]
+    slow = json.loads(json.dumps(ready))
+    ready["spec"]["selector"]["matchExpressions"].append({"key": KSERVE_WORKLOAD, "operator": "DoesNotExist"})
+    slow["metadata"]["name"] = "pod-ready-kserve-workload"
+    slow["spec"]["selector"]["matchExpressions"].append({"key": KSERVE_WORKLOAD, "operator": "In", "values": ["workload"]})
+    slow["spec"]["delay"] = {"durationMilliseconds": KSERVE_READY_DELAY_MS}
+    return yaml.safe_dump_all([*stages, slow])
+
+
+def up(name: str, bind_all: bool = False) -> Cluster:
+    """Start one cluster (or find it running). `bind_all`: the API server listens on every address,
+    for controllers run in a network namespace of their own (operators.py); else on 127.0.0.1."""
     c = Cluster(name, STATE / name)
     if (c.dir / "pids").exists() and alive(c):
         return c
@@ -155,7 +179,8 @@ def up(name: str) -> Cluster:
                        "--unsafe-no-fsync", "--quota-backend-bytes", str(2 << 30)])
     _start(c, "kube-apiserver", [
         str(need("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api}",
+        f"--bind-address={'0.0.0.0' if bind_all else '127.0.0.1'}", "--advertise-address=127.0.0.1",
+        f"--secure-port={api}",
         f"--cert-dir={p}", f"--tls-cert-file={p}/apiserver.crt", f"--tls-private-key-file={p}/apiserver.key",
         f"--client-ca-file={p}/ca.crt", "--authorization-mode=Node,RBAC",
         "--service-account-issuer=https://kubernetes.default.svc", f"--service-account-key-file={p}/sa.pub",
@@ -185,10 +210,12 @@ def up(name: str) -> Cluster:
         str(need("kube-scheduler")), f"--config={c.dir / 'kai-standin.yaml'}",
         "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",
         f"--authorization-kubeconfig={kc}"])
-    # KWOK manages only the nodes tools/e2e/nodes.py annotates; its default stages make their pods
-    # Running and Ready once bound (kwok pkg/kwok/cmd/root.go getDefaultNodeStages/PodStages).
+    # KWOK manages only the nodes tools/e2e/nodes.py annotates; its pod stages (kwok_stages) make their
+    # pods Running and Ready once bound; its default node stages keep the nodes Ready
+    # (kwok pkg/kwok/cmd/root.go L160-182: defaults per resource kind the config gives no stage for).
+    (c.dir / "kwok-stages.yaml").write_text(kwok_stages())
     _start(c, "kwok", [
-        str(need("kwok")), f"--kubeconfig={kc}", "--manage-all-nodes=false",
+        str(need("kwok")), f"--kubeconfig={kc}", f"--config={c.dir / 'kwok-stages.yaml'}", "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", f"--cidr={POD_CIDR}",
         "--node-ip=10.244.0.1", f"--server-address=127.0.0.1:{free_port()}", "--node-lease-duration-seconds=40"])
     (c.dir / "versions.json").write_text(json.dumps(versions(), indent=2))

@@ -131,7 +131,7 @@ class Workspace:
 
 class Sampler:
     """Every `interval` seconds: per cluster and deployment, how many replicas serve (all pods of the
-    replica's workloads Running and Ready), until stopped. Kept as (t, {cluster/ns/dep: n})."""
+    replica's workloads Running and Ready; endpoint pickers carry no replica label), until stopped. Kept as (t, {cluster/ns/dep: n})."""
 
     def __init__(self, clusters: dict, namespaces: list[str], interval: float = 0.5):
         self.clusters, self.namespaces, self.interval = clusters, namespaces, interval
@@ -158,7 +158,7 @@ class Sampler:
         for name, c in self.clusters.items():
             for ns in self.namespaces:
                 try:
-                    pods = c.get("pods", "-n", ns, "-l", "modelplane.ai/deployment")["items"]
+                    pods = c.get("pods", "-n", ns, "-l", "modelplane.ai/deployment,modelplane.ai/replica")["items"]
                 except (RuntimeError, json.JSONDecodeError):
                     continue
                 replicas: dict[tuple, list[bool]] = {}

@@ -9,7 +9,9 @@ them) of the pool's InferenceClass:
   gpu.nvidia.com, pool = node name, one device per GPU named gpu-<i> with the class's device
   attributes, `type: gpu`, `index`, `uuid`, and capacity `memory` in MiB): the devices the
   scheduler's DRA plugin allocates our claims from;
-- the DeviceClass the driver's chart installs for its driver (selector on the driver name).
+- the DeviceClass the driver's chart installs for its driver (selector on the driver name);
+- two untainted CPU nodes, the cluster's system pool (not in the stack, as on GKE/EKS), where what
+  tolerates no GPU taint runs: endpoint pickers, Envoy proxies.
 """
 from __future__ import annotations
 
@@ -41,6 +43,15 @@ def node(name: str, pool, cls) -> dict:
             "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_ANNOTATION)},
             "spec": {"taints": taints},
             "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def system_node(name: str) -> dict:
+    capacity = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "200Gi"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": dict(KWOK_ANNOTATION),
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok",
+                                    "kubernetes.io/arch": "amd64", "modelplane.ai/e2e-system": "true"}},
+            "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
 
 
 def resource_slice(node_name: str, cls) -> dict:
@@ -83,4 +94,5 @@ def objects_for(stack_file: Path, cluster: str) -> list[dict]:
         for i in range(pool.max_nodes):
             name = f"{cluster}-{pool.name}-{i}"
             out += [node(name, pool, cls), resource_slice(name, cls)]
-    return [device_class(d) for d in sorted(drivers)] + out
+    system = [system_node(f"{cluster}-system-{i}") for i in range(2)]
+    return [device_class(d) for d in sorted(drivers)] + system + out

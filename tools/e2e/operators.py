@@ -1,15 +1,199 @@
-"""What a loopback cluster needs before modelplane's first `up`, besides CRDs: the namespaces the
-operators' charts would have created (the e2e infra stack marks those components `preinstalled`,
-so modelplane's objects land in them).
+"""The operators' own controllers as host processes beside a loopback cluster (operators.md says
+how each one runs, with the upstream lines).
 
-The operators' controllers themselves are not started yet: tools/e2e/operators.md says how each
-runs as a process and why KServe's services cannot become Ready without the gateway controllers.
+- `prepare(cluster)`: the namespaces the operators' charts would have created (the e2e infra stacks
+  mark those components `preinstalled`, so modelplane's objects land in them).
+- `start_kserve(cluster)`: KServe's LLMInferenceService controller, after its ConfigMap and the
+  well-known presets the chart ships (read from the module cache).
+- `start_gateways(cluster)`: AI Gateway (in a network namespace of its own: it and Envoy Gateway
+  both bind controller-runtime's fixed :8080) and Envoy Gateway (in a mount namespace that holds
+  its fixed /certs), wired as Envoy Gateway's extension server. Needs root (`unshare`, `ip netns`).
+- `LoadBalancers(cluster)`: what a cloud's load-balancer controller does for Envoy's Services.
 """
 from __future__ import annotations
 
+import base64
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import build
+import cluster as loopback
+
 NAMESPACES = ("kserve", "envoy-gateway-system", "envoy-ai-gateway-system", "cert-manager", "lws-system",
               "kai-scheduler", "keda", "dra-driver-nvidia-gpu")
+KSERVE = ("github.com/kserve/kserve", build.COMPONENTS["kserve"]["version"])
+AI_GATEWAY_NS = "envoy-ai-gateway-system"
+ENVOY_GATEWAY_NS = "envoy-gateway-system"
+# AI Gateway's network namespace and the veth pair to it: it reaches the API server (bound to every
+# address, cluster.up(bind_all=True)) at HOST_IP, Envoy Gateway reaches its extension server at NS_IP.
+NETNS, HOST_IP, NS_IP = "mp-e2e-aig", "10.231.0.1", "10.231.0.2"
+AIG_EXT_PORT = 1063
 
 
 def prepare(cluster) -> None:
     cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES])
+
+
+def _certs(c, name: str, sub: str = "certs") -> Path:
+    """The cluster CA and its API server pair (SAN 127.0.0.1, localhost) as a controller's serving
+    certificates: no client of these webhooks or xDS servers checks more than the CA."""
+    d = c.dir / "run" / name / sub
+    d.mkdir(parents=True, exist_ok=True)
+    for src, dst in (("apiserver.crt", "tls.crt"), ("apiserver.key", "tls.key"), ("ca.crt", "ca.crt")):
+        shutil.copy(c.dir / "pki" / src, d / dst)
+    return d
+
+
+def _yaml_docs(path: Path) -> list[dict]:
+    import yaml
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def start_kserve(c) -> None:
+    """inferenceservice-config (every reconcile reads it first) and the kserve-config-llm-* presets
+    (a service whose presets are missing stops at PresetsCombined=False), then the controller."""
+    src = build.module_dir(*KSERVE)
+    objs = _yaml_docs(src / "config/configmap/inferenceservice.yaml")
+    for f in sorted((src / "config/llmisvcconfig").glob("config-llm-*.yaml")):
+        for d in _yaml_docs(f):
+            d["metadata"]["namespace"] = "kserve"    # kustomization.yaml sets it
+            objs.append(d)
+    c.apply(objs)
+    run = c.dir / "run" / "kserve"
+    _certs(c, "kserve", "k8s-webhook-server/serving-certs")   # controller-runtime's default under TMPDIR
+    loopback._start(c, "kserve", [str(loopback.need("llmisvc-manager")), "--kubeconfig", str(c.kubeconfig),
+                                  "--leader-elect=false", f"--metrics-addr=127.0.0.1:{loopback.free_port()}",
+                                  "--metrics-secure=false", f"--health-probe-addr=127.0.0.1:{loopback.free_port()}",
+                                  f"--webhook-port={loopback.free_port()}"],
+                    env={"POD_NAMESPACE": "kserve", "TMPDIR": str(run)})
+
+
+def gateways_possible() -> str | None:
+    """Why the gateway controllers cannot run on this machine, or None."""
+    if os.geteuid() != 0:
+        return "Envoy Gateway needs a private mount of /certs and AI Gateway a network namespace: run as root"
+    for exe in ("envoy-gateway", "ai-gateway-controller"):
+        if build.binary(exe) is None:
+            return f"{exe} is not built (tools/e2e/build.py; out/e2e/build.json has its error)"
+    for tool in ("unshare", "ip"):
+        if shutil.which(tool) is None:
+            return f"needs `{tool}` (util-linux, iproute2)"
+    return None
+
+
+def _netns_up() -> None:
+    subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
+    subprocess.run(["ip", "link", "del", "mp-aig0"], capture_output=True)
+    for cmd in (["ip", "netns", "add", NETNS],
+                ["ip", "link", "add", "mp-aig0", "type", "veth", "peer", "name", "mp-aig1"],
+                ["ip", "link", "set", "mp-aig1", "netns", NETNS],
+                ["ip", "addr", "add", f"{HOST_IP}/30", "dev", "mp-aig0"],
+                ["ip", "link", "set", "mp-aig0", "up"],
+                ["ip", "netns", "exec", NETNS, "ip", "addr", "add", f"{NS_IP}/30", "dev", "mp-aig1"],
+                ["ip", "netns", "exec", NETNS, "ip", "link", "set", "mp-aig1", "up"],
+                ["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+
+
+def netns_down() -> None:
+    subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
+    subprocess.run(["ip", "link", "del", "mp-aig0"], capture_output=True)
+
+
+def _kubeconfig_via(c, host: str) -> Path:
+    """The admin kubeconfig pointed at HOST; the serving certificate is checked as `localhost`."""
+    cfg = json.loads(c.kubeconfig.read_text())
+    cl = cfg["clusters"][0]["cluster"]
+    cl["server"] = cl["server"].replace("127.0.0.1", host)
+    cl["tls-server-name"] = "localhost"
+    out = c.dir / f"kubeconfig-{host}"
+    out.write_text(json.dumps(cfg))
+    return out
+
+
+def _pod_mutator(ca: bytes) -> dict:
+    """The one MutatingWebhookConfiguration AI Gateway insists on patching at start (cmd/controller/
+    main.go L481-509), selecting no pod: it would add the ext-proc sidecar to Envoy pods KWOK never runs."""
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": f"envoy-ai-gateway-gateway-pod-mutator.{AI_GATEWAY_NS}"},
+            "webhooks": [{"name": "ai-gateway-pod-mutator.aigateway.envoyproxy.io", "admissionReviewVersions": ["v1"],
+                          "sideEffects": "None", "failurePolicy": "Ignore",
+                          "clientConfig": {"url": f"https://{NS_IP}:9443/mutate", "caBundle": base64.b64encode(ca).decode()},
+                          "objectSelector": {"matchLabels": {"modelplane.ai/e2e-never": "true"}},
+                          "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                     "resources": ["pods"]}]}]}
+
+
+def envoy_gateway_config() -> dict:
+    """modelplane's own values for the chart (render/addons.py), with the Kubernetes provider's
+    leader election and topology injector off and the extension server at AI Gateway's address."""
+    from modelplane.render.addons import envoy_gateway_values
+    cfg = json.loads(json.dumps(envoy_gateway_values()["config"]["envoyGateway"]))
+    cfg.update({"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyGateway"})
+    kube = cfg.setdefault("provider", {"type": "Kubernetes"}).setdefault("kubernetes", {})
+    kube["leaderElection"] = {"disable": True}
+    kube["proxyTopologyInjector"] = {"disabled": True}
+    cfg["extensionManager"]["service"] = {"ip": {"address": NS_IP, "port": AIG_EXT_PORT}}
+    return cfg
+
+
+def start_gateways(c) -> None:
+    """AI Gateway first (Envoy Gateway calls it on every translation), then Envoy Gateway."""
+    _netns_up()
+    certs = _certs(c, "aig")
+    c.apply([_pod_mutator((certs / "ca.crt").read_bytes())])
+    kc = _kubeconfig_via(c, HOST_IP)
+    loopback._start(c, "ai-gateway", [
+        "ip", "netns", "exec", NETNS, str(loopback.need("ai-gateway-controller")),
+        "--enableLeaderElection=false", f"--envoyGatewayNamespace={ENVOY_GATEWAY_NS}",
+        f"--port={NS_IP}:{AIG_EXT_PORT}", "--webhookPort=9443", f"--tlsCertDir={certs}"],
+        env={"POD_NAMESPACE": AI_GATEWAY_NS, "DISABLE_PPROF": "1", "KUBECONFIG": str(kc)})
+    import yaml
+    eg = c.dir / "run" / "eg"
+    eg.mkdir(parents=True, exist_ok=True)
+    (eg / "envoy-gateway.yaml").write_text(yaml.safe_dump(envoy_gateway_config()))
+    eg_certs = _certs(c, "eg")
+    Path("/certs").mkdir(exist_ok=True)       # the mount point; the bind mount is private to EG
+    loopback._start(c, "envoy-gateway", [
+        "unshare", "-m", "--propagation", "private", "sh", "-c",
+        f'mount --bind "{eg_certs}" /certs && exec "{loopback.need("envoy-gateway")}" server '
+        f'--config-path "{eg / "envoy-gateway.yaml"}"'],
+        env={"ENVOY_GATEWAY_NAMESPACE": ENVOY_GATEWAY_NS, "KUBECONFIG": str(c.kubeconfig)})
+
+
+class LoadBalancers:
+    """Gives every LoadBalancer Service an ingress address, as a cloud's controller would (the
+    loopback kube-controller-manager runs without one): Envoy Gateway programs a Gateway only once
+    its Service has one (internal/gatewayapi/status/gateway.go, operators.md)."""
+
+    def __init__(self, c, ip: str = "127.0.0.2"):
+        self.c, self.ip, self.stopped = c, ip, threading.Event()
+        self.assigned: list[str] = []
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(10)
+
+    def _run(self):
+        patch = json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": self.ip}]}}})
+        while not self.stopped.is_set():
+            try:
+                for s in self.c.get("services", "-A")["items"]:
+                    if s["spec"].get("type") == "LoadBalancer" and not s.get("status", {}).get("loadBalancer", {}).get("ingress"):
+                        ns, name = s["metadata"]["namespace"], s["metadata"]["name"]
+                        self.c.kubectl("patch", "service", name, "-n", ns, "--subresource=status",
+                                       "--type=merge", "-p", patch)
+                        self.assigned.append(f"{ns}/{name}")
+            except Exception:   # the API server restarting or a Service deleted meanwhile: next round
+                pass
+            self.stopped.wait(1.0)
