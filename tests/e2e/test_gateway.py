@@ -20,7 +20,7 @@ from conftest import STACKS
 from harness import Sampler, Workspace
 
 INFRA, STACK, CLUSTER, NS = "infra-gw", "gw", "e2e-a", "ml"
-OPERATORS = ("kserve", "envoy-gateway", "ai-gateway")
+OPERATORS = ("kserve", "lws", "envoy-gateway", "ai-gateway")
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,7 @@ def gateway_cluster(clusters, report):
     if why:
         pytest.skip(why)
     c = clusters[CLUSTER]
+    operators.start_lws(c)
     operators.start_kserve(c)
     operators.start_gateways(c)
     for name in OPERATORS:
@@ -45,7 +46,7 @@ def gateway_cluster(clusters, report):
             yield c
         report.scenario("g-gateways", loadBalancers=lbs.assigned)
     finally:
-        for proc in ("envoy-gateway", "ai-gateway", "kserve"):
+        for proc in ("envoy-gateway", "ai-gateway", "kserve", "lws"):
             loopback.stop(c, proc)
         operators.netns_down()
 
@@ -99,17 +100,24 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
         conds = conditions(svc)
         for t in ("Ready", "WorkloadsReady", "RouterReady", "GatewaysReady", "HTTPRoutesReady", "InferencePoolReady"):
             assert conds.get(t) == "True", (name, t, conds)
-        pods = c.get("pods", "-n", NS, "-l", f"app.kubernetes.io/name={name},kserve.io/component=workload")["items"]
-        assert pods, name
+        pods = c.get("pods", "-n", NS, "-l", f"modelplane.ai/deployment={p['deployment'].split('/')[1]},"
+                     f"modelplane.ai/replica={p['replica']}")["items"]
+        decode = p["roles"]["decode"]
+        # Multi-node replicas: a LeaderWorkerSet group, one pod per node, each on its own node.
+        assert len(pods) == decode["workers"] * decode["nodes"], (name, [x["metadata"]["name"] for x in pods])
+        assert len({pod["spec"]["nodeName"] for pod in pods}) == len(pods), name
         for pod in pods:
             node = c.get("node", pod["spec"]["nodeName"])
-            assert node["metadata"]["labels"]["modelplane.ai/pool"] == p["roles"]["decode"]["pool"]
+            assert node["metadata"]["labels"]["modelplane.ai/pool"] == decode["pool"]
     pool = c.get("inferencepool", "-n", NS, "-l", "app.kubernetes.io/managed-by=modelplane")["items"][0]
     parents = pool["status"]["parents"]
     assert [(x["parentRef"]["namespace"], x["parentRef"]["name"]) for x in parents] == [("modelplane-gateway", "inference")]
     assert conditions(parents[0]) == {"Accepted": "True", "ResolvedRefs": "True"}
+    lws = c.get("leaderworkersets", "-n", NS)["items"]
+    assert [conditions(x).get("Available") for x in lws] == ["True"], [x.get("status") for x in lws]
     report.scenario("g1-first-up", verified="first up finished; every LLMInferenceService Ready with Gateways "
-                    "Programmed, routes Accepted and the shared pool's parent Accepted by AI Gateway")
+                    "Programmed, routes Accepted and the shared pool's parent Accepted by AI Gateway; the "
+                    "multi-node replica's LeaderWorkerSet Available, one pod per node")
 
     again = ws.operate("preview", STACK)
     report.scenario("g1-first-up", second_preview=again.summary)

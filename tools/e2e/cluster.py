@@ -201,11 +201,17 @@ def up(name: str, bind_all: bool = False) -> Cluster:
         "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",
         f"--authorization-kubeconfig={kc}"])
     # KAI v0.17.0 is not served by the module proxy: pods that name `kai-scheduler` are placed by a
-    # second kube-scheduler under that name (placement and DRA allocation, no gangs, no queues).
+    # second kube-scheduler under that name (placement and DRA allocation, no gangs, no queues). It
+    # bin-packs as KAI does by default (its `binpack` placement strategy): MostAllocated on the CPU and
+    # memory our pods request per GPU (render/pod.py). kube-scheduler's default, LeastAllocated,
+    # spreads 1-GPU pods over every node and leaves no whole node for a multi-node replica the plan
+    # placed, which KAI would not do.
     (c.dir / "kai-standin.yaml").write_text(json.dumps({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False}, "clientConnection": {"kubeconfig": kc},
-        "profiles": [{"schedulerName": KAI_STANDIN}]}))
+        "profiles": [{"schedulerName": KAI_STANDIN, "pluginConfig": [{"name": "NodeResourcesFit", "args": {
+            "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1},
+                                                                        {"name": "memory", "weight": 1}]}}}]}]}))
     _start(c, "kai-standin-scheduler", [
         str(need("kube-scheduler")), f"--config={c.dir / 'kai-standin.yaml'}",
         "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--authentication-kubeconfig={kc}",

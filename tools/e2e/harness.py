@@ -129,6 +129,19 @@ class Workspace:
                               text=True, timeout=timeout)
 
 
+def workload_of(pod: dict) -> tuple[str, str]:
+    """(workload, generation group) of one pod. One replica is one workload: a Deployment (its pods'
+    ReplicaSets differ between generations; the old and the surged `-b` replica differ in the
+    Deployment) or a LeaderWorkerSet group (leader and workers, owned by different StatefulSets)."""
+    lb = pod["metadata"].get("labels", {})
+    if "leaderworkerset.sigs.k8s.io/name" in lb:
+        lws = lb["leaderworkerset.sigs.k8s.io/name"]
+        return lws, f"{lb.get('leaderworkerset.sigs.k8s.io/group-index')}/{lb.get('leaderworkerset.sigs.k8s.io/template-revision-hash')}"
+    owner = (pod["metadata"].get("ownerReferences") or [{}])[0]
+    name = owner.get("name", "")
+    return (name.rsplit("-", 1)[0] if owner.get("kind") == "ReplicaSet" else name), name
+
+
 class Sampler:
     """Every `interval` seconds: per cluster and deployment, how many replicas serve (all pods of the
     replica's workloads Running and Ready; endpoint pickers carry no replica label), until stopped. Kept as (t, {cluster/ns/dep: n})."""
@@ -161,22 +174,19 @@ class Sampler:
                     pods = c.get("pods", "-n", ns, "-l", "modelplane.ai/deployment,modelplane.ai/replica")["items"]
                 except (RuntimeError, json.JSONDecodeError):
                     continue
-                replicas: dict[tuple, list[bool]] = {}
+                replicas: dict[tuple, dict[str, list[bool]]] = {}
                 for p in pods:
                     lb = p["metadata"].get("labels", {})
-                    # One replica = one workload: a Deployment's pods share its ReplicaSet's owner
-                    # (the old and the surged `-b` replica differ there, not in their labels).
-                    owner = (p["metadata"].get("ownerReferences") or [{}])[0]
-                    wl = owner.get("name", "")
-                    if owner.get("kind") == "ReplicaSet":
-                        wl = wl.rsplit("-", 1)[0]
+                    wl, group = workload_of(p)
                     key = (lb.get("modelplane.ai/deployment"), lb.get("modelplane.ai/replica"), wl)
                     ready = p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") and any(
                         c_["type"] == "Ready" and c_["status"] == "True" for c_ in p["status"].get("conditions", []))
-                    replicas.setdefault(key, []).append(ready)
-                for (dep, _, _), states in replicas.items():
+                    replicas.setdefault(key, {}).setdefault(group, []).append(ready)
+                for (dep, _, _), groups in replicas.items():
                     k = f"{name}/{ns}/{dep}"
-                    out[k] = out.get(k, 0) + (1 if states and all(states) else 0)
+                    # A replica serves while one generation of its pods is whole: during a rolling
+                    # update the old ReplicaSet's pod serves until the new one is Ready.
+                    out[k] = out.get(k, 0) + (1 if any(g and all(g) for g in groups.values()) else 0)
         return out
 
     def minimum_by_deployment(self) -> dict[str, int]:

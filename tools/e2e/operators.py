@@ -5,6 +5,8 @@ how each one runs, with the upstream lines).
   mark those components `preinstalled`, so modelplane's objects land in them).
 - `start_kserve(cluster)`: KServe's LLMInferenceService controller, after its ConfigMap and the
   well-known presets the chart ships (read from the module cache).
+- `start_lws(cluster)`: the LeaderWorkerSet controller with its webhooks registered by URL (its pod
+  webhook labels leader pods; without it no LeaderWorkerSet becomes Available).
 - `start_gateways(cluster)`: AI Gateway (in a network namespace of its own: it and Envoy Gateway
   both bind controller-runtime's fixed :8080) and Envoy Gateway (in a mount namespace that holds
   its fixed /certs), wired as Envoy Gateway's extension server. Needs root (`unshare`, `ip netns`).
@@ -27,6 +29,8 @@ import cluster as loopback
 NAMESPACES = ("kserve", "envoy-gateway-system", "envoy-ai-gateway-system", "cert-manager", "lws-system",
               "kai-scheduler", "keda", "dra-driver-nvidia-gpu")
 KSERVE = ("github.com/kserve/kserve", build.COMPONENTS["kserve"]["version"])
+LWS = ("sigs.k8s.io/lws", build.COMPONENTS["lws"]["version"])
+LWS_POD_SELECTOR = {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]}
 AI_GATEWAY_NS = "envoy-ai-gateway-system"
 ENVOY_GATEWAY_NS = "envoy-gateway-system"
 # AI Gateway's network namespace and the veth pair to it: it reaches the API server (bound to every
@@ -71,6 +75,52 @@ def start_kserve(c) -> None:
                                   "--metrics-secure=false", f"--health-probe-addr=127.0.0.1:{loopback.free_port()}",
                                   f"--webhook-port={loopback.free_port()}"],
                     env={"POD_NAMESPACE": "kserve", "TMPDIR": str(run)})
+
+
+def _wait_port(port: int, what: str, timeout: float = 60) -> None:
+    import socket
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout:.0f}s")
+
+
+def lws_webhooks(port: int, ca: bytes) -> list[dict]:
+    """config/webhook/manifests.yaml with each Service reference replaced by the local URL and the pod
+    webhooks narrowed to LWS pods as config/webhook/{mutating,validating}-patch.yaml do."""
+    out = _yaml_docs(build.module_dir(*LWS) / "config/webhook/manifests.yaml")
+    for cfg in out:
+        cfg["metadata"]["name"] = "lws-" + cfg["metadata"]["name"]
+        for w in cfg["webhooks"]:
+            path = w["clientConfig"]["service"]["path"]
+            w["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()}
+            if w["name"] in ("mpod.kb.io", "vpod.kb.io"):
+                w["objectSelector"] = LWS_POD_SELECTOR
+    return out
+
+
+def start_lws(c) -> None:
+    """Its DisaggregatedSet CRD (its controller starts unconditionally, cmd/main.go L210-218), the
+    controller with internal certificate management off, then its webhooks once it listens."""
+    import yaml
+    src = build.module_dir(*LWS)
+    c.apply(_yaml_docs(src / "config/crd/bases/disaggregatedset.x-k8s.io_disaggregatedsets.yaml"))
+    certs = _certs(c, "lws")
+    port = loopback.free_port()
+    config = {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
+              "leaderElection": {"leaderElect": False}, "internalCertManagement": {"enable": False},
+              "health": {"healthProbeBindAddress": f"127.0.0.1:{loopback.free_port()}"},
+              "metrics": {"bindAddress": f"127.0.0.1:{loopback.free_port()}"},
+              "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)}}
+    (certs.parent / "config.yaml").write_text(yaml.safe_dump(config))
+    loopback._start(c, "lws", [str(loopback.need("lws-controller-manager")), "--kubeconfig", str(c.kubeconfig),
+                               "--config", str(certs.parent / "config.yaml"), "--zap-log-level=info"])
+    _wait_port(port, "the LeaderWorkerSet webhook server")
+    c.apply(lws_webhooks(port, (certs / "ca.crt").read_bytes()))
 
 
 def gateways_possible() -> str | None:
