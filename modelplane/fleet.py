@@ -139,7 +139,7 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
                        attention_heads=heads)
                   for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
-                  shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt})
+                  shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt}, md.spot_refusal)
 
 
 def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:

@@ -632,6 +632,7 @@ class ModelDeployment(TypedDict):
     'Default: "standard".'
     allowDisruption: NotRequired[bool]
     'a change may leave it serving no replica for a while (policy no-outage). Default: false.'
+    allowSpot: NotRequired[bool]
 
 
 class Endpoint(TypedDict):

@@ -182,3 +182,34 @@ def test_more_data_ranks_never_need_more_memory_per_gpu_and_a_dense_rank_never_l
         assert fits(data * 2)
     if share == 0.0:
         assert fits(data) == fits(1)
+
+
+@st.composite
+def spot_scenario(draw):
+    """A scenario whose pools are spot, reserved (paid nodes) or on-demand, and whose deployments
+    are kept off spot or not."""
+    from dataclasses import replace
+
+    demands, clusters = draw(scenario())
+    kinds = st.sampled_from(["spot", "reservation", "on-demand"])
+    clusters = [replace(c, pools=tuple(replace(p, capacity=(k := draw(kinds)),
+                                               paid_nodes=draw(st.integers(0, p.max_nodes)) if k != "spot" else 0)
+                                       for p in c.pools)) for c in clusters]
+    demands = [replace(d, spot=draw(st.sampled_from(["", "priority: critical"]))) for d in demands]
+    return demands, clusters
+
+
+@settings(max_examples=150, deadline=None)
+@given(spot_scenario(), st.sampled_from(["auto", "always"]))
+def test_a_deployment_kept_off_spot_never_lands_on_spot(sc, exact):
+    """Fast path and exact phase alike; and its unplaced replicas account for every replica."""
+    demands, clusters = sc
+    plan = schedule(demands, clusters, exact=exact)
+    spot = {(c.name, p.name) for c in clusters for p in c.pools if p.capacity == "spot"}
+    refused = {d.key for d in demands if d.spot}
+    for p in plan.placements:
+        if p.deployment in refused:
+            assert not {(p.cluster, r.pool) for r in p.roles.values()} & spot, p
+    assert packs(plan, demands, clusters)
+    for d in demands:
+        assert plan.placed(d.key) + sum(u.deployment == d.key for u in plan.unplaced) == d.replicas

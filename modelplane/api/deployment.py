@@ -297,6 +297,9 @@ class ModelDeployment(Model):
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
     priority: Literal["low", "standard", "critical"] = "standard"
     allow_disruption: bool = False   # a change may leave it serving no replica for a while (policy no-outage)
+    # May its replicas run on spot nodes (reclaimed at the cloud's will)? Unset: yes, except for
+    # critical and SLO-sized deployments (`spot_refusal`; Filter reason `spot`, policy spot-allowed).
+    allow_spot: bool | None = None
     # Which replicas run in name slot 1 (`<name>-<i>-b`), per (replica, cluster): set by the
     # program from the placements (`with_slots`), never read from the stack file.
     _slots: dict = PrivateAttr(default_factory=dict)
@@ -344,6 +347,16 @@ class ModelDeployment(Model):
     def sized(self) -> bool:
         """Sized from an SLO: the plan chooses class, shape and replicas (resolved before rendering)."""
         return self.slo is not None
+
+    @property
+    def spot_refusal(self) -> str:
+        """Why this deployment's replicas are kept off spot capacity ("" where they may use it): the
+        one rule behind the Filter reason `spot` and the policy `spot-allowed`."""
+        if self.allow_spot is not None:
+            return "" if self.allow_spot else "allowSpot: false"
+        if self.priority == "critical":
+            return "priority: critical"
+        return "sized from an SLO" if self.sized else ""
 
     @property
     def tier(self) -> int:

@@ -200,6 +200,31 @@ def placement_complete(resources, config=None):
     return out
 
 
+@policy("spot-allowed", "Critical and SLO-sized deployments run no replica on spot capacity unless they say "
+        "allowSpot: true (the Filter's `spot` rule, checked here on the recorded placements so a hand-written or "
+        "retained placement cannot slip through; advisory; mandatory in production configs).", "stack",
+        level=ADVISORY,
+        fix="set allowSpot: true on the deployment to accept spot's reclaims, or give it a reserved or on-demand "
+            "pool (nodeSelector.cel: 'pool.capacity != \"spot\"')")
+def spot_allowed(resources, config=None):
+    out = []
+    for r, spec, placements, clusters in deployments(resources):
+        md = ModelDeployment.model_validate(spec, strict=False)
+        why = md.spot_refusal
+        if not why:
+            continue
+        if r.props.get("sizing") and md.priority != "critical":
+            why = "sized from an SLO"      # the resolved spec carries it as allowSpot: false
+        for p in placements:
+            pools = pools_of(clusters.get(p["cluster"]) or {})
+            spot = sorted({rp["pool"] for rp in p["roles"].values()
+                           if (pools.get(rp["pool"]) or {}).get("capacityType") == "spot"})
+            if spot:
+                out.append((f"{_key(spec)} replica {int(p['replica'])}: on spot pool {', '.join(spot)} of "
+                            f"{p['cluster']}, but it stays off spot ({why})", r.urn))
+    return out
+
+
 @policy("model-known", "Every deployment's model has known facts (catalog/models.yaml, or `model.sizeGiB` and "
         "`model.attentionHeads` in the stack), so the memory, disk and tensor-divides-heads rules check it; a "
         "fact that is missing leaves its rule unchecked and is named (advisory; mandatory in production configs).",

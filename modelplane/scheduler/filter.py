@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from .cel import CelError, Matcher, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
-                    QUEUE, RDMA_FABRICS, SHAPE, SIZED, Demand, Rejection)
+                    QUEUE, RDMA_FABRICS, SHAPE, SIZED, SPOT, Demand, Rejection)
 
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
 # default --gpu-memory-utilization is 0.9, and the KV cache needs the rest of that share).
@@ -171,6 +171,17 @@ def memory_problem(role, pool) -> str | None:
             f"{role.weights_gib / role.copy_gpus:.1f} GiB per GPU")
 
 
+def spot_problem(d: Demand, pool) -> str | None:
+    """A spot pool for a deployment kept off spot (critical, SLO-sized, or allowSpot: false).
+    Compute Engine may preempt a Spot VM at any time, giving GKE's pods about 30 s to stop
+    (docs.cloud.google.com/kubernetes-engine/docs/concepts/spot-vms, "Termination and graceful
+    shutdown of Spot VMs"); a serving replica with an objective must not count on such a node."""
+    if d.spot and pool.capacity == "spot":
+        return (f"{pool.name} is spot capacity and {d.key} stays off spot ({d.spot}); set allowSpot: true on the "
+                f"deployment to allow it, or give it a reserved or on-demand pool")
+    return None
+
+
 def _cluster_problem(d: Demand, c) -> Rejection | None:
     missing = {k: v for k, v in sorted(d.match_labels.items()) if c.labels.get(k) != v}
     if missing:
@@ -193,7 +204,8 @@ def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
             seen, fits, placed = verdicts.cache[role.name], [], role.name in verdicts.placed
             for p in c.pools:
                 ok = None if placed else seen.get(p.class_name)
-                if (ok if ok is not None else verdicts.ok(role, p, c)) and verdicts.fit(role, p) is None:
+                if (ok if ok is not None else verdicts.ok(role, p, c)) and verdicts.fit(role, p) is None \
+                        and not (d.spot and p.capacity == "spot"):
                     fits.append(p)
             if not fits:
                 break
@@ -221,8 +233,11 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
                                          f"{role.name}: false for class {p.class_name}: {why}", role.name))
                     continue
                 problem = verdicts.fit(role, p)
+                spot = spot_problem(d, p)
                 if problem:
                     out.append(Rejection(c.name, p.name, problem[0], problem[1], role.name))
+                elif spot:
+                    out.append(Rejection(c.name, p.name, SPOT, f"{role.name}: {spot}", role.name))
                 else:
                     fits += 1
             if not fits:

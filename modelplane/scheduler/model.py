@@ -19,6 +19,7 @@ DOMAIN = "nvlinkDomain"  # a multi-node worker larger than the pool's NVLink dom
 NO_CLUSTER = "noCluster"
 SIZED = "sizing"         # a sized deployment's candidate runs on another class
 SLO = "slo"              # no configuration on any class meets the deployment's SLO
+SPOT = "spot"            # a spot pool, and the deployment is kept off spot (ModelDeployment.spot_refusal)
 
 # Fabrics that carry a multi-node worker's collectives at GPU speed (GPUDirect of some kind),
 # and the RDMA ones among them (KV-cache transfer between prefill and decode).
@@ -137,6 +138,8 @@ class Demand:
     # Replicas that already run on a cluster (adopted objects): replica -> cluster. Without a
     # previous placement they are bound there first, like retained replicas.
     pinned: Mapping[int, str] = field(default_factory=dict, compare=False)
+    # Why its replicas stay off spot pools ("": they may use them); ModelDeployment.spot_refusal.
+    spot: str = ""
 
     def shaped(self, workers: tuple[int, ...]) -> "Demand":
         """This demand with each role's worker count replaced."""

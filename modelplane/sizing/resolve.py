@@ -121,7 +121,7 @@ def demand_of(md: ModelDeployment, c: Candidate, catalog) -> Demand:
     from ..fleet import demand_from
 
     d = demand_from(resolved(md, c), catalog)
-    return replace(d, roles=tuple(replace(r, classes=frozenset({c.cls})) for r in d.roles))
+    return replace(d, roles=tuple(replace(r, classes=frozenset({c.cls})) for r in d.roles), spot=md.spot_refusal)
 
 
 def options_of(sizings: dict[str, Sizing], catalog) -> list[Options]:
@@ -135,8 +135,9 @@ def resolved(md: ModelDeployment, c: Candidate) -> ModelDeployment:
         return md.model_copy(update={"replicas": 0})
     # slo and traffic stay with the plan's sizing rows: the resolved spec is an ordinary deployment
     # (the policy pack validates it as one).
+    # Spot stays refused as for the SLO-sized deployment it was (unless it said allowSpot).
     update = {"replicas": c.replicas, "workers": Workers(count=c.decode.workers, topology=c.decode.topology),
-              "slo": None, "traffic": None}
+              "slo": None, "traffic": None, "allow_spot": md.allow_spot if md.allow_spot is not None else not md.spot_refusal}
     if c.prefill is None:
         update["prefill"] = None
     else:
