@@ -81,8 +81,8 @@ def with_config(tmp_path, config: dict | str, tensor: int = 1, extra: str = ""):
                  tensor)
 
 
-def test_with_its_config_json_the_memory_rule_refuses_it_and_the_plan_records_the_source(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)   # the stack's folder: model.config is relative to it
+def test_with_its_config_json_the_memory_rule_refuses_it_and_the_plan_records_the_source(tmp_path):
+    # model.config is relative to the stack file's folder, wherever the plan runs from
     path = with_config(tmp_path, LLAMA_70B)
     result = plan("--config-file", path)
     assert result.exit_code == 1 and "model-known" not in result.output, result.output

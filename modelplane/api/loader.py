@@ -253,8 +253,9 @@ def stack_names(project=None) -> list[str]:
     return (project or current()).stack_names()
 
 
-def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec:
-    """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out)."""
+def parse_stack_config(config: dict, src: Source, catalog: Catalog, base: Path | None = None) -> StackSpec:
+    """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out);
+    `base`: the stack file's folder (default the project's), where `model.config` paths start."""
     problems, values = [], {}
     secret_keys = set()
     known = {f.alias or n for n, f in StackSpec.model_fields.items()}
@@ -291,8 +292,8 @@ def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec
         return (values.get(loc[0], (f"{NAMESPACE}:{loc[0]}",))[0], *loc[1:]) if loc else loc
 
     try:
-        # model.config paths are relative to the stack file, which sits in the project folder
-        spec = StackSpec.model_validate(plain, context={"base": current().root})
+        # model.config paths are relative to the stack file (by default in the project folder)
+        spec = StackSpec.model_validate(plain, context={"base": base or current().root})
     except ValidationError as exc:
         problems += problems_from(exc, StackSpec, src.file, lambda p: src.line(("config", *p)), rename)
         raise InputError(problems)
@@ -438,7 +439,7 @@ def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
         raise InputError([Problem(src.file, "config", "the file has no modelplane settings, so there is nothing "
                                   "to plan", f"add {NAMESPACE}:clusters, {NAMESPACE}:deployments or {NAMESPACE}:fleet "
                                   "under 'config:'", src.line(("config",)) or 1)])
-    return parse_stack_config(config or {}, src, catalog)
+    return parse_stack_config(config or {}, src, catalog, Path(path).parent)
 
 
 def _kind(value) -> str:
