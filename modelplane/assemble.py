@@ -25,6 +25,7 @@ from .render.routing import grants
 from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns)
 from .scheduler import DemandError, Placement, Plan, schedule
+from .scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
 from .scheduler.surge import serving
 from .services import certificate_problems, dns_problems, hop_problems, plan_routes, served_names
 from .sizing import resolve as sizing
@@ -41,6 +42,7 @@ class Result:
     routes: dict = field(default_factory=dict)        # service key -> scheduler.traffic.Routes
     catalog: Catalog | None = None
     sizing: dict = field(default_factory=dict)        # sized deployment -> (sizing.Sizing, chosen Candidate or None)
+    models: dict = field(default_factory=dict)        # deployment -> {"facts": model facts and sources, "kvCache": rows}
 
 
 @dataclass
@@ -165,6 +167,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                   str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
                                   "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
     spec, sized = sizing.apply(spec, sizings, plan)      # sized deployments as the chosen configuration
+    models = {}
+    pools = {(c.name, p.name): p for c in map(cluster_from_inventory, in_fleet.values()) for p in c.pools}
     by_key = {d.key: d.with_slots(plan.placements) for d in spec.deployments}
     routes = plan_routes(spec, plan.placements, inventories)
     problems = dns_problems(spec, routes, inventories)
@@ -197,6 +201,13 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
             graph.nodes[component].outputs["change"] = changes[key]
             # What the `model-known` policy reads: the model facts the Filter's rules had (0: unknown).
             graph.nodes[component].outputs["attentionHeads"] = catalog.attention_heads(md)
+            # The facts the plan's rules used and where each came from (stack, config.json, catalog),
+            # and what the `kv-headroom` policy reads: KV cache GiB per GPU of every placed role.
+            models[key] = {"facts": {k: {"value": v, "source": src} for k, (v, src)
+                                     in sorted(catalog.model_facts(md).items())},
+                           "kvCache": kv_rows(md, catalog, mine, pools)}
+            graph.nodes[component].outputs["modelFacts"] = models[key]["facts"]
+            graph.nodes[component].outputs["kvCache"] = models[key]["kvCache"]
             if key in sized:      # what the `slo` policy reads: objective, traffic, prediction, what is served
                 graph.nodes[component].outputs["sizing"] = sizing.gate_row(*sized[key], len(mine))
     except RenderError as exc:
@@ -222,9 +233,36 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
-    result = Result(spec, inventories, plan, previous, routes, catalog, sized)
+    result = Result(spec, inventories, plan, previous, routes, catalog, sized, models)
     RUNS.append(result)
     return Built(result, graph, outputs)
+
+
+def kv_rows(md, catalog: Catalog, placements: list, pools: dict) -> list[dict]:
+    """Per placed replica and GPU role: KV cache GiB per GPU and the floor one request needs: the
+    role's engine --max-model-len (what vLLM itself checks at start), else the deployment's traffic
+    input + output tokens, else KV_FLOOR_TOKENS."""
+    roles = {r.name: r for r in demand_from(md, catalog).roles}
+    stated = md.traffic.input_tokens + md.traffic.output_tokens if md.traffic else KV_FLOOR_TOKENS
+    tokens = {name: max_model_len(engine.args) or stated for name, (_, _, engine) in md.gpu_roles().items()}
+    out = []
+    for p in sorted(placements, key=lambda p: p.replica):
+        for name, rp in sorted(p.roles.items()):
+            pool = pools.get((p.cluster, rp.pool))
+            row = kv_headroom(roles[name], pool, tokens[name]) if pool is not None and name in roles else None
+            if row is not None:
+                out.append({"replica": p.replica, "role": name, "cluster": p.cluster, "pool": rp.pool, **row})
+    return out
+
+
+def max_model_len(args) -> int | None:
+    """vLLM's --max-model-len from engine args (`--max-model-len=N` or `--max-model-len N`)."""
+    for i, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--max-model-len=") else (
+            args[i + 1] if arg == "--max-model-len" and i + 1 < len(args) else None)
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
 
 
 def serving_changes(plan: Plan, previous: list) -> dict[str, dict]:

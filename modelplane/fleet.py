@@ -136,7 +136,8 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
     roles = tuple(Role(name, sel.cel, counts[name], t.nodes_per_worker, t.gpus_per_node, weights,
                        t.tensor * t.pipeline, refused_fabrics=refused_fabrics(md, engine, catalog),
                        expert_gib=experts, expert_gpus=t.gpus_per_worker, expert=t.expert, topology=topology_of(t),
-                       attention_heads=heads)
+                       attention_heads=heads,
+                       kv_token_bytes=catalog.kv_token_bytes(md, t.tensor, t.pipeline) if catalog is not None else 0.0)
                   for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
                   shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt}, md.spot_refusal)

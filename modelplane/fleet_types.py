@@ -110,6 +110,24 @@ else:
     IssuerRefKindValue = IssuerRefKind
 
 
+class ModelSourceDtype(str, Enum):
+    "ModelSource.dtype: the stored weights' dtype (quantized: fp8, mxfp4, int4)"
+
+    Float32 = 'float32'
+    Bfloat16 = 'bfloat16'
+    Float16 = 'float16'
+    Fp8 = 'fp8'
+    Int8 = 'int8'
+    Mxfp4 = 'mxfp4'
+    Int4 = 'int4'
+
+
+if TYPE_CHECKING:
+    ModelSourceDtypeValue = Literal['float32', 'bfloat16', 'float16', 'fp8', 'int8', 'mxfp4', 'int4'] | ModelSourceDtype
+else:
+    ModelSourceDtypeValue = ModelSourceDtype
+
+
 class ScalingMode(str, Enum):
     'Scaling.mode: GroupReplication or InPlace'
 
@@ -416,6 +434,21 @@ class ModelSource(TypedDict):
     sizeGiB: NotRequired[float]
     'weights; default from catalog/models.yaml'
     attentionHeads: NotRequired[int]
+    config: NotRequired[str]
+    parameters: NotRequired[str]
+    dtype: NotRequired[ModelSourceDtypeValue]
+    "the stored weights' dtype (quantized: fp8, mxfp4, int4)"
+    layers: NotRequired[int]
+    'num_hidden_layers'
+    kvHeads: NotRequired[int]
+    'num_key_value_heads'
+    headDim: NotRequired[int]
+    'head_dim (default hidden / heads)'
+    hiddenSize: NotRequired[int]
+    experts: NotRequired[int]
+    'routed experts (0: dense)'
+    kvLoraRank: NotRequired[int]
+    'latent attention: kv_lora_rank + qk_rope_head_dim'
     tokenSecret: NotRequired[str]
 
 

@@ -128,6 +128,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "stack": run.stack,
         "placements": placements,
         "unplaced": [u.to_json() for u in plan.unplaced],
+        # per deployment: the model facts the rules used (and their source), KV cache per placed role
+        "models": {key: row for key, row in sorted(run.result.models.items())},
         "fill": {"phase": plan.phase, "changed": [{"deployment": d, "replica": i, "fastPath": a, "exact": b}
                                                   for d, i, a, b in plan.changed]},
         "progress": plan.progress,

@@ -9,8 +9,9 @@ from rich.table import Table
 
 def placement_table(doc: dict) -> Table:
     table = Table(title=f"placements ({doc['stack']})", title_justify="left")
-    for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs"):
+    for col in ("deployment", "replica", "cluster", "decode / unified", "prefill", "GPUs", "KV GiB/GPU"):
         table.add_column(col)
+    kv = {(key, r["replica"], r["role"]): r for key, m in (doc.get("models") or {}).items() for r in m["kvCache"]}
     for p in doc["placements"]:
         roles = p["roles"]
 
@@ -18,9 +19,20 @@ def placement_table(doc: dict) -> Table:
             return f"{r['pool']}  {r['workers']}w x {r['nodes'] // r['workers']}n x {r['gpusPerNode']}g" if r else "-"
         gpus = sum(r["nodes"] * r["gpusPerNode"] for r in roles.values())
         table.add_row(p["deployment"], str(p["replica"]), p["cluster"], cell(roles.get("decode")),
-                      cell(roles.get("prefill")), str(gpus))
+                      cell(roles.get("prefill")), str(gpus), kv_cell(kv, p, roles))
     return table
 
+
+
+def kv_cell(kv: dict, p: dict, roles: dict) -> str:
+    """KV cache GiB per GPU of a replica's roles (decode first), `!` where under the floor; `-` unknown."""
+    out = []
+    for role in sorted(roles, key=lambda r: r != "decode"):
+        row = kv.get((p["deployment"], p["replica"], role))
+        if row is not None:
+            low = row["kvCacheGiB"] <= 0 or ("floorGiB" in row and row["kvCacheGiB"] < row["floorGiB"])
+            out.append(f"{row['kvCacheGiB']:g}{'!' if low else ''}")
+    return " / ".join(out) or "-"
 
 
 def cluster_table(run) -> Table:

@@ -50,8 +50,8 @@ def test_json_contract_and_determinism():
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert list(doc) == ["apiVersion", "kind", "stack", "placements", "unplaced", "fill", "progress", "envelope",
-                         "idlePrefill", "scaleOrder", "transitions", "upOrder", "disruptions", "services", "cost",
+    assert list(doc) == ["apiVersion", "kind", "stack", "placements", "unplaced", "models", "fill", "progress",
+                         "envelope", "idlePrefill", "scaleOrder", "transitions", "upOrder", "disruptions", "services", "cost",
                          "sizing", "clusters", "resources", "policy"]
     assert doc["fill"] == {"phase": "fast path", "changed": []}
     assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(

@@ -240,6 +240,12 @@ class ModelFacts(Model):
     source: str = ""
     moe: MoeFacts | None = None
     attention_heads: int | None = Field(default=None, ge=1, le=4096)   # config.json num_attention_heads
+    # What one token's KV cache takes (config.json num_hidden_layers, num_key_value_heads, head_dim;
+    # for multi-head latent attention kv_lora_rank + qk_rope_head_dim): the KV headroom check.
+    layers: int | None = Field(default=None, ge=1, le=1000)
+    kv_heads: int | None = Field(default=None, ge=1, le=4096)
+    head_dim: int | None = Field(default=None, ge=1, le=65536)
+    kv_lora_rank: int | None = Field(default=None, ge=1, le=65536)
     unconfirmed: list[str] = []
 
     @model_validator(mode="after")

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from .base import Model, Name, Namespace, invalid
+from .modelconfig import DTYPE_BYTES, ConfigError, facts_from_config, read_config
 from .secrets import secret_kind
 from .syntax import (Decimal, DnsSubdomain, HttpPath, HttpUrl, Labels, NoCredentials, Quantity, SecretKey,
                      image_problem)
@@ -237,9 +239,58 @@ class ModelSource(Model):
     # The checkpoint's config.json num_attention_heads; default from catalog/models.yaml. vLLM
     # shards attention heads over tensor ranks, so `tensor` must divide it.
     attention_heads: int | None = Field(default=None, ge=1, le=4096)
+    # The checkpoint's Hugging Face config.json, relative to the stack file (the project folder):
+    # layers, heads, hidden size, experts, dtype and (for common architectures) the parameters come
+    # from it. Facts written here inline win over the file's; both win over catalog/models.yaml.
+    config: str | None = Field(default=None, min_length=1, max_length=1024)
+    # The checkpoint's parameters, e.g. "70.6B" or "8030261248" (with dtype: the weights' size)
+    parameters: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMBT]?$", max_length=32)
+    dtype: Literal[tuple(DTYPE_BYTES)] | None = None   # the stored weights' dtype (quantized: fp8, mxfp4, int4)
+    layers: int | None = Field(default=None, ge=1, le=1000)          # num_hidden_layers
+    kv_heads: int | None = Field(default=None, ge=1, le=4096)        # num_key_value_heads
+    head_dim: int | None = Field(default=None, ge=1, le=65536)       # head_dim (default hidden / heads)
+    hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
+    experts: int | None = Field(default=None, ge=0, le=100_000)     # routed experts (0: dense)
+    kv_lora_rank: int | None = Field(default=None, ge=1, le=65536)   # latent attention: kv_lora_rank + qk_rope_head_dim
     # A secret stack config key holding the Hugging Face token (pulumi config set --secret ...);
     # it becomes a Secret linked to the pods' ServiceAccount on every cluster the model lands on.
     token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    _config: dict = PrivateAttr(default_factory=dict)   # the facts `config` gave (read at validation)
+
+    @property
+    def parameter_count(self) -> int | None:
+        """`parameters` as a count ("70.6B": 70,600,000,000)."""
+        if self.parameters is None:
+            return None
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMBT]?)", self.parameters)
+        return round(float(m[1]) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m[2]])
+
+    @field_validator("config")
+    @classmethod
+    def _config_file(cls, value, info: ValidationInfo):
+        # Read here, so a bad file is reported at model.config; the facts wait in the context.
+        context = info.context if isinstance(info.context, dict) else {}
+        base = Path(context.get("base") or ".")
+        try:
+            facts = facts_from_config(read_config(base / value, value))
+        except ConfigError as exc:
+            raise invalid(f"model.config {value}: {exc}",
+                          "point model.config at the checkpoint's config.json (relative to the stack file), or "
+                          "give the facts inline (sizeGiB or parameters and dtype, layers, attentionHeads, kvHeads)"
+                          if exc.field == "config" else
+                          f"fix {exc.field} in {value}, or give the fact inline in the stack") from None
+        context.setdefault("configs", {})[value] = facts
+        return value
+
+    @model_validator(mode="after")
+    def _read_config(self, info: ValidationInfo):
+        if self.config is not None:
+            context = info.context if isinstance(info.context, dict) else {}
+            facts = context.get("configs", {}).get(self.config)
+            # validated without a shared context: the field validator read it already, read it again
+            self._config = facts if facts is not None else facts_from_config(
+                read_config(Path(context.get("base") or ".") / self.config, self.config))
+        return self
 
 
 GPU_ROLES = ("decode", "prefill")

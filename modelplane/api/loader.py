@@ -16,6 +16,7 @@ from .cluster import InferenceCluster
 from .deployment import ModelDeployment
 from .service import Dns, ModelService, Provider
 from .errors import format_path, problems_from, shown
+from .modelconfig import DTYPE_BYTES
 from .parallelism import check_expert_model
 from .project import current, data_dir
 from .rules import check_cluster, check_deployment, check_services, duplicates
@@ -90,19 +91,63 @@ class Catalog:
     sources: dict[str, str] = field(default_factory=dict)   # class -> the user's file defining it (built-ins: absent)
     profile_dirs: list[Path] = field(default_factory=list)   # sizing profiles, the user's catalog first (sizing/profiles.py)
 
+    def model_facts(self, md) -> dict[str, tuple[object, str]]:
+        """What is known of the deployment's model, fact -> (value, where it came from): the stack's
+        inline facts, else its `model.config` file's, else catalog/models.yaml's. Facts: sizeGiB,
+        attentionHeads, layers, kvHeads, headDim, kvLoraRank, dtype, experts; absent: unknown."""
+        m, out = md.model, {}
+        stack, config = "stack", f"config.json ({m.config})"
+        entry = self.models.get(m.uri)
+        catalog = {} if entry is None else {"sizeGiB": entry.size_gib, "attentionHeads": entry.attention_heads,
+                                            "layers": entry.layers, "kvHeads": entry.kv_heads,
+                                            "headDim": entry.head_dim, "kvLoraRank": entry.kv_lora_rank,
+                                            "experts": entry.moe.routed_experts if entry.moe else 0}
+        inline = {"attentionHeads": m.attention_heads, "layers": m.layers, "kvHeads": m.kv_heads,
+                  "headDim": m.head_dim or (m.hidden_size // m.attention_heads
+                                            if m.hidden_size and m.attention_heads else None),
+                  "kvLoraRank": m.kv_lora_rank, "dtype": m.dtype, "experts": m.experts}
+        for name in ("attentionHeads", "layers", "kvHeads", "headDim", "kvLoraRank", "dtype", "experts"):
+            for value, source in ((inline[name], stack), (m._config.get(name), config),
+                                  (catalog.get(name), "catalog/models.yaml")):
+                if value is not None:
+                    out[name] = (value, source)
+                    break
+        dtype = out.get("dtype", (None,))[0]
+        params = ((m.parameter_count, stack) if m.parameters else (m._config.get("parameters"), config))
+        if m.size_gib:
+            out["sizeGiB"] = (m.size_gib, stack)
+        elif params[0] and dtype:
+            out["sizeGiB"] = (round(params[0] * DTYPE_BYTES[dtype] / 1024**3, 1),
+                              f"{params[1]}: parameters x {dtype}")
+        elif catalog.get("sizeGiB"):
+            out["sizeGiB"] = (catalog["sizeGiB"], "catalog/models.yaml")
+        return out
+
     def weights_gib(self, md) -> float:
-        """The deployment's model size: its own `model.sizeGiB`, else the catalog's, else 0 (unknown)."""
-        if md.model.size_gib:
-            return md.model.size_gib
-        facts = self.models.get(md.model.uri)
-        return facts.size_gib if facts else 0.0
+        """The deployment's model size (model_facts' sizeGiB), else 0 (unknown)."""
+        return float(self.model_facts(md).get("sizeGiB", (0.0,))[0])
 
     def attention_heads(self, md) -> int:
-        """The model's attention heads: its own `model.attentionHeads`, else the catalog's, else 0 (unknown)."""
-        if md.model.attention_heads:
-            return md.model.attention_heads
-        facts = self.models.get(md.model.uri)
-        return facts.attention_heads or 0 if facts else 0
+        """The model's attention heads (model_facts'), else 0 (unknown)."""
+        return int(self.model_facts(md).get("attentionHeads", (0,))[0] or 0)
+
+    def kv_token_bytes(self, md, tensor: int, pipeline: int) -> float:
+        """Bytes of KV cache one token takes on one GPU of a worker (0: unknown). vLLM's default
+        kv_cache_dtype "auto" stores it in the model's activation dtype (bf16 for fp8 and 4-bit
+        checkpoints alike; vllm/config/cache.py CacheConfig.cache_dtype); pipeline stages split
+        the layers. Latent attention caches one latent per layer on every tensor rank; otherwise
+        K and V heads are split over tensor ranks (a rank keeps at least one head)."""
+        facts = {k: v for k, (v, _) in self.model_facts(md).items()}
+        layers = facts.get("layers")
+        if not layers:
+            return 0.0
+        value = 4 if facts.get("dtype") == "float32" else 2
+        per_layer = -(-layers // max(pipeline, 1))
+        if facts.get("kvLoraRank"):
+            return float(per_layer * facts["kvLoraRank"] * value)
+        if not (facts.get("kvHeads") and facts.get("headDim")):
+            return 0.0
+        return float(per_layer * 2 * -(-facts["kvHeads"] // max(tensor, 1)) * facts["headDim"] * value)
 
     def expert_gib(self, md) -> float:
         """Of the deployment's weights, the routed experts of a mixture-of-experts model (the
@@ -208,8 +253,9 @@ def stack_names(project=None) -> list[str]:
     return (project or current()).stack_names()
 
 
-def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec:
-    """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out)."""
+def parse_stack_config(config: dict, src: Source, catalog: Catalog, base: Path | None = None) -> StackSpec:
+    """Validate the `modelplane:` keys of a stack's config mapping (plain values, secrets left out);
+    `base`: the stack file's folder (default the project's), where `model.config` paths start."""
     problems, values = [], {}
     secret_keys = set()
     known = {f.alias or n for n, f in StackSpec.model_fields.items()}
@@ -246,7 +292,8 @@ def parse_stack_config(config: dict, src: Source, catalog: Catalog) -> StackSpec
         return (values.get(loc[0], (f"{NAMESPACE}:{loc[0]}",))[0], *loc[1:]) if loc else loc
 
     try:
-        spec = StackSpec.model_validate(plain)
+        # model.config paths are relative to the stack file (by default in the project folder)
+        spec = StackSpec.model_validate(plain, context={"base": base or current().root})
     except ValidationError as exc:
         problems += problems_from(exc, StackSpec, src.file, lambda p: src.line(("config", *p)), rename)
         raise InputError(problems)
@@ -392,7 +439,7 @@ def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
         raise InputError([Problem(src.file, "config", "the file has no modelplane settings, so there is nothing "
                                   "to plan", f"add {NAMESPACE}:clusters, {NAMESPACE}:deployments or {NAMESPACE}:fleet "
                                   "under 'config:'", src.line(("config",)) or 1)])
-    return parse_stack_config(config or {}, src, catalog)
+    return parse_stack_config(config or {}, src, catalog, Path(path).parent)
 
 
 def _kind(value) -> str:

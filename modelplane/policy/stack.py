@@ -225,13 +225,14 @@ def spot_allowed(resources, config=None):
     return out
 
 
-@policy("model-known", "Every deployment's model has known facts (catalog/models.yaml, or `model.sizeGiB` and "
-        "`model.attentionHeads` in the stack), so the memory, disk and tensor-divides-heads rules check it; a "
-        "fact that is missing leaves its rule unchecked and is named (advisory; mandatory in production configs).",
-        "stack", level=ADVISORY,
-        fix="give the checkpoint's facts in the stack: `model.sizeGiB` (its safetensors total) and "
-            "`model.attentionHeads` (config.json num_attention_heads), or add the model to your catalog's "
-            "models.yaml")
+@policy("model-known", "Every deployment's model has known facts (catalog/models.yaml, the checkpoint's "
+        "config.json as `model.config`, or inline: `model.sizeGiB` or `parameters` and `dtype`, "
+        "`attentionHeads`, `layers`, `kvHeads`), so the memory, disk, tensor-divides-heads and KV rules check "
+        "it; a fact that is missing leaves its rule unchecked and is named (advisory; mandatory in production "
+        "configs).", "stack", level=ADVISORY,
+        fix="set `model.config` to the checkpoint's config.json (relative to the stack file), or give the facts "
+            "inline: `model.sizeGiB` (its safetensors total) or `parameters` and `dtype`, `attentionHeads`, `layers` "
+            "and `kvHeads` (config.json num_attention_heads, num_hidden_layers, num_key_value_heads); or add the model to your catalog's models.yaml")
 def model_known(resources, config=None):
     # 0 is the scheduler's "unknown": the Filter skips the rule that needs the fact
     # (scheduler/filter.py memory_problem, heads_problem), so name it rather than place silently.
@@ -242,9 +243,32 @@ def model_known(resources, config=None):
             unchecked.append("sizeGiB (GPU memory per GPU, node disk, the ephemeral-storage request)")
         if "attentionHeads" in r.props and not int(r.props.get("attentionHeads") or 0):
             unchecked.append("attentionHeads (tensor must divide them)")
+        facts = r.props.get("modelFacts")
+        if facts is not None and not ("layers" in facts and ("kvLoraRank" in facts or "kvHeads" in facts)):
+            unchecked.append("KV cache facts (layers, kvHeads; the KV headroom)")
         if unchecked:
             out.append((f"{_key(spec)}: {spec['model']['uri']} has no known {' and no '.join(unchecked)}; "
                         f"those rules are unchecked", r.urn))
+    return out
+
+
+@policy("kv-headroom", "Every placed replica leaves its GPUs room for the KV cache of at least one request "
+        "(the deployment's traffic input + output tokens, else 8192): vLLM refuses to start below it, and just "
+        "above it serves one request at a time (advisory).", "stack",
+        level=ADVISORY,
+        fix="give each GPU fewer weights (more tensor or data ranks, a larger GPU, a smaller dtype) or state "
+            "shorter requests in `traffic`; `plan --json` shows kvCache per placement")
+def kv_headroom(resources, config=None):
+    out = []
+    for r, spec, _, _ in deployments(resources):
+        for row in r.props.get("kvCache") or []:
+            floor = row.get("floorGiB")
+            free = float(row["kvCacheGiB"])
+            if free <= 0 or (floor is not None and free < float(floor)):
+                need = (f"one request of {int(row['floorTokens'])} tokens needs {float(floor):.2f} GiB"
+                        if floor is not None else "the weights leave none")
+                out.append((f"{_key(spec)} replica {int(row['replica'])} {row['role']} on {row['cluster']}/"
+                            f"{row['pool']}: {free:.1f} GiB of KV cache per GPU; {need}", r.urn))
     return out
 
 

@@ -16,6 +16,11 @@ from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY,
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
 # default --gpu-memory-utilization is 0.9, and the KV cache needs the rest of that share).
 WEIGHTS_MEMORY_SHARE = 0.9
+# The KV headroom floor when a deployment states no `traffic`: one request of this many tokens
+# (input + output). vLLM refuses to start when the KV cache cannot hold one request of its
+# max_model_len (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); with `traffic`
+# the floor is one request of its input + output tokens.
+KV_FLOOR_TOKENS = 8192
 # Every pod downloads the weights into its node's ephemeral storage; keep this much room spare.
 DISK_HEADROOM = 1.1
 
@@ -146,6 +151,23 @@ def all_to_all_problem(role, pool) -> str | None:
     return None
 
 
+def weights_per_gpu(role) -> float:
+    """GiB of weights one GPU of a worker holds (see memory_problem)."""
+    if role.expert_gib and role.expert_gpus:
+        return (role.weights_gib - role.expert_gib) / role.copy_gpus + role.expert_gib / role.expert_gpus
+    return role.weights_gib / role.copy_gpus
+
+
+def kv_cache_gib(role, pool) -> float | None:
+    """GiB per GPU left for the KV cache: vLLM's --gpu-memory-utilization share (0.9) of the GPU's
+    memory less the weights it holds (vllm/v1/worker/gpu_worker.py determine_available_memory; the
+    activations and CUDA graphs vLLM also takes from it are not modelled, so this is an upper
+    bound). None when the weights or the GPU memory are unknown."""
+    if not (role.weights_gib and pool.memory_mib and role.copy_gpus):
+        return None
+    return WEIGHTS_MEMORY_SHARE * pool.memory_mib / 1024 - weights_per_gpu(role)
+
+
 def memory_problem(role, pool) -> str | None:
     """The weights one GPU of a worker holds against WEIGHTS_MEMORY_SHARE of its memory. A dense
     model: every data-parallel rank holds a whole copy, split over tensor x pipeline GPUs. A mixture
@@ -265,3 +287,15 @@ class LazyRejections(Mapping):
 
     def __len__(self):
         return len(self._demands)
+
+
+def kv_headroom(role, pool, tokens: int) -> dict | None:
+    """A placed role's KV cache per GPU against the floor (one request of `tokens` tokens); None
+    when the weights or GPU memory are unknown. `floorGiB` is absent when the model's KV facts are."""
+    free = kv_cache_gib(role, pool)
+    if free is None:
+        return None
+    out = {"kvCacheGiB": round(free, 1), "floorTokens": tokens}
+    if role.kv_token_bytes:
+        out["floorGiB"] = round(tokens * role.kv_token_bytes / 1024**3, 2)
+    return out

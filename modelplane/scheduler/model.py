@@ -106,6 +106,7 @@ class Role:
     refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     topology: tuple = ()         # topology_of(the worker topology); (): not known
     attention_heads: int = 0     # the model's attention heads (0: unknown, not checked)
+    kv_token_bytes: float = field(default=0.0, compare=False)  # KV cache one token takes on one GPU of a worker (0: unknown)
     classes: frozenset[str] | None = None   # a sizing candidate: only pools of these classes
 
     @property
