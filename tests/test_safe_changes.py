@@ -616,6 +616,8 @@ def test_every_kserve_replica_is_awaited_on_the_workloads_kserve_rolls(prod_run)
         assert meta["annotations"]["pulumi.com/timeoutSeconds"] == "3600"   # a roll that cannot finish fails `up`
         assert len(meta["annotations"]["modelplane.ai/spec-digest"]) == 16
         assert at[o.urn] > at[o.dependencies[0]]
+        # its delete must not apply a bare identity to a child KServe already deleted (ssa/actions.go L34-58)
+        assert o.retain_on_delete
 
 
 def test_an_engine_args_change_chains_each_replica_after_the_previous_replicas_rollout(tmp_path, prod_json):

@@ -98,7 +98,8 @@ class Materializer:
             depends_on=[self.made[k] for k in node.depends_on] or None,
             ignore_changes=list(node.ignore_changes) or None, import_=node.import_id or None,
             protect=node.protect, delete_before_replace=node.delete_before_replace or None,
-            replace_on_changes=list(node.replace_on_changes) or None)
+            replace_on_changes=list(node.replace_on_changes) or None,
+            retain_on_delete=node.retain_on_delete or None)
 
     def create(self, node: Node) -> pulumi.Resource:
         opts = self.options(node)

@@ -173,7 +173,10 @@ def await_children(graph: Graph) -> None:
     provider/pkg/await/await.go L190-206, L306-361, L454-545; kinds/util.go L9-13: the type is
     the kind + "Patch"); `pulumi.com/waitFor` checks `status.observedGeneration` or the
     condition's own first (await/condition/jsonpath.go L46-53, kubectl.go L53-62), so the child's
-    status before the new spec never satisfies it."""
+    status before the new spec never satisfies it. `retainOnDelete`: deleting a Patch applies its
+    bare identity (provider/pkg/ssa/actions.go L34-58), which would try to create the child once
+    KServe deleted it (a rolled or moved replica) and fail on its required fields
+    (provider/pkg/provider/provider.go L2627-2634), failing `up`; retained, it only leaves state."""
     order: list[Node] = []
     for node in graph:
         order.append(node)
@@ -187,7 +190,7 @@ def await_children(graph: Graph) -> None:
                                 "labels": {DEPLOYMENT: lbls[DEPLOYMENT], REPLICA: lbls[REPLICA]},
                                 "annotations": {**await_ready(kind), SPEC_DIGEST: _digest(spec)}}}
             order.append(Node(k8s_type(obj) + "Patch", logical_name(node.cluster, obj), obj, node.parent,
-                              node.provider, (node.key,), cluster=node.cluster))
+                              node.provider, (node.key,), retain_on_delete=True, cluster=node.cluster))
     graph.nodes = {}
     for node in order:
         graph.add(node)
