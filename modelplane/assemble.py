@@ -280,6 +280,7 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
     in production stacks, and pools anywhere while they carry replicas."""
     services = {s.key: {"hostname": s.hostname, "deployments": [e.key(s.namespace) for e in s.endpoints if e.deployment]}
                 for s in spec.services}
+    rollout.await_children(graph)
     rollout.await_pools(graph)
     rollout.await_traffic(graph, services, http01)
     was = {(p.deployment, p.replica): p for p in previous}

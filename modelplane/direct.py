@@ -179,7 +179,7 @@ class Resolver:
             record = Record(node.type, node.name, urn, self.urn(node.parent) if node.parent else self.root, provider,
                             node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
                             protect=self.protected(node.key), delete_before_replace=node.delete_before_replace,
-                            replace_on_changes=tuple(node.replace_on_changes))
+                            replace_on_changes=tuple(node.replace_on_changes), retain_on_delete=node.retain_on_delete)
             if node.custom or node.remote:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings

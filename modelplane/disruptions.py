@@ -60,7 +60,9 @@ def _restarts(changes: list[dict], multi_node: set | frozenset = frozenset()) ->
     `Available` is read with no generation check), so `pulumi.com/waitFor: condition=Ready`
     returns at once and the one-at-a-time chain runs every update back to back; the LWS then
     recreates each replica's single group (maxUnavailable 1, maxSurge 0 by default: lws@v0.10.0
-    api/leaderworkerset/v1/leaderworkerset_types.go L284-313)."""
+    api/leaderworkerset/v1/leaderworkerset_types.go L284-313). `up` now also awaits each child's
+    rollout (render/rollout.py await_children); this count stays until a real control plane has
+    shown that await holding for LeaderWorkerSets."""
     out: dict[str, dict] = {}
     for c in changes or []:
         if c["action"] == "replace" and c["type"] in POOL_TYPES:
@@ -101,8 +103,9 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
                 row["causes"].append(f"{hit} restart at once: node pool {name} is replaced")
             if together:
                 row["causes"].append(f"{', '.join(f'#{i}' for i in together)} restart at once: their multi-node "
-                                     "LLMInferenceService changes, and KServe reports Ready before its "
-                                     "LeaderWorkerSet rolls, so `up` cannot await one before the next")
+                                     "LLMInferenceService changes; `up` awaits each LeaderWorkerSet's "
+                                     "rollout, but until that is shown on a real control plane they count "
+                                     "as restarting together (docs/changes.md)")
             if rolled:
                 row["causes"].append(f"{', '.join(f'#{i}' for i in rolled)} roll one at a time: their workload "
                                      "changes, each awaited Ready before the next")

@@ -63,7 +63,8 @@ class _Monitor(MockMonitor):
         self.records.append(Record(request.type, request.name, response.urn, request.parent,
                                    request.provider, request.custom, tuple(sorted(request.dependencies)),
                                    tuple(request.ignoreChanges), request.importId, bool(request.protect),
-                                   bool(request.deleteBeforeReplace), tuple(request.replaceOnChanges)))
+                                   bool(request.deleteBeforeReplace), tuple(request.replaceOnChanges),
+                                   retain_on_delete=bool(request.retainOnDelete)))
         return response
 
 

@@ -64,6 +64,7 @@ class Record:
     protect: bool = False           # the `protect` option (inherited from the parent when unset)
     delete_before_replace: bool = False
     replace_on_changes: tuple[str, ...] = ()
+    retain_on_delete: bool = False  # the `retainOnDelete` option
     inputs: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)     # what a component registered (register_outputs)
 

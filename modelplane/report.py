@@ -107,6 +107,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["deleteBeforeReplace"] = True
         if r.replace_on_changes:
             item["replaceOnChanges"] = list(r.replace_on_changes)
+        if r.retain_on_delete:
+            item["retainOnDelete"] = True
         # keyed by URN: a dependency may share the resource's name (a Helm release on its same-named
         # PodIdentityAssociation) and must still show
         deps = sorted({names[d] for d in r.dependencies if d in names and d != r.urn})

@@ -175,7 +175,10 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
                    if d in kinds and kinds[d] in ("LLMInferenceService", "Deployment", "LeaderWorkerSet"))
     # chat on eks-use1 waits for exactly the llama replicas there, and for its same-named health
     # check (shown since dependsOn is keyed by URN, runtime review N7)
+    # and for the KServe Deployments those replicas roll (their observers, C2)
     assert res["chat-chat-eks-use1"]["dependsOn"] == ["chat-chat-eks-use1",
+                                                      "eks-use1/chat/deployment/llama-70b-0-kserve",
+                                                      "eks-use1/chat/deployment/llama-70b-2-kserve",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-0",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-2"]
     assert set(res["eks-use1/chat/httproute/chat"]["dependsOn"]) >= {"eks-use1/chat/llminferenceservice/llama-70b-0",
@@ -254,9 +257,12 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     for r in records:
         # the Gateway, and the record's own health check (same name, another type)
         assert set(deps[r.name]) == {f"gateway-{r.inputs['setIdentifier']}", r.name}
-        assert not [d for d in deps[r.name] if kinds.get(d) in (*REPLICA_WORKLOADS, "Deployment")]
+        assert not [d for d in deps[r.name] if kinds.get(d) in (*REPLICA_WORKLOADS, "Deployment", "DeploymentPatch",
+                                                               "LeaderWorkerSetPatch")]
     # the DNS-01 clusters' records still wait for their workloads
     assert set(deps["chat-reasoning-gke-usc1"]) == {"gke-usc1/chat/llminferenceservice/deepseek-r1-1",
+                                                     "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
+                                                     "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
                                                      "chat-reasoning-gke-usc1"}      # and its health check
 
 
@@ -570,3 +576,80 @@ def test_an_in_place_change_of_multi_node_kserve_replicas_is_an_outage_the_gate_
     assert (row["deployment"], row["servingBefore"], row["servingDuring"]) == ("chat/deepseek-r1", 2, 0)
     assert row["cause"].startswith("#0, #1 restart at once: their multi-node LLMInferenceService changes")
     assert [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage" and v["level"] == "mandatory"]
+
+
+# C2 (issue #43): KServe reports Ready at the new generation before its Deployment or LeaderWorkerSet
+# rolls (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/controller.go L240-252, workload_single_node.go
+# L83-86 and L324-350, workload_multi_node.go L82-85 and L113-136), so `up` awaits those children.
+CHILD_WAIT = {"kubernetes:apps/v1:DeploymentPatch": (
+                  '["condition=Available", "jsonpath={.status.conditions[?(@.type==\\"Progressing\\")].reason}'
+                  '=NewReplicaSetAvailable"]'),
+              "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSetPatch": "condition=Available"}
+
+
+def test_every_kserve_replica_is_awaited_on_the_workloads_kserve_rolls(prod_run):
+    """One Patch per child KServe makes (names: workload_single_node.go L511-517, workload_multi_node.go
+    L663-669), right after its LLMInferenceService, depending on it, awaited on the child's rollout."""
+    records = prod_run.records
+    at = {r.urn: i for i, r in enumerate(records)}
+    services = [r for r in records if r.type.endswith(":LLMInferenceService")]
+    observers = [r for r in records if r.type in CHILD_WAIT]
+    assert len(services) == 7
+    expected = set()
+    for s in services:
+        cluster, ns, _, name = s.name.split("/")
+        multi = s.inputs["spec"].get("worker") is not None
+        expected.add((f"{cluster}/{ns}/{'leaderworkerset' if multi else 'deployment'}/{name}-kserve"
+                      f"{'-mn' if multi else ''}", s.urn))
+        if s.inputs["spec"].get("prefill") is not None:
+            pmulti = s.inputs["spec"]["prefill"].get("worker") is not None
+            expected.add((f"{cluster}/{ns}/{'leaderworkerset' if pmulti else 'deployment'}/{name}-kserve"
+                          f"{'-mn' if pmulti else ''}-prefill", s.urn))
+    assert {(o.name, o.dependencies[0]) for o in observers} == expected
+    # deepseek-r1: decode a LeaderWorkerSet (data 2 over two nodes), prefill a Deployment
+    assert {o.name for o in observers if "deepseek-r1-0" in o.name} == {
+        "eks-use1/chat/leaderworkerset/deepseek-r1-0-kserve-mn", "eks-use1/chat/deployment/deepseek-r1-0-kserve-prefill"}
+    for o in observers:
+        meta = o.inputs["metadata"]
+        assert set(o.inputs) == {"apiVersion", "kind", "metadata"}          # writes metadata only
+        assert meta["annotations"]["pulumi.com/waitFor"] == CHILD_WAIT[o.type]
+        assert meta["annotations"]["pulumi.com/timeoutSeconds"] == "3600"   # a roll that cannot finish fails `up`
+        assert len(meta["annotations"]["modelplane.ai/spec-digest"]) == 16
+        assert at[o.urn] > at[o.dependencies[0]]
+        # its delete must not apply a bare identity to a child KServe already deleted (ssa/actions.go L34-58)
+        assert o.retain_on_delete
+
+
+def test_an_engine_args_change_chains_each_replica_after_the_previous_replicas_rollout(tmp_path, prod_json):
+    """llama-70b's args change: each replica's observer gets a new spec digest (so its await runs in
+    this `up`), and replica i+1's service waits for replica i's KServe Deployment to have rolled."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("--max-model-len=65536", "--max-model-len=32768"))
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.output)
+    res = {r["name"]: r for r in doc["resources"]}
+    old = {r["name"]: r for r in prod_json["resources"]}
+    chain = ["eks-use1/chat/{}/llama-70b-0{}", "gke-usc1/chat/{}/llama-70b-1{}", "eks-use1/chat/{}/llama-70b-2{}"]
+    for before, now in zip(chain, chain[1:]):
+        assert before.format("deployment", "-kserve") in res[now.format("llminferenceservice", "")]["dependsOn"]
+    for name in chain:
+        obs = name.format("deployment", "-kserve")
+        assert res[obs]["fieldDigests"]["metadata.annotations"] != old[obs]["fieldDigests"]["metadata.annotations"]
+        assert name.format("llminferenceservice", "") in res[obs]["dependsOn"]
+    changed = {c["name"]: c for c in doc["changes"] if c["type"] == "kubernetes:apps/v1:DeploymentPatch"}
+    assert sorted(changed) == sorted(n.format("deployment", "-kserve") for n in chain)
+    assert {(c["action"], tuple(c["fields"])) for c in changed.values()} == {("update", ("metadata.annotations",))}
+
+
+def test_kserve_child_names_follow_kserve_and_a_name_kserve_would_hash_is_refused():
+    from modelplane.render.kserve import children
+    assert children("m-0", {"template": {}}) == [("apps/v1", "Deployment", "m-0-kserve")]
+    assert children("m-0", {"worker": {}, "prefill": {"template": {}}}) == [
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "m-0-kserve-mn"), ("apps/v1", "Deployment", "m-0-kserve-prefill")]
+    assert children("m-0", {"template": {}, "prefill": {"worker": {}}})[1] == (
+        "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "m-0-kserve-mn-prefill")
+    with pytest.raises(ValueError, match=r"longer than 63 characters.*shorten the deployment's name by 2 characters"):
+        children("x" * 50, {"template": {}, "prefill": {"template": {}}})

@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from ..render.graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from ..render.names import SecretValue
@@ -46,6 +47,7 @@ _CLASSES = {
     "kubernetes:helm.sh/v3:Release": ("pulumi_kubernetes.helm.v3", "Release"),
     "kubernetes:yaml/v2:ConfigFile": ("pulumi_kubernetes.yaml.v2", "ConfigFile"),
     "kubernetes:core/v1:EndpointsPatch": ("pulumi_kubernetes.core.v1", "EndpointsPatch"),
+    "kubernetes:apps/v1:DeploymentPatch": ("pulumi_kubernetes.apps.v1", "DeploymentPatch"),
 }
 
 def _class(type_: str):
@@ -96,13 +98,19 @@ class Materializer:
             depends_on=[self.made[k] for k in node.depends_on] or None,
             ignore_changes=list(node.ignore_changes) or None, import_=node.import_id or None,
             protect=node.protect, delete_before_replace=node.delete_before_replace or None,
-            replace_on_changes=list(node.replace_on_changes) or None)
+            replace_on_changes=list(node.replace_on_changes) or None,
+            retain_on_delete=node.retain_on_delete or None)
 
     def create(self, node: Node) -> pulumi.Resource:
         opts = self.options(node)
         if not node.custom and not node.remote:
             return pulumi.ComponentResource(node.type, node.name, None, opts)
         if node.type.startswith("kubernetes:") and node.type not in _CLASSES:
+            if node.type == f"kubernetes:{node.inputs['apiVersion']}:{node.inputs['kind']}Patch":
+                # a custom kind's Patch: its class registers exactly this type token
+                return k8s.apiextensions.CustomResourcePatch(
+                    node.name, api_version=node.inputs["apiVersion"], kind=node.inputs["kind"],
+                    metadata=self.value(node.inputs["metadata"]), spec=self.value(node.inputs.get("spec")), opts=opts)
             return register(node.name, self.value(node.inputs), opts)
         kwargs = {snake(k): self.value(v) for k, v in node.inputs.items()}
         return _class(node.type)(node.name, **kwargs, opts=opts)

@@ -54,7 +54,7 @@ def pod_templates(props: dict):
             for part in ("template", "worker"):
                 if w.get(part):
                     yield f"{where}.{part}", meta, w[part]
-    elif kind in ("Deployment", "StatefulSet", "Job"):
+    elif kind in ("Deployment", "StatefulSet", "Job") and spec:    # a Patch of one writes no template
         t = spec.get("template") or {}
         yield "spec.template", t.get("metadata") or {}, t.get("spec") or {}
     elif kind == "LeaderWorkerSet":

@@ -67,6 +67,7 @@ class Node:
     protect: bool | None = None        # Pulumi refuses to delete it; None: as its parent
     delete_before_replace: bool = False   # a replacement deletes the old one first
     replace_on_changes: tuple = ()     # input paths whose change replaces it instead of updating it
+    retain_on_delete: bool = False     # a delete drops it from the state and leaves the object
     custom: bool = True
     remote: bool = False               # a multi-language component (yaml/v2 ConfigFile)
     outputs: dict | None = None        # what a component registers (register_outputs)

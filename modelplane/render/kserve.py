@@ -78,6 +78,35 @@ def pool_ref(spec: dict) -> str | None:
     return ((((spec.get("router") or {}).get("scheduler") or {}).get("pool") or {}).get("ref") or {}).get("name")
 
 
+# The workloads KServe v0.20.0 makes of an LLMInferenceService, named kmeta.ChildName(name, suffix)
+# (pkg/controller/v1alpha2/llmisvc/workload_single_node.go L511-517: Deployments `-kserve` and
+# `-kserve-prefill`; workload_multi_node.go L663-669: LeaderWorkerSets `-kserve-mn` and
+# `-kserve-mn-prefill`); a part with a `worker` runs as a LeaderWorkerSet, else as a Deployment
+# (workload_single_node.go L64-86, L197-220; workload_multi_node.go L63-86). knative.dev/pkg
+# kmeta/names.go ChildName keeps `name + suffix` while it fits in 63 characters and hashes it
+# past that; we name only what we can name exactly.
+CHILD_NAME_MAX = 63
+CHILD_KINDS = {False: ("apps/v1", "Deployment", "-kserve"),
+               True: ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "-kserve-mn")}
+
+
+def children(name: str, spec: dict) -> list[tuple[str, str, str]]:
+    """(apiVersion, kind, name) of each workload KServe creates for this LLMInferenceService:
+    the main one, then prefill's if it has one."""
+    out = []
+    for part, tail in ((spec, ""), (spec.get("prefill"), "-prefill")):
+        if part is None:
+            continue
+        api_version, kind, suffix = CHILD_KINDS[part.get("worker") is not None]
+        child = name + suffix + tail
+        if len(child) > CHILD_NAME_MAX:
+            raise ValueError(f"LLMInferenceService {name!r}: KServe names its {kind} {child!r}, longer than "
+                             f"{CHILD_NAME_MAX} characters, and then hashes it, so `up` cannot await it by name; "
+                             f"fix: shorten the deployment's name by {len(child) - CHILD_NAME_MAX} characters")
+        out.append((api_version, kind, child))
+    return out
+
+
 def llm_inference_service(metadata: dict, uri: str, served_name: str, decode: dict, prefill: dict | None,
                           gateway: dict | None, pool: str) -> dict:
     spec = {"model": {"uri": uri, "name": served_name}, **decode}

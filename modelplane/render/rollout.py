@@ -25,10 +25,14 @@ registrations are done).
 """
 from __future__ import annotations
 
+import hashlib
+import json
+
 from .graph import Graph, Node
-from .kserve import pool_ref
-from .names import DEPLOYMENT, REPLICA, WORKLOAD_KINDS
+from .kserve import children, pool_ref
+from .names import DEPLOYMENT, REPLICA, WORKLOAD_KINDS, await_ready
 from .routing import SERVICE_LABEL
+from .stack import k8s_type, logical_name
 
 TRAFFIC_KINDS = ("HTTPRoute", "GRPCRoute")
 POOL_KIND, POOL_REF_KINDS = "InferencePool", ("LLMInferenceService",)
@@ -138,6 +142,58 @@ def await_pools(graph: Graph) -> None:
                           for d in ds if selector and ((d.inputs.get("spec") or {}).get("selector") or {})
                           .get("matchLabels") == selector]
         _after(node, [n.key for n in needs])
+
+
+SPEC_DIGEST = "modelplane.ai/spec-digest"
+
+
+def _digest(spec) -> str:
+    """A stable digest of an LLMInferenceService spec (expressions by their fields, never their ids)."""
+    text = json.dumps(spec, sort_keys=True, default=lambda o: vars(o) if hasattr(o, "__dataclass_fields__")
+                      else type(o).__name__)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def await_children(graph: Graph) -> None:
+    """Beside each LLMInferenceService of a replica, one Patch resource per workload KServe makes
+    of it (kserve.children), right after it and depending on it, that `up` awaits until that
+    workload has rolled (names.await_ready of the child's kind: a Deployment's `Progressing`
+    reason `NewReplicaSetAvailable`, a LeaderWorkerSet's `Available`, both only at the child's
+    current generation).
+
+    Why: KServe sets Ready at the new generation in the reconcile that pushes the new spec to its
+    child, reading the child's old `Available` (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/
+    controller.go L240-252; workload_single_node.go L83-86, L324-350; workload_multi_node.go
+    L82-85, L113-136), so the service's own await returns before anything rolls. The patch writes
+    only metadata (the service's spec digest, so any spec change updates it and its await runs
+    again, and the replica labels, so the rollout order counts it as the replica's workload);
+    KServe leaves extra metadata alone (DeepDerivative on labels and annotations,
+    workload_single_node.go L352-358). pulumi-kubernetes applies a Patch resource server-side and
+    awaits it like any object, on create and on update (pulumi/pulumi-kubernetes@v4.32.0
+    provider/pkg/await/await.go L190-206, L306-361, L454-545; kinds/util.go L9-13: the type is
+    the kind + "Patch"); `pulumi.com/waitFor` checks `status.observedGeneration` or the
+    condition's own first (await/condition/jsonpath.go L46-53, kubectl.go L53-62), so the child's
+    status before the new spec never satisfies it. `retainOnDelete`: deleting a Patch applies its
+    bare identity (provider/pkg/ssa/actions.go L34-58), which would try to create the child once
+    KServe deleted it (a rolled or moved replica) and fail on its required fields
+    (provider/pkg/provider/provider.go L2627-2634), failing `up`; retained, it only leaves state."""
+    order: list[Node] = []
+    for node in graph:
+        order.append(node)
+        lbls = _labels(node)
+        if node.inputs.get("kind") != "LLMInferenceService" or DEPLOYMENT not in lbls or REPLICA not in lbls:
+            continue
+        meta, spec = node.inputs["metadata"], node.inputs.get("spec") or {}
+        for api_version, kind, name in children(meta["name"], spec):
+            obj = {"apiVersion": api_version, "kind": kind,
+                   "metadata": {"name": name, "namespace": meta.get("namespace"),
+                                "labels": {DEPLOYMENT: lbls[DEPLOYMENT], REPLICA: lbls[REPLICA]},
+                                "annotations": {**await_ready(kind), SPEC_DIGEST: _digest(spec)}}}
+            order.append(Node(k8s_type(obj) + "Patch", logical_name(node.cluster, obj), obj, node.parent,
+                              node.provider, (node.key,), retain_on_delete=True, cluster=node.cluster))
+    graph.nodes = {}
+    for node in order:
+        graph.add(node)
 
 
 def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]]) -> None:
