@@ -24,13 +24,49 @@ SYMBOLS = {"create": "+", "import": "=", "update": "~", "replace": "+-", "delete
 
 
 def _hash(value) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _sha(_text(value))
+
+
+# what json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+# does, with its encoder made once rather than once per field
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def _text(value) -> str:
+    return _ENCODE(value)
+
+
+def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _joined(parts: dict[str, str]) -> str:
+    """The text `_text` gives a dict with str keys, from its values' texts: each field is
+    serialized once and serves its own digest and the whole resource's."""
+    return "{" + ",".join(f"{_text(k)}:{parts[k]}" for k in sorted(parts)) + "}"
 
 
 def digests(inputs: dict) -> tuple[str, dict[str, str]]:
     """A resource's inputs as one digest and a digest per field, two levels deep
     (`nodeConfig.machineType`, `spec.selector`): enough to name what changed."""
+    if not all(k.__class__ is str for k in inputs) or not all(
+            k.__class__ is str for v in inputs.values() if isinstance(v, dict) for k in v):
+        return _digests(inputs)             # json's own key conversion and ordering
+    fields, texts = {}, {}
+    for key, value in inputs.items():
+        if isinstance(value, dict) and value:
+            inner = {}
+            for sub, v in value.items():
+                inner[sub] = t = _text(v)
+                fields[f"{key}.{sub}"] = _sha(t)[:12]
+            texts[key] = _joined(inner)
+        else:
+            texts[key] = t = _text(value)
+            fields[key] = _sha(t)[:12]
+    return _sha(_joined(texts))[:16], dict(sorted(fields.items()))
+
+
+def _digests(inputs: dict) -> tuple[str, dict[str, str]]:
     fields = {}
     for key, value in inputs.items():
         if isinstance(value, dict) and value:

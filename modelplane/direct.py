@@ -138,9 +138,13 @@ class Resolver:
         if t is int:
             return float(v)
         if t is dict:
-            return {k: self.wire(x, deps, unknown) for k, x in v.items()}
+            out = {}
+            for k, x in v.items():      # leaves inline: most of a graph's inputs are plain text
+                c = type(x)
+                out[k] = x if c is str or c is bool or c is float or x is None else self.wire(x, deps, unknown)
+            return out
         if t is list or t is tuple:
-            return [self.wire(x, deps, unknown) for x in v]
+            return [x if type(x) is str else self.wire(x, deps, unknown) for x in v]
         if t in _EXPRESSION_TYPES:
             e = self.evaluate(v)
             deps |= e.deps

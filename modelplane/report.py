@@ -29,6 +29,11 @@ def _ints(value, secret: bool = False):
     """Mock inputs carry numbers as floats (written back as integers where whole), unknown values
     for outputs of resources not yet created (written as a marker, as `pulumi preview` does) and
     secrets (written as a marker: their values never reach a file)."""
+    cls = value.__class__
+    if cls is str:                  # the common leaves first: one class test, no is_unknown
+        return REDACTED if secret else value
+    if cls is bool or cls is int or value is None:
+        return value
     if is_unknown(value):
         return UNKNOWN
     if isinstance(value, float) and value.is_integer():
@@ -301,7 +306,54 @@ def manifest(r) -> dict:
 
 
 def to_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    """`json.dumps(doc, indent=2, ensure_ascii=False)` and a newline, byte for byte. The json
+    module encodes indented text in Python generators (its C encoder takes no indent), most of a
+    large plan's JSON time; this writes the same text in one recursion with the C string encoder."""
+    try:
+        return _indented(doc, "\n") + "\n"
+    except _Unusual:
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+class _Unusual(Exception):
+    """A value `_indented` leaves to the json module (subclasses, non-str keys, NaN, other types)."""
+
+
+_STR = json.encoder.encode_basestring       # the C function json.dumps uses with ensure_ascii=False
+_INF = float("inf")
+
+
+def _indented(v, nl: str) -> str:
+    cls = v.__class__
+    if cls is str:
+        return _STR(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if cls is int:
+        return int.__repr__(v)
+    if cls is float:
+        if v != v or v == _INF or v == -_INF:
+            raise _Unusual
+        return float.__repr__(v)
+    inner = nl + "  "
+    if cls is dict:
+        if not v:
+            return "{}"
+        parts = []
+        for k, x in v.items():
+            if k.__class__ is not str:
+                raise _Unusual
+            parts.append(f"{_STR(k)}: {_indented(x, inner)}")
+        return "{" + inner + ("," + inner).join(parts) + nl + "}"
+    if cls is list or cls is tuple:
+        if not v:
+            return "[]"
+        return "[" + inner + ("," + inner).join([_indented(x, inner) for x in v]) + nl + "]"
+    raise _Unusual
 
 
 def _safe(name: str) -> str:

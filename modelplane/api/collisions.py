@@ -8,7 +8,7 @@ same string, and two objects of one kind and namespace cannot share a name.
 """
 from __future__ import annotations
 
-from .rules import Finding
+from .findings import Finding
 
 # Resources every cluster gets, named `<cluster>-<suffix>` (render/gke.py, render/eks.py).
 CLUSTER_SUFFIXES = ("system", "cluster", "node", "autoscaler", "efa", "cluster-policy", "pod-identity-agent")

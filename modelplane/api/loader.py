@@ -19,7 +19,8 @@ from .errors import format_path, problems_from, shown
 from .modelconfig import DTYPE_BYTES
 from .parallelism import check_expert_model
 from .project import current, data_dir
-from .rules import check_cluster, check_deployment, check_services, duplicates
+from .findings import duplicates
+from .rules import check_cluster, check_deployment, check_services
 from .substrate import check_substrate
 from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 

@@ -12,7 +12,7 @@ its FlexibleArgumentParser also takes underscores for dashes and `--flag=value` 
 from __future__ import annotations
 
 from .deployment import ModelDeployment, Topology
-from .rules import Finding
+from .findings import Finding
 
 # canonical flag -> (aliases, topology field (the YAML key), value of a topology)
 SIZES = {

@@ -4,20 +4,13 @@ Each rule returns `Finding`s: a path relative to the object checked, a message a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import did_you_mean
 from .catalog import InferenceClass
 from .cluster import DRA_MIN_VERSION, InferenceCluster, minor_version
 from .deployment import GPU_ROLES, ModelDeployment
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    path: tuple
-    message: str
-    fix: str
+from .findings import Finding, dependency_cycle, duplicates
+from .parallelism import check_engine_args
+from .scaling_rules import check_adopt, check_scaling
 
 
 def compact_placement(gke, capacity_type: str) -> bool:
@@ -25,42 +18,6 @@ def compact_placement(gke, capacity_type: str) -> bool:
     (or its reservation block) already fixes where the nodes are, and flex-start obtains them
     through the Dynamic Workload Scheduler."""
     return gke.placement == "compact" and capacity_type in ("on-demand", "spot")
-
-
-def duplicates(names) -> list[tuple[int, str]]:
-    seen, out = set(), []
-    for i, name in enumerate(names):
-        if name in seen:
-            out.append((i, name))
-        seen.add(name)
-    return out
-
-
-def dependency_cycle(edges: dict[str, list[str]]) -> list[str] | None:
-    """One cycle in a dependency graph (as a path), or None; deterministic."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node):
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(edges.get(node, [])):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt in edges and not state.get(nxt):
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(edges):
-        if not state.get(node):
-            found = visit(node)
-            if found:
-                return found
-    return None
 
 
 def check_roles(md: ModelDeployment) -> list[Finding]:
@@ -258,9 +215,6 @@ def native_prefill_idle(md: ModelDeployment) -> Finding | None:
 
 
 def check_deployment(md: ModelDeployment) -> list[Finding]:
-    from .parallelism import check_engine_args     # these build on Finding and duplicates above
-    from .scaling_rules import check_adopt, check_scaling
-
     return (check_roles(md) + check_bands(md) + check_engines(md) + check_engine_args(md) + check_scaling(md)
             + check_adopt(md))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import did_you_mean
 from .deployment import ModelDeployment
-from .rules import Finding, duplicates
+from .findings import Finding, duplicates
 
 
 def check_scaling(md: ModelDeployment, declared: bool = True) -> list[Finding]:

@@ -126,6 +126,11 @@ def await_pools(graph: Graph) -> None:
         if node.inputs.get("kind") == POOL_KIND:
             pools.setdefault(where, []).append(node)
         named.setdefault((*where, node.inputs.get("kind") or ""), []).append(node)
+    # each (cluster, namespace)'s Deployments in the order `named` holds them: one scan, not one per pool ref
+    deployments: dict[tuple[str, str], list[Node]] = {}
+    for (c, n, _, kind), ds in named.items():
+        if kind == "Deployment":
+            deployments.setdefault((c, n), []).extend(ds)
     for node in graph:
         if not (node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS):
             continue
@@ -138,9 +143,8 @@ def await_pools(graph: Graph) -> None:
             for svc in named.get((cluster, ns, picker, "Service"), ()):
                 needs.append(svc)
                 selector = (svc.inputs.get("spec") or {}).get("selector") or {}
-                needs += [d for (c, n, _, kind), ds in named.items() if (c, n, kind) == (cluster, ns, "Deployment")
-                          for d in ds if selector and ((d.inputs.get("spec") or {}).get("selector") or {})
-                          .get("matchLabels") == selector]
+                needs += [d for d in deployments.get((cluster, ns), ()) if selector
+                          and ((d.inputs.get("spec") or {}).get("selector") or {}).get("matchLabels") == selector]
         _after(node, [n.key for n in needs])
 
 
