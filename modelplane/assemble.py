@@ -27,7 +27,8 @@ from .render.stack import (inference_cluster, model_deployment, model_namespace,
 from .scheduler import DemandError, Placement, Plan, schedule
 from .scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
 from .scheduler.surge import serving
-from .services import certificate_problems, dns_problems, hop_problems, plan_routes, served_names
+from .services import (certificate_problems, dns_problems, hop_problems, plan_routes, served_names,
+                       shared_host_problems, shared_hostnames)
 from .sizing import resolve as sizing
 
 
@@ -187,6 +188,11 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                                   "send that cluster one target of the service (a clusterSelector, or drop the provider "
                                   "endpoint), or let modelplane run its Gateway (substrate.gateway on, no gatewayRef)")
                           for p in problems])
+    problems = shared_host_problems(spec, routes, inventories)
+    if problems:
+        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
+                                  "route every service of the hostname on the same clusters (a provider endpoint or "
+                                  "a clusterSelector), or give each service its own hostname") for p in problems])
     homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
@@ -214,9 +220,10 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
     providers = {p.name: p for p in spec.providers}
+    shared = shared_hostnames(spec.services)
     for svc in sorted(spec.services, key=lambda s: s.key):
         model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers),
-                      spec.dns)
+                      spec.dns, svc.hostname in shared)
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
         service_dns(graph, spec.dns, named, addresses, by_key,

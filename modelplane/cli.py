@@ -185,25 +185,28 @@ def _refused(exc: InputError, fmt: str, stack: str) -> None:
 @click.option("--down", "down", multiple=True, metavar="NAME",
               help="With --trace: trace as if this replica (namespace/deployment#index) or cluster were gone "
                    "(repeatable): health checks drop a dead cluster from DNS, endpoint pickers skip dead pods.")
+@click.option("--model", "model", metavar="NAME",
+              help="With --trace of a hostname several services share: the model name the request's body sends "
+                   "(the route is chosen by it; a name no service answers to gets 404).")
 @click.option("--engine", type=click.Choice(["direct", "pulumi"]), default="direct", show_default=True,
               help="direct: resources and policies computed in-process, no Pulumi SDK; pulumi: the program under "
                    "Pulumi's mock runtime and the policy pack through the analyzer protocol (what `pulumi preview "
                    "--policy-pack` runs). Both give the same plan; --program always uses pulumi.")
 @project_options
 def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, explain, without, repack, program_dir,
-         policy_config, hosts, down, engine):
+         policy_config, hosts, down, model, engine):
     """Plan STACK offline: no cloud, no credentials, no pulumi binary. Exit 0 clean, 1 on a mandatory
     policy violation, 2 on invalid input or usage (nothing planned or written)."""
     fmt = _format_of(fmt, as_json)
     try:
         _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-              policy_config, hosts, down, engine)
+              policy_config, hosts, down, engine, model)
     except InputError as exc:       # PolicyConfigError too
         _refused(exc, fmt, stack)
 
 
 def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-          policy_config, hosts, down, engine):
+          policy_config, hosts, down, engine, model=None):
     from . import origins, outcome, outdir, report
     from .policy import PackError, with_fixes
 
@@ -228,7 +231,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
         sys.exit(EXIT_FAILED)
     explain = _explain_key(run, explain) if explain else None
-    traces = _traces(run, hosts, down)
+    traces = _traces(run, hosts, down, model)
     violations = origins.locate(run, checked[0] if checked else None, with_fixes(violations))
     doc = report.document(run, violations)
     if without:
@@ -345,7 +348,7 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
     return out
 
 
-def _traces(run, hosts, down=()) -> list:
+def _traces(run, hosts, down=(), model=None) -> list:
     """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
     --down name fails before anything is written."""
     from .trace import TraceError, trace
@@ -353,7 +356,7 @@ def _traces(run, hosts, down=()) -> list:
     out = []
     for host in hosts:
         try:
-            out.append(trace(run, host, down))
+            out.append(trace(run, host, down, model))
         except TraceError as exc:
             raise InputError([Problem("--trace", host, str(exc), "trace a hostname of one of the stack's services "
                                       "(modelplane:services[].hostname); --down names a cluster or a replica "

@@ -146,7 +146,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "transitions": (moved := transitions(run.result.plan, run.result.previous)),
         "upOrder": up_order(moved),
         "disruptions": disruptions(run.result.plan, run.result.previous, None, _specs(run)),
-        "services": services(run),
+        "services": (served := services(run)),
+        "modelNames": models_by_hostname(served),    # per hostname: the model names it routes, by service
         "cost": cost,
         "sizing": sizing_of(run, placements, cost),
         "clusters": clusters_of(run),
@@ -272,23 +273,41 @@ def clusters_of(run: OfflineRun) -> list[dict]:
     return out
 
 
+def models_by_hostname(services: list[dict]) -> dict[str, dict[str, str]]:
+    """hostname -> {model name clients send: service}: what each hostname answers to (a shared one
+    routes by that name; any other name gets 404)."""
+    out: dict[str, dict[str, str]] = {}
+    for s in services:
+        if s["hostname"]:
+            out.setdefault(s["hostname"], {})[s["model"]] = s["service"]
+    return {h: dict(sorted(m.items())) for h, m in sorted(out.items())}
+
+
 def services(run: OfflineRun) -> list[dict]:
     """Per service: where its traffic goes. Shares are per mille of the service's requests; DNS
     weights are the clusters' shares in whole percent."""
     from .api.rules import served_model
     from .render.stack import gateway_record
 
+    from .render.stack import shared_weights
+    from .services import shared_hostnames
+
     spec = run.result.spec
     providers = {p.name: p for p in spec.providers}
+    shared = shared_hostnames(spec.services)
     out = []
     for svc in sorted(spec.services, key=lambda s: s.key):
         routes = run.result.routes[svc.key]
+        # A shared hostname's records carry all its services together (render/stack.py shared_records).
+        weights = shared_weights([(s, run.result.routes[s.key]) for s in shared[svc.hostname]]) \
+            if svc.hostname in shared else routes.dns
         entry = {"service": svc.key, "hostname": svc.hostname, "model": served_model(svc, providers),
+                 "routedBy": "model" if svc.hostname in shared else "hostname",
                  "status": "degraded" if routes.degraded else "ok", "missing": routes.missing,
                  "endpoints": [{"target": e["target"], "weight": e["weight"], "share": e["units"],
                                 "clusters": e["clusters"]} for e in routes.endpoints],
                  "clusters": routes.clusters, "dns": []}
-        for cluster, weight in sorted(routes.dns.items()):
+        for cluster, weight in sorted(weights.items()):
             gateway = run.result.inventories[cluster].get("gateway") or {}
             record = {"cluster": cluster, "weight": weight,
                       "gateway": f"{gateway.get('namespace')}/{gateway.get('name')}"}

@@ -86,3 +86,33 @@ def hop_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) 
             if problem:
                 out.append(problem)
     return out
+
+
+def shared_hostnames(services) -> dict[str, list]:
+    """hostname -> its services (by key), for hostnames two or more services share: their requests
+    are routed by model name (render/routing.py model_objects)."""
+    by_host: dict[str, list] = {}
+    for svc in sorted(services, key=lambda s: s.key):
+        if svc.hostname:
+            by_host.setdefault(svc.hostname, []).append(svc)
+    return {h: svcs for h, svcs in sorted(by_host.items()) if len(svcs) > 1}
+
+
+def shared_host_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) -> list[str]:
+    """Services sharing a hostname share its DNS records, so every cluster those records name must
+    route every model of the hostname (a request for a model its cluster does not carry would get
+    404), and each such cluster needs modelplane's hop Gateway (the model route reaches the service's
+    split through it)."""
+    out = []
+    for host, svcs in shared_hostnames(spec.services).items():
+        clusters = {s.key: sorted(routes[s.key].dns) for s in svcs}
+        if len({tuple(c) for c in clusters.values()}) > 1:
+            out.append(f"services {', '.join(clusters)} share hostname {host} but are carried on different clusters ("
+                       + "; ".join(f"{k}: {', '.join(c) or 'none'}" for k, c in clusters.items())
+                       + "): DNS sends every model's requests to every one of them")
+        for cluster in sorted({c for cs in clusters.values() for c in cs}):
+            gateway = inventories[cluster].get("gateway") or {}
+            if not gateway.get("hop"):
+                out.append(f"hostname {host} is shared by several services, routed by model name through the hop "
+                           f"Gateway, but cluster {cluster} serves through its own Gateway (gatewayRef), which has none")
+    return out

@@ -260,7 +260,8 @@ def routing_table(doc: dict) -> Table:
         table.add_column(col)
     for s in doc["services"]:
         name = s["service"] + ("  [yellow]degraded[/yellow]" if s["status"] == "degraded" else "")
-        head = f"{s['hostname'] or '-'}\nmodel: {s['model']}"
+        head = f"{s['hostname'] or '-'}\nmodel: {s['model']}" + \
+            ("\n(routed by model name)" if s.get("routedBy") == "model" else "")
         for i, e in enumerate(s["endpoints"]):
             spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in e["clusters"].items()) or "nothing placed"
             table.add_row(name if i == 0 else "", head if i == 0 else "", e["target"], str(e["weight"]),

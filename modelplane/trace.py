@@ -22,7 +22,7 @@ from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_
 from .render.kserve import pool_ref
 from .render.picker import WORKLOAD
 from .render.names import DEPLOYMENT, REPLICA
-from .render.routing import HOP_HEADER, health_path, rule_problems
+from .render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
 from .render.stack import check_host
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
@@ -95,12 +95,14 @@ def _on(route: dict, gateway: tuple[str, str], listener: str | None) -> bool:
 
 
 def _rule(objs: dict, host: str, gateway: tuple[str, str], listener: str | None, path: str,
-          header: str | None = None):
-    """(route, index, rule) of the rule a request `path` to `host` takes on a Gateway listener: the
-    longest matching path wins, then header matches (as Envoy Gateway sorts them, sort.go)."""
+          sent: dict | None = None):
+    """(route, index, rule) of the rule a request `path` to `host` with headers `sent` takes on a
+    Gateway listener: the longest matching path wins, then header matches (as Envoy Gateway sorts
+    them, sort.go). An AIGatewayRoute's rules match every path (its HTTPRoute's root prefix)."""
     best, rank = (None, None, None), None
+    sent = sent or {}
     for (kind, _, _), route in _sorted(objs):
-        if kind != "HTTPRoute" or not _on(route, gateway, listener):
+        if kind not in ("HTTPRoute", "AIGatewayRoute") or not _on(route, gateway, listener):
             continue
         if host not in (route["spec"].get("hostnames") or [host]):
             continue
@@ -109,7 +111,7 @@ def _rule(objs: dict, host: str, gateway: tuple[str, str], listener: str | None,
                 p = match.get("path") or {"type": "PathPrefix", "value": "/"}
                 ok = path == p["value"] if p["type"] == "Exact" else path.startswith(p["value"])
                 headers = {h["name"]: h["value"] for h in match.get("headers") or []}
-                if not ok or any(header != v if k == HOP_HEADER else True for k, v in headers.items()):
+                if not ok or any(sent.get(k) != v for k, v in headers.items()):
                     continue
                 r = (p["type"] == "Exact", len(p["value"]), len(headers))
                 if rank is None or r > rank:
@@ -179,16 +181,21 @@ class Cluster:
         return f"{ref}, listener {x['name']} {x['protocol']}:{x['port']}{note}", x["name"], ""
 
     def follow(self, route_ns: str, listener: str | None, path: str, prefix: list[str],
-               host: str | None = None) -> list[Hop]:
-        """The weighted links a request `path` (Host `host`, default the service's) takes from the
-        listener, each with its part."""
+               host: str | None = None, model: str | None = None) -> list[Hop]:
+        """The weighted links a request `path` (Host `host`, default the service's; body `model` when
+        its hostname routes by model name) takes from the listener, each with its part."""
         gw = (self.gateway["namespace"], self.gateway["name"])
         host = host or self.host
-        route, i, rule = _rule(self.objs, host, gw, listener, path)
+        route, i, rule = _rule(self.objs, host, gw, listener, path, {MODEL_HEADER: model} if model else None)
         if rule is None or not rule.get("backendRefs"):
-            return [Hop(self.name, 0, list(prefix), broken=f"no HTTPRoute rule for {host} {path} on this "
-                                                              "cluster", weight=Fraction(1))]
-        base = [*prefix, f"HTTPRoute {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}"]
+            what = f"no route for {host} {path}" + (f" with model {model!r}" if model else "")
+            return [Hop(self.name, 0, list(prefix), broken=f"{what} on this cluster (404)", weight=Fraction(1))]
+        base = [*prefix, f"{route['kind']} {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}"]
+        if route["kind"] == "AIGatewayRoute":
+            # Its one backend enters the hop Gateway tagged with the service (routing.model_objects).
+            route, i, rule, why = self._entry(route["metadata"]["namespace"], rule, path, base)
+            if why:
+                return [Hop(self.name, 0, base, broken=why, weight=Fraction(1))]
         problems = rule_problems({"metadata": route["metadata"], "spec": {"rules": [rule]}})
         refs = rule["backendRefs"]
         total = sum(int(r.get("weight", 1)) for r in refs) or 1
@@ -221,21 +228,53 @@ class Cluster:
         else:
             hop.broken = f"backendRef kind {kind} is not one modelplane routes to"
 
+    def _no_hop(self) -> str:
+        """Why the hop Gateway is missing here, or ""."""
+        # A cluster of this stack shows its substrate's objects; another stack's says so in its inventory.
+        local = any(k == "Gateway" for k, _, _ in self.objs)
+        rendered = ("Service", ENVOY_NAMESPACE, HOP_SERVICE) in self.objs and \
+            ("Gateway", GATEWAY_NAMESPACE, HOP_GATEWAY) in self.objs
+        if not (self.gateway or {}).get("hop") or (local and not rendered):
+            return f"the hop Gateway ({ENVOY_NAMESPACE}/{HOP_SERVICE}) does not exist on this cluster"
+        return ""
+
+    def _entry(self, ns: str, rule: dict, path: str, base: list[str]):
+        """(route, index, rule, why broken) of the hop Gateway rule a model route's backend enters:
+        AIServiceBackend -> Backend naming the hop Service, with the service's entry header."""
+        name = rule["backendRefs"][0]["name"]
+        ai = self.objs.get(("AIServiceBackend", ns, name))
+        ref = ((ai or {}).get("spec") or {}).get("backendRef") or {}
+        backend = self.objs.get(("Backend", ns, ref.get("name")))
+        if ai is None or backend is None:
+            return None, None, None, f"AIServiceBackend {ns}/{name} or its Backend is not rendered on this cluster"
+        fqdn = backend["spec"]["endpoints"][0]["fqdn"]["hostname"]
+        sent = {h["name"]: h["value"] for h in (ai["spec"].get("headerMutation") or {}).get("set") or []}
+        if not fqdn.startswith(f"{HOP_SERVICE}.{ENVOY_NAMESPACE}.") or ENTRY_HEADER not in sent:
+            return None, None, None, f"AIServiceBackend {ns}/{name} does not lead to the hop Gateway"
+        why = self._no_hop()
+        if why:
+            return None, None, None, why
+        base.append(f"AIServiceBackend {ns}/{name} -> hop Gateway {GATEWAY_NAMESPACE}/{HOP_GATEWAY} with "
+                    f"{ENTRY_HEADER}: {sent[ENTRY_HEADER]}")
+        route, i, hop_rule = _rule(self.objs, fqdn, (GATEWAY_NAMESPACE, HOP_GATEWAY), "http", path,
+                                   {ENTRY_HEADER: sent[ENTRY_HEADER]})
+        if hop_rule is None or not hop_rule.get("backendRefs"):
+            return None, None, None, f"no hop Gateway rule matches {ENTRY_HEADER}: {sent[ENTRY_HEADER]} (404)"
+        return route, i, hop_rule, ""
+
     def _hop(self, ref: dict, path: str, hop: Hop, depth: int) -> None:
         header = next((h["value"] for f in ref.get("filters") or [] for h in
                        (f.get("requestHeaderModifier") or {}).get("set") or [] if h["name"] == HOP_HEADER), None)
         if depth:
             hop.broken = "a hop Gateway rule sends the request back to the hop (a loop)"
             return
-        # A cluster of this stack shows its substrate's objects; another stack's says so in its inventory.
-        local = any(k == "Gateway" for k, _, _ in self.objs)
-        rendered = ("Service", ENVOY_NAMESPACE, HOP_SERVICE) in self.objs and \
-            ("Gateway", GATEWAY_NAMESPACE, HOP_GATEWAY) in self.objs
-        if not (self.gateway or {}).get("hop") or (local and not rendered):
-            hop.broken = f"the hop Gateway ({ENVOY_NAMESPACE}/{HOP_SERVICE}) does not exist on this cluster"
+        why = self._no_hop()
+        if why:
+            hop.broken = why
             return
         hop.path.append(f"hop Gateway {GATEWAY_NAMESPACE}/{HOP_GATEWAY} with {HOP_HEADER}: {header}")
-        route, i, rule = _rule(self.objs, self.host, (GATEWAY_NAMESPACE, HOP_GATEWAY), "http", path, header)
+        route, i, rule = _rule(self.objs, self.host, (GATEWAY_NAMESPACE, HOP_GATEWAY), "http", path,
+                               {HOP_HEADER: header})
         if rule is None or len(rule.get("backendRefs") or []) != 1:
             hop.broken = f"no hop Gateway rule matches {HOP_HEADER}: {header} (404)"
             return
@@ -344,32 +383,47 @@ def _per_mille(weights: list[Fraction]) -> list[int]:
     return out
 
 
-def trace(run, host: str, down: list[str] | tuple = ()) -> Trace:
-    """Follow `host` through the plan `run` as if `down` were gone; raises TraceError for a host no
-    service claims or a --down name the stack does not have."""
+def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None) -> Trace:
+    """Follow `host` (a request for `model`, where the hostname routes by model name) through the
+    plan `run` as if `down` were gone; raises TraceError for a host no service claims, a model name
+    it does not answer to, or a --down name the stack does not have."""
     from .report import services
 
-    entries = {s["hostname"]: s for s in services(run) if s["hostname"]}
+    entries: dict[str, list[dict]] = {}
+    for s in services(run):
+        if s["hostname"]:
+            entries.setdefault(s["hostname"], []).append(s)
     if host not in entries:
         known = ", ".join(sorted(entries)) or "none"
         raise TraceError(f"{host} is not the hostname of a service in stack {run.stack} (hostnames: {known})")
+    members = entries[host]
+    by_model = members[0]["routedBy"] == "model"
+    models = ", ".join(sorted(s["model"] for s in members))
+    if by_model and model is None:
+        raise TraceError(f"{host} routes by model name: give --model (it answers to: {models})")
+    entry = next((s for s in members if s["model"] == model), None) if model else members[0]
+    if entry is None:
+        raise TraceError(f"no service on {host} answers to model {model!r}: Envoy AI Gateway answers 404 "
+                         f"(it answers to: {models})")
     world = World(run, list(down))
-    entry = entries[host]
     svc_ns, svc_name = entry["service"].split("/", 1)
     out = Trace(host, entry["service"], entry["dns"], [], list(down))
     carried = sorted(entry["clusters"])
     gateways = {c: run.result.inventories[c].get("gateway") for c in carried}
     weights = {d["cluster"]: Fraction(d["weight"]) for d in entry["dns"]} if entry["dns"] else \
         {c: Fraction(u) for c, u in entry["clusters"].items()}
-    checked = _checks(run, svc_name, svc_ns)
     clusters = {c: Cluster(run, c, host, world) for c in carried}
     # DNS: a record whose health check fails leaves the answers (all failing: all answered again).
+    # A shared hostname's check is the AND of its services' (render/stack.py shared_records).
     failing = {}
-    for c in carried:
-        if checked is not None and c in checked:
-            ok, why = clusters[c].healthy(svc_name, svc_ns, gateways, check_host(run.result.spec.dns, c))
-            if not ok:
-                failing[c] = why
+    for member in members if by_model else [entry]:
+        ns, name = member["service"].split("/", 1)
+        checked = _checks(run, name, ns)
+        for c in carried:
+            if c not in failing and checked is not None and c in checked:
+                ok, why = clusters[c].healthy(name, ns, gateways, check_host(run.result.spec.dns, c))
+                if not ok:
+                    failing[c] = why if member is entry else f"{member['service']}'s check: {why}"
     if failing and len(failing) == len(carried):
         # Route 53 treats a group whose every record is unhealthy as all healthy (Route 53 developer
         # guide, "How Amazon Route 53 chooses records when health checking is configured").
@@ -388,7 +442,7 @@ def trace(run, host: str, down: list[str] | tuple = ()) -> Trace:
         if broken:
             out.hops.append(Hop(c, 0, prefix, broken=broken, weight=share))
             continue
-        for hop in cl.follow(svc_ns, listener, "/v1/", prefix):
+        for hop in cl.follow(svc_ns, listener, "/v1/", prefix, model=model if by_model else None):
             hop.weight *= share
             out.hops.append(hop)
     for hop, n in zip(out.hops, _per_mille([h.weight for h in out.hops]), strict=True):

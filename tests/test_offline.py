@@ -51,8 +51,8 @@ def test_json_contract_and_determinism():
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
     assert list(doc) == ["apiVersion", "kind", "stack", "placements", "unplaced", "models", "fill", "progress",
-                         "envelope", "idlePrefill", "scaleOrder", "transitions", "upOrder", "disruptions", "services", "cost",
-                         "sizing", "clusters", "resources", "policy"]
+                         "envelope", "idlePrefill", "scaleOrder", "transitions", "upOrder", "disruptions", "services",
+                         "modelNames", "cost", "sizing", "clusters", "resources", "policy"]
     assert doc["fill"] == {"phase": "fast path", "changed": []}
     assert doc["cost"]["currency"] == "USD" and doc["cost"]["stack"]["gpus"]["max"] == sum(
         r["nodes"] * r["gpusPerNode"] for p in doc["placements"] for r in p["roles"].values()) + doc["cost"]["idle"]["gpus"]["max"]

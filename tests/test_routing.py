@@ -190,9 +190,9 @@ PROVIDER = {"name": "together", "url": "https://api.together.xyz/v1", "model": "
      [], "modelplane:services[0].endpoints[0]", "labelled modelplane.ai/residency=eu"),
     ([{"name": "s", "namespace": "ml", "model": "m", "endpoints": [{"deployment": "m"}, {"provider": "together"}]}],
      [PROVIDER], "modelplane:services[0].endpoints[1].provider", "requests reach provider 'together' unchanged"),
-    ([{"name": "s", "namespace": "ml", "hostname": "a.example.com", "endpoints": [{"deployment": "m"}]},
-      {"name": "t", "namespace": "ml", "hostname": "a.example.com", "endpoints": [{"deployment": "m"}]}],
-     [], "modelplane:services[1].hostname", "already served by services[0]"),
+    ([{"name": "s", "namespace": "ml", "hostname": "a.example.com", "model": "m", "endpoints": [{"deployment": "m"}]},
+      {"name": "t", "namespace": "ml", "hostname": "a.example.com", "model": "m", "endpoints": [{"deployment": "m"}]}],
+     [], "modelplane:services[1].hostname", "already served by services[0] with the same model name 'm'"),
     ([{"name": "s", "namespace": "ml", "endpoints": [{"deployment": "m", "provider": "together"}]}],
      [PROVIDER], "modelplane:services[0].endpoints[0]", "exactly one of deployment or provider"),
     ([{"name": "s", "namespace": "ml", "endpoints": [{"deployment": "m", "weight": 0}]}],
@@ -252,3 +252,107 @@ def test_the_pack_checks_residency_from_the_components(prod):
             r.props["providers"]["together"]["labels"] = {"modelplane.ai/residency": "eu"}
     (found,) = service_residency(resources)
     assert "provider 'together' is labelled eu" in found[0]
+
+
+# Model-name routing on a shared hostname (issue 45) -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """prod with chat and reasoning on one hostname (each cluster's certificate covers it)."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    for s in doc["config"]["modelplane:services"]:
+        if s["name"] in ("chat", "reasoning"):
+            s["hostname"] = "chat.inference.example.com"
+    path = tmp_path_factory.mktemp("shared") / "Pulumi.shared.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return offline.run("shared", path)
+
+
+LLAMA = "meta-llama/Llama-3.3-70B-Instruct-Turbo"
+
+
+def test_services_on_one_hostname_are_routed_by_the_requests_model(shared):
+    routes = {r.name: r.inputs for r in shared.records if r.type.endswith(":AIGatewayRoute")}
+    assert sorted(routes) == ["eks-use1/chat/aigatewayroute/chat", "eks-use1/chat/aigatewayroute/reasoning",
+                              "gke-usc1/chat/aigatewayroute/chat", "gke-usc1/chat/aigatewayroute/reasoning"]
+    chat = routes["eks-use1/chat/aigatewayroute/chat"]["spec"]
+    assert chat["hostnames"] == ["chat.inference.example.com"]
+    assert chat["parentRefs"][0]["sectionName"] == "https"
+    assert chat["rules"] == [{"matches": [{"headers": [{"type": "Exact", "name": "x-ai-eg-model", "value": LLAMA}]}],
+                              "backendRefs": [{"name": "chat-entry"}],
+                              "timeouts": {"request": "0s", "backendRequest": "0s"}}]
+    assert routes["eks-use1/chat/aigatewayroute/reasoning"]["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] \
+        == "reasoning"
+    # No plain HTTPRoute for the host on the public Gateway competes with them.
+    http = objects(shared, "HTTPRoute")
+    assert "eks-use1/chat/httproute/chat" not in http and "eks-use1/chat/httproute/reasoning" not in http
+    # The backend enters the hop Gateway tagged with the service; a client's own target header is dropped.
+    backend = objects(shared, "AIServiceBackend")["eks-use1/chat/aiservicebackend/chat-entry"]["spec"]
+    assert backend["backendRef"] == {"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "chat-entry"}
+    assert backend["headerMutation"] == {"set": [{"name": "x-modelplane-service", "value": "chat.chat"}],
+                                         "remove": ["x-modelplane-target"]}
+    fqdn = objects(shared, "Backend")["eks-use1/chat/backend/chat-entry"]["spec"]["endpoints"][0]["fqdn"]
+    assert fqdn == {"hostname": "modelplane-hop.envoy-gateway-system.svc.cluster.local", "port": 80}
+    # There the service's split runs as before: the pool share through the hop again, the provider's direct.
+    hop = http["eks-use1/chat/httproute/chat-hop"]["spec"]
+    assert "hostnames" not in hop
+    entry = hop["rules"][0]
+    assert entry["matches"] == [{"path": {"type": "PathPrefix", "value": "/"},
+                                 "headers": [{"type": "Exact", "name": "x-modelplane-service", "value": "chat.chat"}]}]
+    assert entry["filters"] == [{"type": "RequestHeaderModifier",
+                                 "requestHeaderModifier": {"remove": ["x-modelplane-service"]}}]
+    assert [(r["kind"], r["name"]) for r in entry["backendRefs"]] == [("Service", "modelplane-hop"),
+                                                                      ("Backend", "chat-together")]
+
+
+def test_a_shared_hostname_has_one_record_per_cluster_checked_for_every_service(shared):
+    checks = {r.name: r.inputs for r in shared.records if r.type == "aws:route53/healthCheck:HealthCheck"}
+    calc = checks["chat-inference-example-com-eks-use1"]
+    assert calc["type"] == "CALCULATED" and calc["childHealthThreshold"] == 2
+    assert sorted(calc["childHealthchecks"]) == ["chat-chat-eks-use1-id", "chat-reasoning-eks-use1-id"]
+    records = {r.name: r.inputs for r in shared.records if r.type == "aws:route53/record:Record"
+               and r.inputs["name"] == "chat.inference.example.com"}
+    assert sorted(records) == ["chat-inference-example-com-eks-use1", "chat-inference-example-com-gke-usc1"]
+    weights = [records[n]["weightedRoutingPolicies"][0]["weight"] for n in sorted(records)]
+    assert sum(weights) == 100 and records["chat-inference-example-com-eks-use1"]["healthCheckId"] == \
+        "chat-inference-example-com-eks-use1-id"
+
+
+def test_the_plan_lists_each_hostnames_model_names(shared):
+    served = report.models_by_hostname(report.services(shared))
+    assert served["chat.inference.example.com"] == {LLAMA: "chat/chat", "reasoning": "chat/reasoning"}
+    assert {s["service"]: s["routedBy"] for s in report.services(shared)}["chat/chat"] == "model"
+
+
+def test_the_trace_follows_a_model_name_and_reports_one_nobody_serves(shared):
+    from modelplane.trace import TraceError, trace
+    t = trace(shared, "chat.inference.example.com", ["eks-use1"], LLAMA).to_json()["reaches"]
+    assert (t["broken"], t["gpu"] + t["provider"]) == (0, 1000)
+    with pytest.raises(TraceError, match="routes by model name: give --model"):
+        trace(shared, "chat.inference.example.com")
+    with pytest.raises(TraceError, match="answers to model 'gpt-4': Envoy AI Gateway answers 404"):
+        trace(shared, "chat.inference.example.com", (), "gpt-4")
+
+
+def test_services_with_different_model_names_may_share_a_hostname_except_under_cloud_dns():
+    services = [{"name": n, "namespace": "ml", "hostname": "a.x.com", "model": n, "endpoints": [{"deployment": "m"}]}
+                for n in ("s", "t")]
+    parse_stack_config({"modelplane:deployments": [MD], "modelplane:services": services},
+                       Source("stacks/Pulumi.t.yaml", None), load_catalog())
+    found = problems({"modelplane:deployments": [MD], "modelplane:services": services, "modelplane:dns": {
+        "cloudDns": {"project": "p", "managedZone": "z", "domain": "x.com"}}})
+    assert ("modelplane:services[1].hostname", "service-hostnames") in {(p, r) for p, r, _ in found}
+
+
+def test_services_sharing_a_hostname_must_be_carried_on_the_same_clusters():
+    from types import SimpleNamespace as NS
+    from modelplane.services import shared_host_problems
+    from modelplane.scheduler.traffic import Routes
+    svcs = [NS(key=f"ml/{n}", hostname="a.x.com") for n in ("s", "t")]
+    routes = {"ml/s": Routes(dns={"a": 50, "b": 50}), "ml/t": Routes(dns={"a": 100})}
+    inventories = {"a": {"gateway": {"hop": {"name": "inference-hop"}}}, "b": {"gateway": {"name": "mine", "namespace": "gw"}}}
+    found = shared_host_problems(NS(services=svcs), routes, inventories)
+    assert found == ["services ml/s, ml/t share hostname a.x.com but are carried on different clusters (ml/s: a, b; "
+                     "ml/t: a): DNS sends every model's requests to every one of them",
+                     "hostname a.x.com is shared by several services, routed by model name through the hop Gateway, "
+                     "but cluster b serves through its own Gateway (gatewayRef), which has none"]

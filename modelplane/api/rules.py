@@ -408,11 +408,11 @@ def served_model(svc, providers: dict) -> str:
 
 
 def check_services(services, deployments: dict, providers: dict, dns=None) -> list[Finding]:
-    """Endpoints resolve, requests can pass through unchanged, hostnames are unique and inside the
-    DNS zone, and a service with a residency routes only to endpoints allowed for it. Paths start
+    """Endpoints resolve, requests can pass through unchanged, services sharing a hostname answer
+    to different model names, hostnames lie inside the DNS zone, and a service with a residency routes only to endpoints allowed for it. Paths start
     at the stack key (services / providers)."""
     out = []
-    hosts: dict[str, int] = {}
+    hosts: dict[str, list[int]] = {}
     for i, svc in enumerate(services):
         model = served_model(svc, providers)
         residency = svc.labels.get(RESIDENCY_LABEL)
@@ -444,11 +444,21 @@ def check_services(services, deployments: dict, providers: dict, dns=None) -> li
                                    f"{theirs and f'labelled {theirs}' or 'not labelled'}",
                                    f"route only to endpoints labelled {RESIDENCY_LABEL}: {residency}"))
         if svc.hostname:
-            if svc.hostname in hosts:
+            # Services may share a hostname: Envoy AI Gateway routes each request by its body's model
+            # (render/routing.py model_route); two services answering to one model there cannot be told apart.
+            for k in hosts.get(svc.hostname, []):
+                if served_model(services[k], providers) == model:
+                    out.append(Finding("service-hostnames", ("services", i, "hostname"),
+                                       f"hostname {svc.hostname} is already served by services[{k}] with the same model "
+                                       f"name {model!r}: requests on a shared hostname are routed by their model name",
+                                       "give this service its own hostname, or set a different services[].model"))
+            if dns is not None and dns.kind == "cloudDns" and hosts.get(svc.hostname):
                 out.append(Finding("service-hostnames", ("services", i, "hostname"),
-                                   f"hostname {svc.hostname} is already served by services[{hosts[svc.hostname]}]: both "
-                                   "routes would attach to the same gateways", "give each service its own hostname"))
-            hosts.setdefault(svc.hostname, i)
+                                   f"hostname {svc.hostname} is shared with services{hosts[svc.hostname]}, but a Cloud "
+                                   "DNS record set takes one health check, which cannot cover every service on it",
+                                   "give each service its own hostname, or use route53 (a calculated health check "
+                                   "covers them all)"))
+            hosts.setdefault(svc.hostname, []).append(i)
             if dns is not None and not (svc.hostname == dns.zone.domain or svc.hostname.endswith("." + dns.zone.domain)):
                 out.append(Finding("service-hostnames", ("services", i, "hostname"),
                                    f"hostname {svc.hostname} is outside the DNS zone {dns.zone.domain}",

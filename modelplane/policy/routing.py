@@ -58,7 +58,7 @@ def service_routing(resources, config=None):
     return _findings(resources, "service-routing")
 
 
-@policy("service-hostnames", "No two services claim the same hostname on a gateway.", "stack",
+@policy("service-hostnames", "No two services claim the same hostname and model name on a gateway.", "stack",
         fix="give each service its own hostname")
 def service_hostnames(resources, config=None):
     return _findings(resources, "service-hostnames")

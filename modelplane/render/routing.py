@@ -179,31 +179,95 @@ def hop_rules(targets: list[Target], route_ns: str) -> list[dict]:
 
 
 def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: dict,
-                   targets: list[Target]) -> list[dict]:
-    """The HTTPRoutes of one service on one cluster: the service route (on `https` with TLS), with
-    TLS the redirect on `http`, and where the split needs the hop, `<service>-hop` on the hop
-    Gateway."""
+                   targets: list[Target], model: str | None = None) -> list[dict]:
+    """The routes of one service on one cluster: the service route (on `https` with TLS), with TLS
+    the redirect on `http`, and where the split needs the hop, `<service>-hop` on the hop Gateway.
+    With `model` (a hostname several services share) the service route is an AIGatewayRoute
+    matching that model name, whose share enters the hop Gateway (model_objects)."""
     tls = bool(gateway.get("tls"))
-    out = [http_route(service, namespace, hostname, gateway, [split_rule(targets, namespace)],
-                      listener="https" if tls else None)]
+    listener = "https" if tls else None
+    hop = needs_hop(targets)
+    if model is None:
+        out = [http_route(service, namespace, hostname, gateway, [split_rule(targets, namespace)], listener=listener)]
+    else:
+        out = model_objects(service, namespace, hostname, gateway, model, listener)
     if tls:
         out.append(http_route(service, namespace, hostname, gateway, [REDIRECT], name=f"{service}-http",
                               listener="http"))
-    if needs_hop(targets):
-        problem = hop_problem(f"{namespace}/{service}", "this cluster", gateway, targets)
+    if hop or model is not None:
+        problem = hop_problem(f"{namespace}/{service}", "this cluster", gateway, targets, model is not None)
         if problem:
             raise ValueError(problem)     # assemble refuses it first, as input (services.hop_problems)
-        out.append(http_route(service, namespace, hostname, HOP_GATEWAY_REF, hop_rules(targets, namespace),
+        rules = hop_rules(targets, namespace)
+        if model is not None:
+            # The entry rule: the model route's share, split here as the service route would split it.
+            strip = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"remove": [ENTRY_HEADER]}}
+            entry = {"path": {"type": "PathPrefix", "value": "/"},
+                     "headers": [{"type": "Exact", "name": ENTRY_HEADER, "value": entry_key(service, namespace)}]}
+            rules.insert(0, split_rule(targets, namespace, entry, [strip]))
+        # The model route's Host is the hop Service's name (AI Gateway rewrites it to its Backend's).
+        out.append(http_route(service, namespace, None if model else hostname, HOP_GATEWAY_REF, rules,
                               name=f"{service}-hop", listener="http"))
     return out
 
 
-def hop_problem(service: str, cluster: str, gateway: dict, targets: list[Target]) -> str | None:
+# Model-name routing (a hostname several services share). Envoy AI Gateway v1.0.0 reads the OpenAI
+# body's `model` into the `x-ai-eg-model` header and re-selects the route
+# (internal/extproc/processor_impl.go L263-268, L301), but only on routes an AIGatewayRoute
+# generated (internal/extensionserver/post_translate_modify.go L585-620); the generated HTTPRoute has
+# the AIGatewayRoute's name and ends with a rule answering 404 to any other model
+# (internal/controller/ai_gateway_route.go L120-159, L320-333). Its backends are AIServiceBackends
+# over Envoy Gateway Backends only (api/v1beta1/ai_service_backend.go L59-67), so the service's share
+# enters the cluster's hop Gateway through a Backend naming the hop Service, tagged with the service.
+MODEL_HEADER = "x-ai-eg-model"
+ENTRY_HEADER = "x-modelplane-service"   # set by the model route's backend; names the service; stripped at the hop
+AI_GATEWAY = "aigateway.envoyproxy.io"
+
+
+def entry_key(service: str, namespace: str) -> str:
+    return f"{namespace}.{service}"
+
+
+def entry_name(service: str) -> str:
+    return f"{service}-entry"
+
+
+def model_objects(service: str, namespace: str, hostname: str | None, gateway: dict, model: str,
+                  listener: str | None) -> list[dict]:
+    """The AIGatewayRoute answering to one model name on the shared hostname, and the AIServiceBackend
+    and Backend that carry its requests to the hop Gateway."""
+    parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
+              **({"sectionName": listener} if listener else {})}
+    name = entry_name(service)
+    route = {"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "AIGatewayRoute",
+             "metadata": meta(service, namespace, _labels(service)),
+             "spec": {"parentRefs": [parent], **({"hostnames": [hostname]} if hostname else {}),
+                      "rules": [{"matches": [{"headers": [{"type": "Exact", "name": MODEL_HEADER, "value": model}]}],
+                                 "backendRefs": [{"name": name}], "timeouts": dict(NO_TIMEOUT)}]}}
+    backend = {"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "AIServiceBackend",
+               "metadata": meta(name, namespace, _labels(service)),
+               "spec": {"schema": {"name": "OpenAI"},
+                        "backendRef": {"group": ENVOY, "kind": "Backend", "name": name},
+                        # set overwrites a client's value; a client's target header could pick a
+                        # pool on the hop past the weights (the main Gateway's own refs `set` it)
+                        "headerMutation": {"set": [{"name": ENTRY_HEADER, "value": entry_key(service, namespace)}],
+                                           "remove": [HOP_HEADER]}}}
+    hop = {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "Backend", "metadata": meta(name, namespace, _labels(service)),
+           "spec": {"endpoints": [{"fqdn": {"hostname": f"{HOP_SERVICE}.{ENVOY_NAMESPACE}.svc.cluster.local",
+                                            "port": HOP_PORT}}]}}
+    return [route, backend, hop]
+
+
+def hop_problem(service: str, cluster: str, gateway: dict, targets: list[Target], by_model: bool = False) -> str | None:
     """Why a cluster cannot carry a service's split, or None: the split needs the hop Gateway (several
-    targets, one of them needing a rule of its own) and the cluster serves through a Gateway of its
-    own (a gatewayRef), which has none."""
-    if not needs_hop(targets) or gateway.get("hop"):
+    targets, one of them needing a rule of its own; or the service shares its hostname, `by_model`)
+    and the cluster serves through a Gateway of its own (a gatewayRef), which has none."""
+    if not (needs_hop(targets) or by_model) or gateway.get("hop"):
         return None
+    if by_model:
+        return (f"service {service} shares its hostname, routed by model name through the hop Gateway, but {cluster} "
+                f"serves through its own Gateway {gateway.get('namespace')}/{gateway.get('name')} (gatewayRef), "
+                "which has none")
     names = ", ".join(t.ref["name"] for t in targets)
     return (f"service {service} splits its share on cluster {cluster} between {names}, which need a rule each, but "
             f"{cluster} serves through its own Gateway {gateway.get('namespace')}/{gateway.get('name')} (gatewayRef), "
@@ -343,10 +407,11 @@ def probe_targets(svc, routes, deployments: dict) -> dict[str, list[Target]]:
 
 
 def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict,
-                    health_hosts: dict | None = None) -> dict[str, list[dict]]:
+                    health_hosts: dict | None = None, model: str | None = None) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
-    `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without)."""
+    `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without);
+    `model`: the model name it answers to when it shares its hostname (routed by model name)."""
     probes = probe_targets(svc, routes, deployments) if health_hosts else {}
     replicas: dict[str, int] = {}
     for b in routes.backends:
@@ -354,12 +419,12 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
     out: dict[str, list[dict]] = {}
     for cluster, targets in cluster_targets(svc, routes, deployments, providers).items():
         gateway = gateways[cluster]
-        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateway, targets)
+        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateway, targets, model)
         if needs_hop(targets):
             objects.append(hop_grant(svc.name, svc.namespace))
         if is_own_gateway(gateway):
             objects.append(circuit_breaker(svc.name, svc.namespace, [r["metadata"]["name"] for r in objects
-                                                                     if r["kind"] == "HTTPRoute"
+                                                                     if r["kind"] in ("HTTPRoute", "AIGatewayRoute")
                                                                      and not r["metadata"]["name"].endswith("-http")],
                                            replicas.get(cluster, 0)))
         for b in routes.backends:

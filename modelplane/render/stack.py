@@ -13,6 +13,8 @@ from ..api import Catalog, InferenceCluster as ClusterSpec
 from ..api.deployment import GPU_ROLES
 from ..api.substrate import overrides, preinstalled, toggles
 from ..fleet import inventory_of
+from ..scheduler.ratio import largest_remainder
+from ..scheduler.traffic import DNS_TOTAL
 from . import eks, gke
 from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
 from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
@@ -311,12 +313,14 @@ def health_hosts(dns, routes) -> dict | None:
 
 
 def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict, targets: dict, model: str,
-                  dns=None) -> str:
-    """A service's route (and provider backends) on every cluster that carries a share of it."""
+                  dns=None, shared: bool = False) -> str:
+    """A service's route (and provider backends) on every cluster that carries a share of it;
+    `shared`: its hostname is shared with other services, so it is routed by model name."""
     me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", custom=False))
     gateways = {c: targets[c].inventory["gateway"] for c in routes.clusters}
     hosts = health_hosts(dns, routes) if svc.hostname else None
-    for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts).items():
+    for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts,
+                                              model if shared else None).items():
         target = targets[cluster]
         for obj in objects:
             graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
@@ -350,22 +354,18 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
             graph.add(Node("aws:route53/record:Record", f"gateway-{cluster}", {
                 "zoneId": zone.zone_id, "name": gateway_record(zone.domain, cluster),
                 "type": "A" if kind == "IPAddress" else "CNAME", "ttl": dns.ttl, "records": [address]}, me, provider))
+        by_host: dict[str, list] = {}
         for svc, routes in services:
+            by_host.setdefault(svc.hostname, []).append((svc, routes))
+        for host, members in sorted(by_host.items()):
+            if len(members) > 1:
+                shared_records(graph, me, provider, dns, host, members, deployments, tls)
+                continue
+            svc, routes = members[0]
             probed = set(probe_targets(svc, routes, deployments))   # where a health route answers
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
-                check = None
-                if cluster in probed:
-                    # A cluster whose replicas, route or certificate fail loses its share until they
-                    # answer again: the check asks what a client's request uses, over HTTPS where the
-                    # cluster terminates TLS (Route 53 sends the fqdn as SNI and Host; it does not
-                    # validate the certificate, but a listener without one refuses the connection).
-                    https = bool(tls.get(cluster))
-                    check = graph.add(Node("aws:route53/healthCheck:HealthCheck", name, {
-                        "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
-                        "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
-                        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
-                        "failureThreshold": 3}, me, provider))
+                check = route53_check(graph, me, provider, dns, svc, cluster, tls) if cluster in probed else None
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
                           "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": weight}],
                           "records": [gateway_record(zone.domain, cluster)]}
@@ -396,3 +396,45 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 "project": zone.project, "managedZone": zone.managed_zone, "name": f"{svc.hostname}.", "type": "A",
                 "ttl": dns.ttl, "routingPolicy": policy}, me, provider))
     return me
+
+
+def route53_check(graph: Graph, me: str, provider: str, dns, svc, cluster: str, tls: dict) -> str:
+    """A cluster whose replicas, route or certificate fail loses its share until they answer again:
+    the check asks what a client's request uses, over HTTPS where the cluster terminates TLS (Route 53
+    sends the fqdn as SNI and Host; it does not validate the certificate, but a listener without one
+    refuses the connection)."""
+    https = bool(tls.get(cluster))
+    return graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}-{cluster}", {
+        "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
+        "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
+        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
+        "failureThreshold": 3}, me, provider))
+
+
+def shared_weights(members: list) -> dict[str, int]:
+    """cluster -> the DNS weight of a hostname several services share: the clusters' shares of all
+    their traffic together, in whole percent (each service counts the same)."""
+    units: dict[str, int] = {}
+    for _, routes in members:
+        for cluster, n in routes.clusters.items():
+            units[cluster] = units.get(cluster, 0) + n
+    return largest_remainder(DNS_TOTAL, units, lo={c: 1 for c in units}) if units else {}
+
+
+def shared_records(graph: Graph, me: str, provider: str, dns, host: str, members: list, deployments: dict,
+                   tls: dict) -> None:
+    """One weighted record per cluster for a hostname several services share (requests are routed
+    by model name on every cluster, services.shared_host_problems), its check the AND of theirs: a
+    Route 53 CALCULATED health check healthy only while all its children are (childHealthThreshold)."""
+    slug = host.replace(".", "-")
+    for cluster, weight in sorted(shared_weights(members).items()):
+        children = [route53_check(graph, me, provider, dns, svc, cluster, tls) for svc, routes in members
+                    if cluster in probe_targets(svc, routes, deployments)]
+        record = {"zoneId": dns.zone.zone_id, "name": host, "type": "CNAME", "ttl": dns.ttl, "setIdentifier": cluster,
+                  "weightedRoutingPolicies": [{"weight": weight}], "records": [gateway_record(dns.zone.domain, cluster)]}
+        if children:
+            check = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{slug}-{cluster}", {
+                "type": "CALCULATED", "childHealthchecks": [Ref(c, "id") for c in children],
+                "childHealthThreshold": len(children)}, me, provider))
+            record["healthCheckId"] = Ref(check, "id")
+        graph.add(Node("aws:route53/record:Record", f"{slug}-{cluster}", record, me, provider))

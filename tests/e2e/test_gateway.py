@@ -174,8 +174,6 @@ class RolloutWatch:
         return [t for t, done in self.polls if t >= moment and not done[name]]
 
 
-@pytest.mark.xfail(strict=True, reason="review C2 (issue #43): KServe reports Ready at the new generation "
-                   "before its Deployment rolls, and the LLMInferenceService's waitFor is all `up` awaits")
 def test_g2_in_place_change_is_awaited(ws, gateway_cluster, report):
     c = gateway_cluster
     path = ws.root / "stacks" / f"Pulumi.{STACK}.yaml"
