@@ -231,8 +231,9 @@ def print_violations(out, violations: list[dict], policy_file: Path) -> None:
         for v in items:
             where = f"{v['file']}:{v['line']} " if v.get("file") and v.get("line") else ""
             out.print(f"  {where}{v.get('resource') or '-'}: {v['message']}", markup=False)
-        if items[0].get("fix"):
-            out.print(f"  fix: {items[0]['fix']}", markup=False)
+        # one line per fix: a policy's verdicts may have different fixes (Policy.fixes, a pool replace)
+        for fix in dict.fromkeys(v["fix"] for v in items if v.get("fix")):
+            out.print(f"  fix: {fix}", markup=False)
 
 
 def catalog_notes(out, catalog) -> None:

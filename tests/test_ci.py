@@ -100,9 +100,16 @@ def test_every_policy_says_how_to_pass_and_every_verdict_carries_it():
     doc = json.loads(plan("prod", "--without", "eks-use1", "--json").stdout)
     assert doc["policy"]["violations"]
     for v in doc["policy"]["violations"]:
-        assert v["fix"] == POLICIES[v["policy"]].fix and v["file"] == "stacks/Pulumi.prod.yaml" and v["line"] > 0
+        assert v["fix"] == POLICIES[v["policy"]].fix_for(v["message"]) and v["fix"]
+        assert v["file"] == "stacks/Pulumi.prod.yaml" and v["line"] > 0
     text = plan("prod", "--without", "eks-use1").output
     assert f"  fix: {POLICIES['placement-complete'].fix}" in text
+    # a lost cluster is no change `up` applies: the outage says what is lost and how to survive it (issue 47)
+    outage = next(v for v in doc["policy"]["violations"] if v["policy"] == "no-outage")
+    assert outage["message"].startswith("search/qwen3-32b serves 0/3 replicas: every serving replica is lost with "
+                                        "its cluster or pool (#0 lost: cluster eks-use1 is gone")
+    assert "`up`" not in outage["message"] and "allowDisruption" in outage["fix"]
+    assert outage["fix"].startswith("give the deployment room on another cluster") and f"  fix: {outage['fix']}" in text
 
 
 def test_markdown_is_the_pull_request_comment(tmp_path):

@@ -118,9 +118,11 @@ def chromium():
 
 
 def test_one_gpu_total_on_the_page_and_upper_bounds_marked(page, prod_doc):
-    assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [str(prod_doc["cost"]["stack"]["gpus"]["max"])]
+    # one figure, in the top tile and in the cost table's stack row (no "(top)" placeholder)
+    total = str(prod_doc["cost"]["stack"]["gpus"]["max"])
+    assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [total, total]
     stack_row = page.select_one('#cost tr[data-row="stack"]')
-    assert str(prod_doc["cost"]["stack"]["gpus"]["max"]) not in [td.text for td in stack_row.select("td")]
+    assert [td.text for td in stack_row.select("td")][2] == total and "(top)" not in stack_row.text
     # the A3 High Flex-start pool has no rate of its own: charged at on-demand, said so where it is drawn and in the notes
     card = page.select_one('section.card[data-cluster="gke-usc1"]')
     assert "flex-start · $88.49/node-h (upper bound)" in card.text
