@@ -247,11 +247,14 @@ def routing_table(doc: dict) -> Table:
     table = Table(title=f"services ({doc['stack']})", title_justify="left")
     for col in ("service", "hostname / model", "endpoint", "weight", "share", "clusters (share)"):
         table.add_column(col)
+    from .scheduler.traffic import delivered
+
     for s in doc["services"]:
         name = s["service"] + ("  [yellow]degraded[/yellow]" if s["status"] == "degraded" else "")
         head = f"{s['hostname'] or '-'}\nmodel: {s['model']}"
+        served = delivered({d["cluster"]: d["weight"] for d in s["dns"]}, s["endpoints"])
         for i, e in enumerate(s["endpoints"]):
-            spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in e["clusters"].items()) or "nothing placed"
+            spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in served[i].items()) or "nothing placed"
             table.add_row(name if i == 0 else "", head if i == 0 else "", e["target"], str(e["weight"]),
                           f"{e['share'] / 10:.1f}%", spread)
     return table
