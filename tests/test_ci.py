@@ -18,8 +18,18 @@ SARIF_SCHEMA = json.loads((ROOT / "schemas" / "sarif" / "sarif-schema-2.1.0.json
 DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
 
 
+_PLANS: dict = {}
+
+
 def plan(*args):
-    return CliRunner().invoke(main, ["plan", *map(str, args)])
+    """`modelplane plan ARGS`; the same arguments naming only the repository's stacks (no file a
+    test writes) are planned once for the module: a plan is deterministic (issue 47: test time)."""
+    args = tuple(map(str, args))
+    if any("/" in a for a in args):
+        return CliRunner().invoke(main, ["plan", *args])
+    if args not in _PLANS:
+        _PLANS[args] = CliRunner().invoke(main, ["plan", *args])
+    return _PLANS[args]
 
 
 def sarif_of(result) -> dict:
