@@ -8,6 +8,7 @@ from pathlib import Path
 from .api.loader import NAMESPACE, read_yaml
 from .changes import POOL_TYPES
 from .errors import InputError
+from .policy.serving import quota_subject
 from .references import infra_file
 
 
@@ -58,6 +59,20 @@ def _cluster_entry(files, cluster: str, pool: str | None):
     return None
 
 
+def _queue_entry(files, cluster: str, queue: str):
+    """The gpuQuota of `queue` on `cluster`, in the file that declares the cluster."""
+    for src in files:
+        config = src.data.get("config") if isinstance(src.data, dict) else None
+        for key in (f"{NAMESPACE}:clusters", "clusters"):
+            items = (config or {}).get(key) if isinstance(config, dict) else None
+            i = _index(items, cluster, lambda c: c.get("name"))
+            if i is None:
+                continue
+            j = _index(items[i].get("queues"), queue, lambda q: q.get("namespace"))
+            return _where(src, "clusters", i, *(("queues", j, "gpuQuota") if j is not None else ()))
+    return None
+
+
 def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:
     """Each violation with the `file`, `path` (YAML path) and `line` of the stack-file entry it
     comes from; a stack-wide verdict points at the file's `config:`. Without a stack file (a
@@ -82,6 +97,8 @@ def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:
             where = _where(src, "services", services[entry[1]])
         elif entry and entry[0] == "dns":
             where = _where(src, "dns")
+        elif v.get("policy") == "queue-quota" and quota_subject(v.get("message") or ""):
+            where = _queue_entry([src, *infra], *quota_subject(v["message"]))
         elif entry and entry[0] == "clusters":
             where = _cluster_entry([src, *infra], entry[1], entry[2])
         if where is None:

@@ -243,8 +243,9 @@ def print_violations(out, violations: list[dict], policy_file: Path) -> None:
         for v in items:
             where = f"{v['file']}:{v['line']} " if v.get("file") and v.get("line") else ""
             out.print(f"  {where}{v.get('resource') or '-'}: {v['message']}", markup=False)
-        if items[0].get("fix"):
-            out.print(f"  fix: {items[0]['fix']}", markup=False)
+        # one line per fix: a policy's verdicts may have different fixes (Policy.fixes, a pool replace)
+        for fix in dict.fromkeys(v["fix"] for v in items if v.get("fix")):
+            out.print(f"  fix: {fix}", markup=False)
 
 
 def catalog_notes(out, catalog) -> None:
@@ -258,12 +259,15 @@ def routing_table(doc: dict) -> Table:
     table = Table(title=f"services ({doc['stack']})", title_justify="left")
     for col in ("service", "hostname / model", "endpoint", "weight", "share", "clusters (share)"):
         table.add_column(col)
+    from .scheduler.traffic import delivered
+
     for s in doc["services"]:
         name = s["service"] + ("  [yellow]degraded[/yellow]" if s["status"] == "degraded" else "")
         head = f"{s['hostname'] or '-'}\nmodel: {s['model']}" + \
             ("\n(routed by model name)" if s.get("routedBy") == "model" else "")
+        served = delivered({d["cluster"]: d["weight"] for d in s["dns"]}, s["endpoints"])
         for i, e in enumerate(s["endpoints"]):
-            spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in e["clusters"].items()) or "nothing placed"
+            spread = ", ".join(f"{c} {u / 10:.1f}%" for c, u in served[i].items()) or "nothing placed"
             table.add_row(name if i == 0 else "", head if i == 0 else "", e["target"], str(e["weight"]),
                           f"{e['share'] / 10:.1f}%", spread)
     return table

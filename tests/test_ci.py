@@ -18,8 +18,18 @@ SARIF_SCHEMA = json.loads((ROOT / "schemas" / "sarif" / "sarif-schema-2.1.0.json
 DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
 
 
+_PLANS: dict = {}
+
+
 def plan(*args):
-    return CliRunner().invoke(main, ["plan", *map(str, args)])
+    """`modelplane plan ARGS`; the same arguments naming only the repository's stacks (no file a
+    test writes) are planned once for the module: a plan is deterministic (issue 47: test time)."""
+    args = tuple(map(str, args))
+    if any("/" in a for a in args):
+        return CliRunner().invoke(main, ["plan", *args])
+    if args not in _PLANS:
+        _PLANS[args] = CliRunner().invoke(main, ["plan", *args])
+    return _PLANS[args]
 
 
 def sarif_of(result) -> dict:
@@ -95,14 +105,41 @@ def test_a_verdict_on_a_node_pool_points_at_the_pool_entry():
     assert located[0]["line"] == line_of(text, f"{{name: {entry['nodePools'][j]['name']},")
 
 
+def test_a_queue_over_its_quota_points_at_the_queues_gpu_quota(tmp_path):
+    """queue-quota names the queue's gpuQuota in the file that declares the cluster: this stack's
+    (dev) or the infra stack's (prod), not the stack file's `config:` (issue 47)."""
+    for f in (ROOT / "stacks").glob("Pulumi.*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    dev = tmp_path / "Pulumi.dev.yaml"
+    dev.write_text(DEV.replace("{namespace: ml-team, gpuQuota: 40}", "{namespace: ml-team, gpuQuota: 0}"))
+    infra = tmp_path / "Pulumi.infra-eks-us-east-1.yaml"
+    infra.write_text(infra.read_text().replace("{namespace: search, gpuQuota: 32}", "{namespace: search, gpuQuota: 1}"))
+    for stack, file, path in (("dev", dev, "config.modelplane:clusters[0].queues[0].gpuQuota"),
+                              ("prod", infra, "config.modelplane:clusters[0].queues[1].gpuQuota")):
+        result = plan(stack, "--config-file", tmp_path / f"Pulumi.{stack}.yaml", "--json")
+        found = [v for v in json.loads(result.stdout)["policy"]["violations"] if v["policy"] == "queue-quota"]
+        assert len(found) == 1 and found[0]["path"] == path, found
+        assert found[0]["file"].endswith(file.name) and found[0]["line"] == line_of(file.read_text(), "gpuQuota: 0"
+                                                                                   if stack == "dev" else "gpuQuota: 1")
+        assert found[0]["fix"] == POLICIES["queue-quota"].fix
+    assert found[0]["message"] == "queue search on eks-use1: 12 GPUs placed, its quota is 1"
+
+
 def test_every_policy_says_how_to_pass_and_every_verdict_carries_it():
     assert all(p.fix for p in POLICIES.values()), [n for n, p in POLICIES.items() if not p.fix]
     doc = json.loads(plan("prod", "--without", "eks-use1", "--json").stdout)
     assert doc["policy"]["violations"]
     for v in doc["policy"]["violations"]:
-        assert v["fix"] == POLICIES[v["policy"]].fix and v["file"] == "stacks/Pulumi.prod.yaml" and v["line"] > 0
+        assert v["fix"] == POLICIES[v["policy"]].fix_for(v["message"]) and v["fix"]
+        assert v["file"] == "stacks/Pulumi.prod.yaml" and v["line"] > 0
     text = plan("prod", "--without", "eks-use1").output
     assert f"  fix: {POLICIES['placement-complete'].fix}" in text
+    # a lost cluster is no change `up` applies: the outage says what is lost and how to survive it (issue 47)
+    outage = next(v for v in doc["policy"]["violations"] if v["policy"] == "no-outage")
+    assert outage["message"].startswith("search/qwen3-32b serves 0/3 replicas: every serving replica is lost with "
+                                        "its cluster or pool (#0 lost: cluster eks-use1 is gone")
+    assert "`up`" not in outage["message"] and "allowDisruption" in outage["fix"]
+    assert outage["fix"].startswith("give the deployment room on another cluster") and f"  fix: {outage['fix']}" in text
 
 
 def test_markdown_is_the_pull_request_comment(tmp_path):

@@ -105,3 +105,37 @@ def test_policy_config_files(tmp_path):
     from modelplane.policy import CONFIG_DIR
     assert read_config(CONFIG_DIR / "production.json")["placement-complete"]["enforcementLevel"] == "mandatory"
     assert read_config(CONFIG_DIR / "dev.json")["placement-complete"]["enforcementLevel"] == "advisory"
+
+
+def _imperative(fix: str) -> bool:
+    """A fix says what to change: a sentence of its own, not a restatement of the verdict."""
+    return len(fix.split()) >= 4 and not fix.endswith(".") and fix[0].islower()
+
+
+def test_every_policy_has_a_fix_for_each_of_its_cases():
+    for name, p in POLICIES.items():
+        assert _imperative(p.fix), (name, p.fix)
+        for words, fix in p.fixes:
+            assert words and _imperative(fix) and fix != p.fix, (name, words)
+            assert p.fix_for(f"x {words} y") == fix
+        assert p.fix_for("a message no case names") == p.fix
+
+
+def test_every_recorded_verdict_gets_a_fix():
+    """Every verdict of every example stack and policy fixture (tests/golden/verdicts.json), as the
+    CLI, the comment and SARIF report it (with_fixes), carries a fix; a verdict that knows its own
+    case's fix keeps it."""
+    from pathlib import Path
+
+    from modelplane.policy import with_fixes
+    from modelplane.policy.stack import LOST_FIX, LOST_WORDS
+
+    golden = json.loads((Path(__file__).parent / "golden" / "verdicts.json").read_text())
+    verdicts = [v for found in golden.values() for v in found]
+    assert len({v["policy"] for v in verdicts}) >= 10
+    for v in with_fixes(verdicts):
+        assert v["fix"] == POLICIES[v["policy"]].fix_for(v["message"]) and _imperative(v["fix"]), v
+    own = {"policy": "no-outage", "level": "mandatory", "message": "m", "fix": "add a pool first, then change it"}
+    assert with_fixes([own])[0]["fix"] == own["fix"]
+    lost = {"policy": "no-outage", "level": "mandatory", "message": f"ml/m serves 0/2 replicas: {LOST_WORDS} (#0 lost: x)"}
+    assert with_fixes([lost])[0]["fix"] == LOST_FIX

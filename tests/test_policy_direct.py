@@ -15,7 +15,7 @@ import pytest
 from modelplane import offline
 from modelplane.api.loader import stack_names
 from modelplane.policy import (CONFIG_DIR, Analyzer, Resource, default_config, direct, evaluate, read_config,
-                               resources_of)
+                               resources_of, with_fixes)
 from modelplane.policy.gate import _plain
 
 HERE = Path(__file__).resolve().parent
@@ -143,6 +143,7 @@ def test_violations_unknowns_and_secrets_get_the_analyzers_verdicts(analyzer, ru
     fired = {v["policy"] for v in mine}
     kinds = {direct.POLICIES[p].kind for p in fired}
     assert kinds == {"resource", "stack"}, fired
+    assert all(v["fix"] for v in with_fixes(mine)), [v for v in with_fixes(mine) if not v["fix"]]   # issue 47
     assert "kai-wiring" not in fired                        # disabled
     assert {"gpu-budget", "image-pinned", "no-plain-secrets"} <= fired
     assert any(v["policy"] == "gpu-budget" and v["message"].endswith("the budget is 8") for v in mine)

@@ -68,7 +68,9 @@ def test_the_labels_and_tiles_say_the_plans_numbers(page, prod_doc):
 def test_services_show_their_traffic_split(page, prod_doc):
     for s in prod_doc["services"]:
         rects = page.select(f'tr[data-service="{s["service"]}"] svg rect')
-        assert {r["data-cluster"]: int(r["data-share"]) for r in rects if r["data-cluster"] != "-"} == s["clusters"]
+        # what DNS's whole-percent weights send to each cluster (as --trace follows it)
+        assert {r["data-cluster"]: int(r["data-share"]) for r in rects if r["data-cluster"] != "-"} == \
+            {d["cluster"]: d["weight"] * 10 for d in s["dns"]}
 
 
 def test_the_page_is_self_contained_and_deterministic(prod_doc):
@@ -118,9 +120,11 @@ def chromium():
 
 
 def test_one_gpu_total_on_the_page_and_upper_bounds_marked(page, prod_doc):
-    assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [str(prod_doc["cost"]["stack"]["gpus"]["max"])]
+    # one figure, in the top tile and in the cost table's stack row (no "(top)" placeholder)
+    total = str(prod_doc["cost"]["stack"]["gpus"]["max"])
+    assert [t.select_one("b").text for t in page.select('[data-total="gpus"]')] == [total, total]
     stack_row = page.select_one('#cost tr[data-row="stack"]')
-    assert str(prod_doc["cost"]["stack"]["gpus"]["max"]) not in [td.text for td in stack_row.select("td")]
+    assert [td.text for td in stack_row.select("td")][2] == total and "(top)" not in stack_row.text
     # the A3 High Flex-start pool has no rate of its own: charged at on-demand, said so where it is drawn and in the notes
     card = page.select_one('section.card[data-cluster="gke-usc1"]')
     assert "flex-start · $88.49/node-h (upper bound)" in card.text

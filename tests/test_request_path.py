@@ -3,6 +3,7 @@ the gateway as it really behaves. Each finding of the 2026-11-24 runtime review 
 here against the rendered objects, citing the upstream line it follows."""
 from pathlib import Path
 import copy
+import io
 import json
 import subprocess
 import sys
@@ -149,6 +150,39 @@ def test_a_lost_replica_is_skipped_by_its_picker_and_a_lost_cluster_leaves_dns(p
         trace(prod, "support.inference.example.com", ["eu-support/mistral-small-24b#7"])
     with pytest.raises(TraceError, match="not a cluster of this stack"):
         trace(prod, "support.inference.example.com", ["nowhere"])
+
+
+def test_the_services_table_and_the_report_say_what_the_trace_follows(prod):
+    """DNS sends whole percents (67/33), so the services table, the report's bars and --trace give
+    one figure per cluster (the trial saw 63.3 % in the table and 63.7 % in the trace; issue 47)."""
+    from modelplane.fleetreport import render
+    from modelplane.report import document, services
+    from modelplane.scheduler.traffic import delivered
+    from modelplane.tables import routing_table
+
+    docs = services(prod)
+    for s in docs:
+        if not s["hostname"]:
+            continue
+        served = delivered({d["cluster"]: d["weight"] for d in s["dns"]}, s["endpoints"])
+        mine = {}
+        for e, per in zip(s["endpoints"], served):
+            for c, u in per.items():
+                mine[(c, "gpu" if e["target"].startswith("deployment:") else "provider")] = u
+        followed = {}
+        for h in trace(prod, s["hostname"]).hops:
+            followed[(h.cluster, h.lands)] = followed.get((h.cluster, h.lands), 0) + h.share
+        assert mine == followed, s["service"]
+    chat = next(s for s in docs if s["service"] == "chat/chat")
+    assert {d["cluster"]: d["weight"] for d in chat["dns"]} == {"eks-use1": 67, "gke-usc1": 33}
+    from rich.console import Console
+
+    console = Console(width=250, record=True, file=io.StringIO())
+    console.print(routing_table({"stack": "prod", "services": docs}))
+    text = console.export_text()
+    assert "eks-use1 63.7%, gke-usc1 31.3%" in text and "eks-use1 3.3%, gke-usc1 1.7%" in text
+    page = render(document(prod, []))
+    assert 'data-service="chat/chat" data-cluster="eks-use1" data-share="670"' in page
 
 
 def test_plan_trace_down_prints_the_what_if_and_exits_by_what_breaks(tmp_path):

@@ -143,14 +143,14 @@ def test_adding_a_deployment_that_fits_nowhere_never_changes_the_others(shapes, 
     assert schedule([*others, huge], clusters).placements == schedule(others, clusters).placements
 
 
-def test_prod_with_an_unplaceable_deployment_places_the_others_as_before(tmp_path):
+def test_prod_with_an_unplaceable_deployment_places_the_others_as_before(tmp_path, prod_run):
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
     wide = {"name": "deepseek-r1-wideep", "namespace": "chat", "model": {"uri": "hf://deepseek-ai/DeepSeek-R1"},
             "replicas": 1, "workers": {"count": 1, "topology": {"tensor": 8, "data": 16, "dataLocal": 1}}}
     stack["config"]["modelplane:deployments"].append(wide)
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump(stack))
-    base, more = direct.run("prod"), direct.run("prod", path)
+    base, more = prod_run, direct.run("prod", path)
     assert [u.deployment for u in more.result.plan.unplaced] == ["chat/deepseek-r1-wideep"]
     assert more.result.plan.placements == base.result.plan.placements and more.result.plan.changed == []
 

@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from ..changes import priced, serving_text, signed_money, traffic_text
 from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale, stale_note
+from ..scheduler.traffic import delivered
 from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
@@ -82,7 +83,12 @@ def context(doc: dict) -> dict:
         (cards if card["replicas"] or any(p["idle"] for p in pools) else empty).append(card)
     cluster_palette = stable_colours([c["cluster"] for c in doc["clusters"]] +
                                      [c for s in doc["services"] for c in s["clusters"]])
-    services = [{**s, "bar": share_bar(s["service"], s["clusters"], cluster_palette)} for s in doc["services"]]
+    services = []
+    for s in doc["services"]:
+        # what each cluster serves once DNS picks it by its whole-percent weight (as --trace says)
+        served = {c: sum(u.get(c, 0) for u in delivered({d["cluster"]: d["weight"] for d in s["dns"]},
+                                                         s["endpoints"])) for c in s["clusters"]}
+        services.append({**s, "clusters": served, "bar": share_bar(s["service"], served, cluster_palette)})
     unplaced: dict[str, dict] = {}
     for u in doc["unplaced"]:
         entry = unplaced.setdefault(u["deployment"], {"replicas": [], "reasons": u["reasons"]})

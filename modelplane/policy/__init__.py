@@ -23,9 +23,10 @@ def default_config(production: bool) -> Path:
 
 def with_fixes(violations: list[dict]) -> list[dict]:
     """Each verdict with its policy's fix hint (what to change to pass), as the CLI reports it; a
-    verdict that knows a fix for its own case (a `no-outage` from a node pool replace) keeps it."""
-    return [{**v, "fix": v.get("fix") or POLICIES[v["policy"]].fix} if v.get("policy") in POLICIES else dict(v)
-            for v in violations]
+    verdict that knows a fix for its own case (a `no-outage` from a node pool replace) keeps it, and
+    a policy with a fix per case (Policy.fixes) gives the one its message matches."""
+    return [{**v, "fix": v.get("fix") or POLICIES[v["policy"]].fix_for(v.get("message") or "")}
+            if v.get("policy") in POLICIES else dict(v) for v in violations]
 
 
 def resources_of(run) -> list[Resource]:

@@ -20,14 +20,19 @@ class Policy:
     check: object                     # "stack": check(resources, config) -> [(message, urn | None)]
     config: dict = field(default_factory=dict)   # JSON schema properties of the policy's config
     fix: str = ""                     # what to change in the stack file (or the policy config) to pass
+    fixes: tuple = ()                 # (words in a verdict's message, the fix for that case), before `fix`
+
+    def fix_for(self, message: str) -> str:
+        """The fix for one verdict: the first case whose words its message holds, else the policy's."""
+        return next((fix for words, fix in self.fixes if words in message), self.fix)
 
 
 POLICIES: dict[str, Policy] = {}
 
 
 def policy(name: str, description: str, kind: str, level: str = MANDATORY, config: dict | None = None,
-           fix: str = ""):
+           fix: str = "", fixes: tuple = ()):
     def register(fn):
-        POLICIES[name] = Policy(name, description, level, kind, fn, config or {}, fix)
+        POLICIES[name] = Policy(name, description, level, kind, fn, config or {}, fix, fixes)
         return fn
     return register

@@ -177,5 +177,20 @@ def queue_quota(resources, config=None):
             key = (p["cluster"], queue)
             quota[key] = int(limit)
             used[key] = used.get(key, 0) + sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for rp in p["roles"].values())
-    return [(f"queue {q} on {c}: {used[(c, q)]} GPUs placed, its quota is {quota[(c, q)]}", None)
-            for c, q in sorted(used) if used[(c, q)] > quota[(c, q)]]
+    # the leaf Queue where this stack creates it (a cluster of an infra stack has none here)
+    queues = {(r.name.split("/", 1)[0], (r.props.get("metadata") or {}).get("name")): r.urn for r in resources
+              if r.resource_type == "kubernetes:scheduling.run.ai/v2:Queue"}
+    return [(f"{QUOTA_SUBJECT.format(queue=q, cluster=c)}: {used[(c, q)]} GPUs placed, its quota is {quota[(c, q)]}",
+             queues.get((c, q))) for c, q in sorted(used) if used[(c, q)] > quota[(c, q)]]
+
+
+QUOTA_SUBJECT = "queue {queue} on {cluster}"
+
+
+def quota_subject(message: str) -> tuple[str, str] | None:
+    """(cluster, queue) a queue-quota verdict names: where origins.py points it (the queue's
+    gpuQuota, in the file that declares the cluster: this stack's or an infra stack's)."""
+    head, _, rest = message.partition(" on ")
+    if not head.startswith("queue ") or ":" not in rest:
+        return None
+    return rest.split(":", 1)[0], head[len("queue "):]

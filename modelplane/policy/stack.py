@@ -519,14 +519,25 @@ def outage(key: str, spec: dict, change: dict) -> list[str]:
     before, during, want = (int(change.get(k) or 0) for k in ("servingBefore", "servingDuring", "replicas"))
     if before <= 0 or want <= 0 or during > 0:
         return []
-    why = "; ".join(change.get("causes") or []) or "its replicas are replaced"
+    causes = list(change.get("causes") or [])
+    why = "; ".join(causes) or "its replicas are replaced"
+    if causes and all(LOST in c for c in causes):
+        # nothing to apply: the cluster or pool is gone (plan --without, or one left out of the fleet)
+        return [f"{key} serves {during}/{before} replicas: {LOST_WORDS} ({why})"]
     return [f"{key} serves {during}/{before} replicas while `up` applies this change ({why})"]
+
+
+LOST = " lost: "      # scheduler/surge.py's cause for a replica whose cluster or pool is gone
+LOST_WORDS = "every serving replica is lost with its cluster or pool"
+LOST_FIX = ("give the deployment room on another cluster (clusterSelector, nodeSelector, a pool's maxNodes) so its "
+            "replicas move there when a cluster or pool goes, or set allowDisruption: true on the deployment")
 
 
 @policy("no-outage", "While `up` applies a change, every deployment that served keeps at least one replica "
         "serving (changed replicas surge or roll one at a time), unless it sets allowDisruption: true.", "stack",
         level=ADVISORY, fix="give the new shape room beside the old one (free nodes in the pool for a surge), run "
-        "more than one replica so they change one at a time, or set allowDisruption: true on the deployment")
+        "more than one replica so they change one at a time, or set allowDisruption: true on the deployment",
+        fixes=((LOST_WORDS, LOST_FIX),))
 def no_outage(resources, config=None):
     return [(message, r.urn) for r, spec, _, _ in deployments(resources)
             for message in outage(_key(spec), spec, dict(r.props.get("change") or {}))]

@@ -17,6 +17,7 @@ carries traffic; Route 53 accepts 0-255).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .ratio import largest_remainder
 
@@ -102,3 +103,20 @@ def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gat
             if len(carrying) <= DNS_TOTAL else dict(out.clusters)
     out.clusters = dict(sorted(out.clusters.items()))
     return out
+
+
+def delivered(dns: dict[str, int], endpoints: list[dict]) -> list[dict[str, int]]:
+    """Per endpoint ({clusters: {cluster: units}}), the per mille of the service's requests each
+    cluster serves of it once DNS picks the cluster by its whole-percent weight (`dns`): what the
+    trace follows, so the services table and the trace say the same figure (DNS 67% of a cluster
+    carrying 633 + 33 units serves 637 + 33, not 633 + 33). Without DNS weights, the units."""
+    carried: dict[str, int] = {}
+    for e in endpoints:
+        for c, u in e["clusters"].items():
+            carried[c] = carried.get(c, 0) + u
+    if not dns or set(carried) - set(dns):
+        return [dict(e["clusters"]) for e in endpoints]
+    exact = {(c, i): Fraction(dns[c] * u, carried[c]) for i, e in enumerate(endpoints)
+             for c, u in e["clusters"].items() if carried[c]}
+    split = largest_remainder(TOTAL_UNITS, exact) if exact else {}
+    return [{c: split[(c, i)] for c in e["clusters"] if (c, i) in split} for i, e in enumerate(endpoints)]
