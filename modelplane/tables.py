@@ -6,6 +6,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from .scheduler.traffic import delivered
+
 
 def placement_table(doc: dict) -> Table:
     table = Table(title=f"placements ({doc['stack']})", title_justify="left")
@@ -259,8 +261,6 @@ def routing_table(doc: dict) -> Table:
     table = Table(title=f"services ({doc['stack']})", title_justify="left")
     for col in ("service", "hostname / model", "endpoint", "weight", "share", "clusters (share)"):
         table.add_column(col)
-    from .scheduler.traffic import delivered
-
     for s in doc["services"]:
         name = s["service"] + ("  [yellow]degraded[/yellow]" if s["status"] == "degraded" else "")
         head = f"{s['hostname'] or '-'}\nmodel: {s['model']}" + \
