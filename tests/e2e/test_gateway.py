@@ -17,6 +17,7 @@ import pytest
 
 import build
 import cluster as loopback
+import nodes
 import operators
 from conftest import STACKS
 from harness import Sampler, Workspace
@@ -37,6 +38,7 @@ def gateway_cluster(clusters, report):
     if why:
         pytest.skip(why)
     c = clusters[CLUSTER]
+    c.apply(nodes.objects_for(STACKS / f"Pulumi.{INFRA}.yaml", CLUSTER))    # its pool for multi-node replicas too
     operators.start_lws(c)
     operators.start_kserve(c)
     operators.start_gateways(c)
