@@ -91,7 +91,8 @@ def test_sarif_of_policy_verdicts_points_at_the_stack_file_entry(tmp_path):
 
 
 def test_a_verdict_on_a_node_pool_points_at_the_pool_entry():
-    from modelplane import direct, origins
+    from modelplane.engine import direct
+    from modelplane.analysis import origins
 
     run = direct.run("infra-gke-us-central1")
     text = (ROOT / "stacks" / "Pulumi.infra-gke-us-central1.yaml").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from modelplane import direct, offline
+from modelplane.engine import direct, offline
 from modelplane.api.loader import stack_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +120,7 @@ def test_the_direct_engine_imports_no_pulumi():
 def test_both_engines_write_the_same_files(tmp_path):
     """`--out` from either engine: the same files, byte for byte (unknown values, secrets and
     cloud inputs included)."""
-    from modelplane import report
+    from modelplane.output import report
 
     for name, run in (("direct", direct.run("infra-eks-us-east-1")), ("pulumi", offline.run("infra-eks-us-east-1"))):
         assert report.write_out(run, tmp_path / name) > 40

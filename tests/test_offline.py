@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELPLANE = [sys.executable, "-m", "modelplane"]
