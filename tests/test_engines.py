@@ -108,7 +108,7 @@ def test_both_engines_give_the_same_plan_document():
 
 
 def test_the_direct_engine_imports_no_pulumi():
-    code = ("import sys; from modelplane import direct, report; from modelplane.policy import evaluate; "
+    code = ("import sys; from modelplane.engine import direct; from modelplane.output import report; from modelplane.policy import evaluate; "
             "direct.run('prod'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('pulumi', 'pulumi_kubernetes', 'pulumi_gcp', 'pulumi_aws', 'pulumi_policy', 'grpc')))")
