@@ -209,7 +209,9 @@ def placement_complete(resources, config=None):
 def spot_allowed(resources, config=None):
     out = []
     for r, spec, placements, clusters in deployments(resources):
-        md = ModelDeployment.model_validate(spec, strict=False)
+        # The recorded spec, without re-reading the model's config file: spot needs none of its facts.
+        model = {k: v for k, v in (spec.get("model") or {}).items() if k != "config"}
+        md = ModelDeployment.model_validate({**spec, "model": model}, strict=False)
         why = md.spot_refusal
         if not why:
             continue
