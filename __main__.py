@@ -1,4 +1,4 @@
-"""Pulumi entry point: all logic lives in modelplane.program."""
-import modelplane.program
+"""Pulumi entry point: all logic lives in modelplane.engine.program."""
+import modelplane.engine.program
 
-modelplane.program.main()
+modelplane.engine.program.main()

@@ -43,7 +43,8 @@ def _peak() -> float:
 
 def direct_engine(path: Path, profile: bool = False) -> dict:
     """The default plan path in this process: phases, document digest, peak memory."""
-    from modelplane import direct, report
+    from modelplane.engine import direct
+    from modelplane.output import report
     from modelplane.policy import default_config, evaluate, read_config
 
     prof = None
@@ -68,7 +69,8 @@ def direct_engine(path: Path, profile: bool = False) -> dict:
 
 def pulumi_engine(path: Path) -> dict:
     """`plan --engine pulumi` in this process, then the floor (same records, bare SDK)."""
-    from modelplane import offline, report
+    from modelplane.engine import offline
+    from modelplane.output import report
     from modelplane.policy import Analyzer, default_config, evaluate, read_config
 
     t0 = time.perf_counter()
@@ -90,7 +92,7 @@ def _floor(records) -> float:
 
     import pulumi
 
-    from modelplane import offline
+    from modelplane.engine import offline
 
     asyncio.set_event_loop(asyncio.new_event_loop())
     mocks = offline._Mocks({})

@@ -79,7 +79,8 @@ def by_hand(doc: dict) -> list[dict]:
 
 
 def plan_once(path: Path) -> tuple[float, dict]:
-    from modelplane import direct, report
+    from modelplane.engine import direct
+    from modelplane.output import report
     from modelplane.policy import default_config, evaluate, read_config
 
     t0 = time.perf_counter()

@@ -26,10 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-MODULES = ("modelplane", "modelplane.api", "modelplane.scheduler", "modelplane.render", "modelplane.fleet",
-           "modelplane.services", "modelplane.policy.registry", "modelplane.policy.resource",
-           "modelplane.policy.routing", "modelplane.policy.serving", "modelplane.policy.stack", "modelplane.report",
-           "modelplane.trace", "modelplane.changes", "modelplane.cost", "modelplane.tables", "modelplane.cli")
+MODULES = ("modelplane", "modelplane.api", "modelplane.scheduler", "modelplane.render", "modelplane.engine.fleet",
+           "modelplane.analysis.services", "modelplane.policy.registry", "modelplane.policy.resource",
+           "modelplane.policy.routing", "modelplane.policy.serving", "modelplane.policy.stack", "modelplane.output.report",
+           "modelplane.output.trace", "modelplane.analysis.changes", "modelplane.analysis.cost", "modelplane.output.tables", "modelplane.cli")
 
 IMPORT = """
 import time
@@ -44,10 +44,10 @@ PHASES = """
 import json, sys, time
 t0 = time.perf_counter()
 from modelplane.api.loader import check_stack
-from modelplane.fleet import cluster_from_inventory, demand_from, inventory_of
+from modelplane.engine.fleet import cluster_from_inventory, demand_from, inventory_of
 from modelplane.render import render_replica
 from modelplane.scheduler import schedule
-from modelplane.services import plan_routes, served_names
+from modelplane.analysis.services import plan_routes, served_names
 t1 = time.perf_counter()
 path, catalog, spec = check_stack({stack!r})
 t2 = time.perf_counter()

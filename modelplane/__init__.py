@@ -13,16 +13,16 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:   # what type checkers see; at run time the names load lazily (below)
     from .api import InferenceCluster, ModelDeployment, load_catalog
     from .api.service import ModelService, Provider
-    from . import fleet_types
-    from .kubeconfigs import kubeconfig_of
+    from .sdk import fleet_types
+    from .sdk.kubeconfigs import kubeconfig_of
     from .sdk import Fleet, FleetArgs
 
 _PUBLIC = {
     "Fleet": ("sdk", "Fleet"), "FleetArgs": ("sdk", "FleetArgs"),
     "InferenceCluster": ("api", "InferenceCluster"), "ModelDeployment": ("api", "ModelDeployment"),
     "ModelService": ("api.service", "ModelService"), "Provider": ("api.service", "Provider"),
-    "load_catalog": ("api", "load_catalog"), "kubeconfig_of": ("kubeconfigs", "kubeconfig_of"),
-    "fleet_types": ("fleet_types", None),
+    "load_catalog": ("api", "load_catalog"), "kubeconfig_of": ("sdk.kubeconfigs", "kubeconfig_of"),
+    "fleet_types": ("sdk.fleet_types", None),
 }
 __all__ = sorted(_PUBLIC)
 

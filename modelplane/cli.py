@@ -76,7 +76,7 @@ def main():
 def _check_inputs(stack, config_file, out_dir, report_file, previous, policy_config, program_dir):
     """Every input `plan` reads, checked before the pack starts or the program runs: the stack
     file, --previous, --policy-config and where output goes. Returns what the run reuses."""
-    from . import outdir
+    from .output import outdir
     from .api.loader import check_stack
     from .api.previous import read_previous
     from .policy.gate import read_config
@@ -100,13 +100,13 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
     """Plan (and re-plan without the lost clusters), then run the pack. Raises InputError on bad input.
     `engine`: "direct" (the graph recorded without the SDK, the pack's rules called in-process) or
     "pulumi" (the program under Pulumi's mocks, the pack through the analyzer protocol)."""
-    from . import report
+    from .output import report
     from .policy import default_config, evaluate, read_config
 
     if engine == "pulumi":
-        from . import offline as engine_module
+        from .engine import offline as engine_module
     else:
-        from . import direct as engine_module
+        from .engine import direct as engine_module
 
     services_before, before, cost_before = [], {}, None
     if program_dir and without:
@@ -143,7 +143,7 @@ def _format_of(fmt: str | None, as_json: bool) -> str:
 def _refused(exc: InputError, fmt: str, stack: str) -> None:
     """Invalid input: the problems on stderr, and in the asked format on stdout (CI reads one
     document either way); exit 2."""
-    from . import comment, report, sarif
+    from .output import comment, report, sarif
     from .api.project import current
 
     err.print(exc.render(), markup=False)
@@ -207,7 +207,8 @@ def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, expla
 
 def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
           policy_config, hosts, down, engine, model=None):
-    from . import origins, outcome, outdir, report
+    from .analysis import origins, outcome
+    from .output import outdir, report
     from .policy import PackError, with_fixes
 
     if down and not hosts:
@@ -246,7 +247,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
     if traces:
         doc["trace"] = [t.to_json() for t in traces]
     if report_file:
-        from .fleetreport import render
+        from .output.fleetreport import render
 
         page = render(doc)
     if out_dir:
@@ -266,11 +267,11 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
     if fmt == "json":
         sys.stdout.write(report.to_json(doc))
     elif fmt == "markdown":
-        from . import comment
+        from .output import comment
 
         sys.stdout.write(comment.render(doc, previous.name if previous else None, Path(policy_file).name))
     elif fmt == "sarif":
-        from . import sarif
+        from .output import sarif
         from .api.project import current
 
         others = origins.locate(run, checked[0] if checked else None,
@@ -289,7 +290,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
 def _print_text(run, doc, violations, policy_file, without, before, services_before, cost_before, repack, previous,
                 explain, traces) -> None:
     """The plan as tables; --explain, --trace and --without print only their answer (and the verdicts)."""
-    from . import tables
+    from .output import tables
 
     focused = bool(explain or traces or without)
     if not focused:
@@ -324,7 +325,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
     if explain:
         _explain(run, explain)
     if traces:
-        from .trace import render as trace_lines
+        from .output.trace import render as trace_lines
 
         for line in (line for t in traces for line in trace_lines(t)):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -335,8 +336,8 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
     """The plan's violations plus the `no-outage` verdicts only `--previous` can see (node pools
     replaced, workloads rolling), in the pack's order, located and with their fix like the others;
     the document's policy section follows."""
-    from . import origins
-    from .disruptions import outage_verdicts
+    from .analysis import origins
+    from .analysis.disruptions import outage_verdicts
     from .policy import read_config, with_fixes
 
     extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file))
@@ -351,7 +352,7 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
 def _traces(run, hosts, down=(), model=None) -> list:
     """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
     --down name fails before anything is written."""
-    from .trace import TraceError, trace
+    from .output.trace import TraceError, trace
 
     out = []
     for host in hosts:
@@ -410,7 +411,7 @@ def schema(out_file, catalog_dir):
     import json
 
     from .api.loader import catalog_of
-    from .schema import stack_schema
+    from .sdk.schema import stack_schema
 
     try:
         catalog = catalog_of({"catalogDir": str(catalog_dir.resolve())} if catalog_dir else {})

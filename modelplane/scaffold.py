@@ -11,9 +11,9 @@ from . import __version__
 from .errors import InputError, Problem
 
 PROGRAM = '''"""Pulumi entry point: modelplane's config-driven program plans and deploys the stack files in stacks/."""
-import modelplane.program
+import modelplane.engine.program
 
-modelplane.program.main()
+modelplane.engine.program.main()
 '''
 
 DEV_STACK = '''# dev: one GKE cluster with an L4 pool, and one model on it. Plan it offline:

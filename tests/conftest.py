@@ -29,7 +29,7 @@ def catalog():
 
 # Offline runs of the example stacks, shared by the test modules (read-only: copy before editing).
 def _run(stack):
-    from modelplane import offline
+    from modelplane.engine import offline
     return offline.run(stack)
 
 

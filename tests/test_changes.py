@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from modelplane.changes import cost_delta, digests, replica_changes, resource_changes
-from modelplane.immutable import REPLACE_ON, forces_replacement
+from modelplane.analysis.changes import cost_delta, digests, replica_changes, resource_changes
+from modelplane.analysis.immutable import REPLACE_ON, forces_replacement
 
 ROOT = Path(__file__).resolve().parents[1]
 

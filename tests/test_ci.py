@@ -91,7 +91,8 @@ def test_sarif_of_policy_verdicts_points_at_the_stack_file_entry(tmp_path):
 
 
 def test_a_verdict_on_a_node_pool_points_at_the_pool_entry():
-    from modelplane import direct, origins
+    from modelplane.engine import direct
+    from modelplane.analysis import origins
 
     run = direct.run("infra-gke-us-central1")
     text = (ROOT / "stacks" / "Pulumi.infra-gke-us-central1.yaml").read_text()
@@ -154,8 +155,8 @@ def test_markdown_is_the_pull_request_comment(tmp_path):
     text = result.stdout
     lines = text.splitlines()
     assert lines[0] == "<!-- modelplane plan dev -->" and lines[1] == "### modelplane plan `dev` against `main.json`"
-    assert lines[3].startswith("3 to create, 1 to replace · replicas: 1 added, 2 restarted by a node pool replace · **+$")
-    assert "<details><summary>4 resource changes</summary>" in text
+    assert lines[3].startswith("4 to create, 1 to replace · replicas: 1 added, 2 restarted by a node pool replace · **+$")
+    assert "<details><summary>5 resource changes</summary>" in text
     assert "| `+-` | replace | gcp:container/nodePool:NodePool | dev-gke-l4 | dev-gke | nodeConfig.guestAccelerators " \
            "(forces replacement)" in text
     assert "| `+` | added | ml-team/gpt-oss-20b#2 | - | dev-gke | scale-up 2 -> 3 replicas |" in text

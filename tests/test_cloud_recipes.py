@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.api import load_catalog
 from modelplane.policy import evaluate
 from modelplane.policy.serving import fabric_wired
@@ -99,7 +99,7 @@ def a3(tmp_path_factory):
 
 
 def test_the_acceptance_stack_places_every_two_node_replica_and_validates(a3, schema_catalog):
-    from modelplane import report
+    from modelplane.output import report
 
     assert not a3.result.plan.unplaced
     for p in a3.result.plan.placements:

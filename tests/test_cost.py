@@ -6,7 +6,7 @@ from datetime import date
 import pytest
 
 from modelplane.api.catalog import Price
-from modelplane.cost import HOURS_PER_MONTH, fleet_cost, money, money_span, pool_price
+from modelplane.analysis.cost import HOURS_PER_MONTH, fleet_cost, money, money_span, pool_price
 from modelplane.errors import InputError
 from modelplane.policy import PolicyConfigError, read_config
 from modelplane.policy.stack import cost_budget
@@ -140,7 +140,7 @@ def catalog_dir():
 
 
 def test_the_plan_document_carries_cost_with_sources(prod):
-    from modelplane import report
+    from modelplane.output import report
 
     doc = report.document(prod, [])
     cost = doc["cost"]
@@ -218,7 +218,8 @@ def test_production_sets_a_budget():
 
 
 def test_a_replica_placed_at_a_smaller_step_costs_no_more_at_minimum_than_at_maximum():
-    from modelplane import offline, report
+    from modelplane.engine import offline
+    from modelplane.output import report
 
     run = offline.run("example-inplace")
     row = next(r for r in report.cost_of(run, [p.to_json() for p in run.result.plan.placements])["deployments"]
@@ -237,7 +238,7 @@ def test_every_capacity_type_has_its_own_rate_and_only_a_missing_one_is_an_upper
 
 
 def test_a_price_older_than_the_threshold_is_flagged_with_its_age():
-    from modelplane.cost import STALE_DAYS, stale
+    from modelplane.analysis.cost import STALE_DAYS, stale
 
     pools = inv("a", [("h100", "h100", 1, 1, 8, 10.0), ("l4", "l4", 1, 1, 1, 1.0)])
     pools["pools"][0]["price"] = {"hourly": 10.0, "basis": "list", "source": "https://x", "asOf": "2026-01-01"}

@@ -2,7 +2,7 @@
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
@@ -131,7 +131,7 @@ def test_m_c_the_endpoint_picker_is_refused_as_an_extra_role(backend, fix):
 
 def test_native_prefill_without_a_router_is_reported_idle(tmp_path):
     """Native P/D: no P/D-aware router sends prompts to prefill; the plan, --json and the pack say so."""
-    from modelplane import report
+    from modelplane.output import report
     from modelplane.policy import Analyzer, default_config, evaluate, read_config
 
     native = stack({"backend": "native", "engine": {"image": "vllm/vllm-openai:v0.10.2"},

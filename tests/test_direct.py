@@ -1,8 +1,8 @@
 """The direct engine's resolution rules on small graphs (tests/test_engines.py holds the whole
 engine to the Pulumi engine; these name each rule on its own)."""
-from modelplane.direct import Resolver
-from modelplane.records import SIG_KEY, UNKNOWN_TEXT
-from modelplane.records import UNKNOWN
+from modelplane.engine.direct import Resolver
+from modelplane.engine.records import SIG_KEY, UNKNOWN_TEXT
+from modelplane.engine.records import UNKNOWN
 from modelplane.render.graph import Apply, Graph, Node, Ref, Secret
 from modelplane.render.names import SecretValue
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from modelplane import direct, offline
+from modelplane.engine import direct, offline
 from modelplane.api.loader import stack_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ def test_both_engines_give_the_same_plan_document():
 
 
 def test_the_direct_engine_imports_no_pulumi():
-    code = ("import sys; from modelplane import direct, report; from modelplane.policy import evaluate; "
+    code = ("import sys; from modelplane.engine import direct; from modelplane.output import report; from modelplane.policy import evaluate; "
             "direct.run('prod'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('pulumi', 'pulumi_kubernetes', 'pulumi_gcp', 'pulumi_aws', 'pulumi_policy', 'grpc')))")
@@ -120,7 +120,7 @@ def test_the_direct_engine_imports_no_pulumi():
 def test_both_engines_write_the_same_files(tmp_path):
     """`--out` from either engine: the same files, byte for byte (unknown values, secrets and
     cloud inputs included)."""
-    from modelplane import report
+    from modelplane.output import report
 
     for name, run in (("direct", direct.run("infra-eks-us-east-1")), ("pulumi", offline.run("infra-eks-us-east-1"))):
         assert report.write_out(run, tmp_path / name) > 40

@@ -109,7 +109,7 @@ def test_real_cli_previews_dev_on_a_file_backend(tmp_path):
 
 
 def test_invalid_input_anywhere_stops_the_run_before_any_stack_is_touched(tmp_path, monkeypatch):
-    from modelplane import direct
+    from modelplane.engine import direct
     from modelplane.errors import InputError, Problem
 
     real = direct.run

@@ -60,7 +60,7 @@ def test_retained_replicas_never_move():
 
 def test_a_user_facing_deployment_carries_its_tier(catalog):
     from modelplane.api import ModelDeployment
-    from modelplane.fleet import demand_from
+    from modelplane.engine.fleet import demand_from
 
     md = ModelDeployment.model_validate({"name": "m", "namespace": "ml", "model": {"uri": "hf://o/m"}, "replicas": 1,
                                          "priority": "critical", "engine": {"image": "i:v1"}})

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 from modelplane.api.loader import stack_names
 from modelplane.errors import InputError
 from modelplane.policy import Analyzer, default_config, evaluate, read_config

@@ -6,7 +6,8 @@ import json
 import pytest
 import yaml
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 from modelplane.api import load_catalog
 from modelplane.api.fabric import fabric_wiring
 from modelplane.policy import evaluate

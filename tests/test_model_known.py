@@ -139,7 +139,7 @@ def test_latent_attention_configs_give_kv_facts_but_no_parameter_estimate():
 def test_a_wide_ep_deepseek_on_h100_reports_its_kv_cache_under_a_32k_floor():
     from modelplane.api import load_catalog
     from modelplane.api.deployment import ModelDeployment
-    from modelplane.fleet import demand_from
+    from modelplane.engine.fleet import demand_from
     from modelplane.scheduler.filter import kv_headroom
     from modelplane.scheduler.model import Pool
     md = ModelDeployment.model_validate({"name": "r1", "namespace": "ml", "model": {"uri": "hf://deepseek-ai/DeepSeek-R1"},

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELPLANE = [sys.executable, "-m", "modelplane"]
@@ -62,7 +63,7 @@ def test_json_contract_and_determinism():
     assert set(p["roles"]["prefill"]) == {"pool", "nodes", "gpusPerNode", "workers", "topology"}
     assert p["roles"]["prefill"]["topology"] == {"tensor": 4, "pipeline": 1, "data": 1, "dataLocal": 1}
     assert all(set(r) <= {"type", "name", "cluster", "digest", "fieldDigests", "protect", "dependsOn", "deployment",
-                          "replica", "deleteBeforeReplace", "replaceOnChanges"} for r in doc["resources"])
+                          "replica", "deleteBeforeReplace", "replaceOnChanges", "retainOnDelete"} for r in doc["resources"])
 
 
 def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
@@ -76,8 +77,11 @@ def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
     # Replicas that already run change one at a time on a later `up`: each waits for the one before it.
     chained = {r["name"]: set(r.get("dependsOn", [])) - set(b.get("dependsOn", []))
                for r, b in zip(again["resources"], before["resources"])}
+    # (#43: a replica's service and its rollout await wait for the previous replica's rollout await.)
+    first_replica = {"dev-gke/ml-team/llminferenceservice/gpt-oss-20b-0", "dev-gke/ml-team/deployment/gpt-oss-20b-0-kserve"}
     assert {n: d for n, d in chained.items() if d} == {
-        "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-1": {"dev-gke/ml-team/llminferenceservice/gpt-oss-20b-0"}}
+        "dev-gke/ml-team/llminferenceservice/gpt-oss-20b-1": first_replica,
+        "dev-gke/ml-team/deployment/gpt-oss-20b-1-kserve": first_replica}
     for doc in (again, before):
         for r in doc["resources"]:
             r.pop("dependsOn", None)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import fleet_types, typegen
-from modelplane.schema import _models
+from modelplane.sdk import fleet_types, typegen
+from modelplane.sdk.schema import _models
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tools" / "typecheck" / "node_modules" / ".bin"
@@ -51,8 +51,8 @@ def _reachable(schema: dict, names) -> set[str]:
 
 
 def test_the_generated_types_are_current():
-    assert (ROOT / "modelplane" / "fleet_types.py").read_text() == typegen.source(), \
-        "modelplane/fleet_types.py is stale: run `python -m modelplane.typegen`"
+    assert (ROOT / "modelplane" / "sdk" / "fleet_types.py").read_text() == typegen.source(), \
+        "modelplane/sdk/fleet_types.py is stale: run `python -m modelplane.sdk.typegen`"
 
 
 def test_every_entry_is_an_object_type_built_from_its_model(schema):
@@ -332,7 +332,7 @@ def test_pyright_resolves_the_package_as_make_installs_it(tmp_path):
 def test_a_cluster_the_program_creates_joins_the_fleet_by_its_kubeconfig(tmp_path):
     """A gcp.container.Cluster made by the user's own program: its kubeconfig (an Output) is the
     existing cluster's secret; the plan comes from the entry's settings, the objects go to that cluster."""
-    from modelplane import offline
+    from modelplane.engine import offline
 
     (tmp_path / "Pulumi.yaml").write_text("name: mine\nruntime: python\n")
     (tmp_path / "__main__.py").write_text('''
@@ -381,7 +381,7 @@ def test_placements_and_unplaced_are_typed_as_the_scheduler_writes_them(schema):
 def test_the_provider_constructs_the_yaml_example_as_the_engine_delivers_it(tmp_path):
     """Through the SDK's own construct path: schema names, enum values as strings and every number
     as a float (how the engine sends them) plan exactly what the YAML example plans."""
-    from modelplane import offline
+    from modelplane.engine import offline
 
     doc = yaml.safe_load((ROOT / "examples" / "yaml-fleet" / "Pulumi.yaml").read_text())
     props = {**doc["resources"]["fleet"]["properties"], "secrets": {"labKubeconfig": "apiVersion: v1"}}

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.policy import POLICIES, Analyzer, PolicyConfigError, Resource, read_config, resolve
 from modelplane.policy.resource import (gpu_pool_tainted_and_labelled, image_pinned, kai_wired, multi_node_placement,
                                         no_plain_secrets, node_pool_bounds, resource_names)

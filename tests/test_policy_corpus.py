@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import Analyzer, default_config, evaluate, read_config
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.api.loader import stack_names
 from modelplane.policy import (CONFIG_DIR, Analyzer, Resource, default_config, direct, evaluate, read_config,
                                resources_of, with_fixes)

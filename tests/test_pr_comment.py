@@ -131,7 +131,7 @@ def test_the_reports_change_view_says_why_it_fails_and_puts_replicas_and_cost_be
 
 def test_old_prices_are_named_with_the_refresh_command_wherever_prices_are_shown(bases):
     """Trial F8: 6 of 8 prod pools' prices are older than 90 days on day one."""
-    from modelplane.cost import stale
+    from modelplane.analysis.cost import stale
 
     doc = json.loads((bases / "prod.json").read_text())
     old = stale(doc["cost"])

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.render import presets
 

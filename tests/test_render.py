@@ -79,7 +79,7 @@ def md(**kw):
 
 
 def placement(spec, replica=0, pool="h200"):
-    from modelplane.fleet import demand_from
+    from modelplane.engine.fleet import demand_from
     roles = {r.name: {"pool": pool, "nodes": r.nodes, "gpusPerNode": r.gpus_per_node, "workers": r.workers}
              for r in demand_from(spec).roles}
     return Placement.from_json({"deployment": spec.key, "replica": replica, "cluster": "east", "roles": roles})

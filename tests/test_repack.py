@@ -51,7 +51,7 @@ def test_modelplane_repack_plans_from_scratch_for_one_up(tmp_path):
     """The config key applies the re-pack: the previous placements are not retained."""
     from pathlib import Path
 
-    from modelplane import offline
+    from modelplane.engine import offline
 
     first = offline.run("dev").result.plan.placements
     moved = [p.to_json() for p in first]

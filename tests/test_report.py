@@ -7,8 +7,8 @@ from collections import defaultdict
 import pytest
 from bs4 import BeautifulSoup
 
-from modelplane import report
-from modelplane.fleetreport import render
+from modelplane.output import report
+from modelplane.output.fleetreport import render
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_fifty_clusters_stay_legible(tmp_path):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import stackgen
-    from modelplane import offline
+    from modelplane.engine import offline
 
     path = stackgen.write(tmp_path / "Pulumi.fleet50.yaml", clusters=50, replicas=20)
     run = offline.run("fleet50", path)
@@ -148,7 +148,7 @@ def test_unpriced_never_shows_as_free(lab_doc):
 
 @pytest.fixture(scope="module")
 def lab_doc():
-    from modelplane import offline
+    from modelplane.engine import offline
 
     return report.document(offline.run("lab"), [])
 
@@ -185,7 +185,7 @@ def test_a_what_if_report_is_titled_so_and_shows_what_the_cli_prints(whatif):
 
 
 def test_cluster_colours_are_stable_across_reports_and_never_grey(page, whatif):
-    from modelplane.fleetreport.bars import FREE, IDLE
+    from modelplane.output.fleetreport.bars import FREE, IDLE
 
     def colours(p):
         return {r["data-cluster"]: r["fill"] for r in p.select('tr[data-service] svg rect') if r["data-cluster"] != "-"}
@@ -242,14 +242,14 @@ def test_a_real_browser_draws_the_prod_report(prod_doc, tmp_path):
     white = next((n for n, c in colours if c == (255, 255, 255)), 0)
     assert white < 0.95 * 1400 * 1500               # something is drawn
     # the deployments' bar colours are on the page, as the palette says
-    from modelplane.fleetreport.bars import PALETTE
+    from modelplane.output.fleetreport.bars import PALETTE
     present = {c for _, c in colours}
     bar = tuple(int(PALETTE[0][i:i + 2], 16) for i in (1, 3, 5))
     assert bar in present
 
 
 def test_rollouts_and_envelopes_are_drawn_with_their_numbers():
-    from modelplane import offline
+    from modelplane.engine import offline
 
     doc = report.document(offline.run("example-inplace"), [])
     page = BeautifulSoup(render(doc), "html.parser")

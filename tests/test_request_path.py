@@ -11,14 +11,14 @@ import sys
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import POLICIES, Resource, evaluate
 from modelplane.render.addons import (ENVOY_HTTP_CONTAINER_PORT, ENVOY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE,
                                       envoy_gateway_values, gateway_objects)
 from modelplane.render.picker import EPP_IMAGE, picker_config
 from modelplane.render.routing import HOP_HEADER, Target, cluster_routes, rule_problems
-from modelplane.trace import TraceError, trace
+from modelplane.output.trace import TraceError, trace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,10 +155,10 @@ def test_a_lost_replica_is_skipped_by_its_picker_and_a_lost_cluster_leaves_dns(p
 def test_the_services_table_and_the_report_say_what_the_trace_follows(prod):
     """DNS sends whole percents (67/33), so the services table, the report's bars and --trace give
     one figure per cluster (the trial saw 63.3 % in the table and 63.7 % in the trace; issue 47)."""
-    from modelplane.fleetreport import render
-    from modelplane.report import document, services
+    from modelplane.output.fleetreport import render
+    from modelplane.output.report import document, services
     from modelplane.scheduler.traffic import delivered
-    from modelplane.tables import routing_table
+    from modelplane.output.tables import routing_table
 
     docs = services(prod)
     for s in docs:

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import evaluate
 from modelplane.render.addons import envoy_proxy
-from modelplane.report import document, write_out
+from modelplane.output.report import document, write_out
 
 from test_request_path import kind, stack_variant, with_infra  # noqa: F401 (the fixture)
 

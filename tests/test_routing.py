@@ -10,7 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
@@ -325,7 +326,7 @@ def test_the_plan_lists_each_hostnames_model_names(shared):
 
 
 def test_the_trace_follows_a_model_name_and_reports_one_nobody_serves(shared):
-    from modelplane.trace import TraceError, trace
+    from modelplane.output.trace import TraceError, trace
     t = trace(shared, "chat.inference.example.com", ["eks-use1"], LLAMA).to_json()["reaches"]
     assert (t["broken"], t["gpu"] + t["provider"]) == (0, 1000)
     with pytest.raises(TraceError, match="routes by model name: give --model"):
@@ -346,7 +347,7 @@ def test_services_with_different_model_names_may_share_a_hostname_except_under_c
 
 def test_services_sharing_a_hostname_must_be_carried_on_the_same_clusters():
     from types import SimpleNamespace as NS
-    from modelplane.services import shared_host_problems
+    from modelplane.analysis.services import shared_host_problems
     from modelplane.scheduler.traffic import Routes
     svcs = [NS(key=f"ml/{n}", hostname="a.x.com") for n in ("s", "t")]
     routes = {"ml/s": Routes(dns={"a": 50, "b": 50}), "ml/t": Routes(dns={"a": 100})}

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError

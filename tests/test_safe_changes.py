@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from modelplane import direct, offline
+from modelplane.engine import direct, offline
 from modelplane.cli import main
 from modelplane.scheduler import Cluster, Demand, Placement, Pool, Role, schedule
 

@@ -50,7 +50,7 @@ def test_full_placements_report_no_stuck_batch():
 
 import pytest  # noqa: E402
 
-from modelplane import offline  # noqa: E402
+from modelplane.engine import offline  # noqa: E402
 from modelplane.api import load_catalog  # noqa: E402
 from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
 from modelplane.errors import InputError  # noqa: E402
@@ -157,7 +157,7 @@ def test_bad_bindings_and_adoptions_name_the_field_and_the_fix(deployment, path,
 
 def test_valid_inplace_bindings_pass():
     spec = parse_stack_config(_stack(scaling=BIND), Source("stacks/Pulumi.t.yaml", None), load_catalog())
-    from modelplane.fleet import demand_from
+    from modelplane.engine.fleet import demand_from
     d = demand_from(spec.deployments[0])
     assert d.shapes == ((4, 8), (3, 6), (2, 4), (1, 2))     # every step keeps prefill = 2 x decode
 
@@ -191,7 +191,7 @@ def test_a_growing_inplace_replica_grows_prefill_before_decode(inplace):
     assert all("pulumi.com/skipAwait" not in d.inputs["metadata"]["annotations"] for d in deployments.values())
     assert all(d.inputs["metadata"]["annotations"]["pulumi.com/waitFor"].startswith('["condition=Available"')
                for d in deployments.values())
-    from modelplane import report
+    from modelplane.output import report
     assert report.document(run, [])["scaleOrder"] == [
         {"deployment": "ml/deepseek", "replica": 0, "cluster": "h200-inplace", "decode": {"from": 2, "to": 3},
          "order": ["prefill", "decode"], "awaited": True}]
@@ -273,7 +273,7 @@ def test_a_topology_change_surges_what_fits_and_keeps_the_rest_at_its_recorded_s
     import yaml
     from click.testing import CliRunner
 
-    from modelplane import report
+    from modelplane.output import report
     from modelplane.cli import main
 
     cluster = {"name": "c", "existing": {"kubeconfigSecret": "kc", "version": "1.34"},

@@ -8,7 +8,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from modelplane.api.loader import NAMESPACE, StackSpec
-from modelplane.schema import stack_schema
+from modelplane.sdk.schema import stack_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))

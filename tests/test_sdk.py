@@ -7,7 +7,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

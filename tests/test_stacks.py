@@ -3,7 +3,8 @@
 import pytest
 import yaml
 
-from modelplane import offline, report
+from modelplane.engine import offline
+from modelplane.output import report
 from modelplane.api.loader import stack_names
 from modelplane.policy import evaluate
 

@@ -32,20 +32,20 @@ def _loaded(code: str, tmp_path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("module", ["modelplane.cli", "modelplane.api", "modelplane.scheduler", "modelplane.render",
-                                    "modelplane.fleet", "modelplane.services", "modelplane.policy.resource",
+                                    "modelplane.engine.fleet", "modelplane.analysis.services", "modelplane.policy.resource",
                                     "modelplane.policy.routing", "modelplane.policy.serving", "modelplane.policy.stack",
-                                    "modelplane.report", "modelplane.trace", "modelplane.changes", "modelplane.cost",
-                                    "modelplane.tables"])
+                                    "modelplane.output.report", "modelplane.output.trace", "modelplane.analysis.changes", "modelplane.analysis.cost",
+                                    "modelplane.output.tables"])
 def test_import_loads_nothing_heavy(module, tmp_path):
     assert _loaded(f"import {module}", tmp_path) == set()
 
 
 PURE_PLAN = """
 from modelplane.api.loader import check_stack
-from modelplane.fleet import cluster_from_inventory, demand_from, inventory_of
+from modelplane.engine.fleet import cluster_from_inventory, demand_from, inventory_of
 from modelplane.render import render_replica
 from modelplane.scheduler import schedule
-from modelplane.services import served_names
+from modelplane.analysis.services import served_names
 path, catalog, spec = check_stack("dev")
 invs = {c.name: inventory_of(c, catalog) for c in spec.clusters}
 plan = schedule([demand_from(d, catalog) for d in spec.deployments], [cluster_from_inventory(i) for i in invs.values()], [])

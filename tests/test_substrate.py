@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelplane import offline
+from modelplane.engine import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.cluster import Substrate
 from modelplane.api.loader import Source

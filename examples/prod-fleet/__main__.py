@@ -4,12 +4,13 @@
     cd examples/prod-fleet && pulumi up --stack prod        # with the CLI and credentials
 
 Entries are dicts in the stack file's shape, which type checkers check against the TypedDicts of
-modelplane.fleet_types, or typed models (modelplane.Provider below, with its nested models); they
+modelplane.sdk.fleet_types, or typed models (modelplane.Provider below, with its nested models); they
 mix freely, and the Fleet validates them like a stack file and schedules every replica in one run.
 """
 import pulumi
 
-from modelplane import Fleet, FleetArgs, Provider, fleet_types as mp
+from modelplane import Fleet, FleetArgs, Provider
+from modelplane.sdk import fleet_types as mp
 from modelplane.api.service import ApiKey
 
 US, EU = {"modelplane.ai/residency": "us"}, {"modelplane.ai/residency": "eu"}

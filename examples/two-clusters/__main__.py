@@ -5,7 +5,8 @@ then places both deployments in one scheduling run.
 """
 import pulumi
 
-from modelplane import Fleet, FleetArgs, fleet_types as mp
+from modelplane import Fleet, FleetArgs
+from modelplane.sdk import fleet_types as mp
 
 gke: mp.InferenceCluster = {
     "name": "gke-usc1", "labels": {"modelplane.ai/cloud": "gcp"},

@@ -269,6 +269,8 @@ class ModelSource(Model):
     @classmethod
     def _config_file(cls, value, info: ValidationInfo):
         # Read here, so a bad file is reported at model.config; the facts wait in the context.
+        if value is None:
+            return value
         context = info.context if isinstance(info.context, dict) else {}
         base = Path(context.get("base") or ".")
         try:

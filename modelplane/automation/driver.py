@@ -110,7 +110,7 @@ def select_stack(stack: str, backend: str | None = None, command=None):
     try:
         if language_host():
             return auto.create_or_select_stack(stack_name=stack, work_dir=root, opts=opts)
-        from .. import program
+        from ..engine import program
         return auto.create_or_select_stack(stack_name=stack, project_name=program.PROJECT,
                                            program=program.main, opts=opts)
     except FileNotFoundError as exc:

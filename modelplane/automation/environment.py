@@ -61,7 +61,7 @@ def steps_for(names: list[str]) -> list[Step]:
 def expected_resources(steps: list[Step]) -> dict[str, int]:
     """Plan every stack offline first: invalid input stops the run before any stack is touched,
     and the number of recorded resources is the progress total."""
-    from .. import direct
+    from ..engine import direct
 
     totals, problems = {}, []
     for s in steps:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..records import SECRET_SIG, SIG_KEY, UNKNOWN_TEXT
+from ..engine.records import SECRET_SIG, SIG_KEY, UNKNOWN_TEXT
 from .gate import LEVELS, NAMES, PackError, Resource, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..api.loader import Source
 from ..api.project import data_dir
-from ..records import UNKNOWN_TEXT
+from ..engine.records import UNKNOWN_TEXT
 from ..api.errors import shown
 from ..errors import InputError, Problem, did_you_mean
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES

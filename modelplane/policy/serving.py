@@ -12,7 +12,7 @@ from ..render.dra import NIC_CLAIM_NAME
 from ..render.gpudirect import DAEMON, INTERFACES_ANNOTATION
 from ..render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from ..render.names import DEPLOYMENT, REPLICA, ROLE
-from ..fleet import idle_prefill
+from ..engine.fleet import idle_prefill
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
 from .resource import pod_templates

@@ -209,7 +209,9 @@ def placement_complete(resources, config=None):
 def spot_allowed(resources, config=None):
     out = []
     for r, spec, placements, clusters in deployments(resources):
-        md = ModelDeployment.model_validate(spec, strict=False)
+        # The recorded spec, without re-reading the model's config file: spot needs none of its facts.
+        model = {k: v for k, v in (spec.get("model") or {}).items() if k != "config"}
+        md = ModelDeployment.model_validate({**spec, "model": model}, strict=False)
         why = md.spot_refusal
         if not why:
             continue
@@ -322,7 +324,7 @@ def rollout_complete(resources, config=None):
         "maxReplicas, so the autoscaler can reach its maximum.", "stack",
         fix="raise the pools' maxNodes to hold every replica at maxReplicas, or lower maxReplicas")
 def capacity_envelope(resources, config=None):
-    from ..fleet import envelope
+    from ..engine.fleet import envelope
 
     out = []
     for r, spec, placements, _ in deployments(resources):
@@ -446,8 +448,8 @@ def data_residency(resources, config=None):
         fix="lower replicas, maxReplicas or idle minNodes, move to cheaper capacity, or raise maxHourlyCost (or the "
             "namespace's budget) in the policy config")
 def cost_budget(resources, config=None):
-    from ..cost import fleet_cost, money
-    from ..fleet import minimum_workers
+    from ..analysis.cost import fleet_cost, money
+    from ..engine.fleet import minimum_workers
 
     cfg = config or {}
     if cfg.get("maxHourlyCost") is None and not cfg.get("namespaces"):
@@ -513,7 +515,7 @@ def price_them(cost: dict, inventories: dict, only=None) -> str:
 def outage(key: str, spec: dict, change: dict) -> list[str]:
     """The `no-outage` finding for one deployment's serving change ({servingBefore, servingDuring,
     replicas, causes}), unless its spec sets allowDisruption. Shared with `plan --previous`, which
-    also sees node pool replacements and rolling updates (modelplane/disruptions.py)."""
+    also sees node pool replacements and rolling updates (modelplane/analysis/disruptions.py)."""
     if not change or spec.get("allowDisruption"):
         return []
     before, during, want = (int(change.get(k) or 0) for k in ("servingBefore", "servingDuring", "replicas"))

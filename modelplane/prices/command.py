@@ -16,11 +16,11 @@ from ..errors import InputError
 
 def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
     """The prices a stack's pools use (or, with no stack, every catalog price), with their age."""
-    from ..cost import age, pool_price
+    from ..analysis.cost import age, pool_price
 
     rows = []
     if stack:
-        from .. import direct
+        from ..engine import direct
 
         run = direct.run(stack)
         for cluster, inv in sorted(run.result.inventories.items()):
@@ -41,7 +41,7 @@ def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
 
 
 def price_table(rows: list[dict], title: str, max_age: int) -> Table:
-    from ..cost import money
+    from ..analysis.cost import money
 
     table = Table(title=title, title_justify="left")
     pools = any(r["where"] != "-" for r in rows)
@@ -76,7 +76,7 @@ def prices(ctx, stack, max_age):
     """The node prices in use, where they come from and how old they are."""
     if ctx.invoked_subcommand:
         return
-    from ..cost import STALE_DAYS
+    from ..analysis.cost import STALE_DAYS
 
     max_age = max_age or STALE_DAYS
     try:

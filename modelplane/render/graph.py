@@ -4,7 +4,7 @@ A `Node` is one resource exactly as the Pulumi engine receives it: type token, l
 parent, provider, explicit dependencies, resource options and its inputs under the engine's
 (camelCase) names. Inputs that only exist once another resource does are expressions over that
 resource (`Ref`, `Apply`, `Secret`, ...). Two engines read the same graph:
-`components/materialize.py` turns it into Pulumi resources, `modelplane/direct.py` resolves it
+`components/materialize.py` turns it into Pulumi resources, `modelplane/engine/direct.py` resolves it
 the way a preview under the offline mocks would, without the SDK.
 """
 from __future__ import annotations

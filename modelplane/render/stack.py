@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..api import Catalog, InferenceCluster as ClusterSpec
 from ..api.deployment import GPU_ROLES
 from ..api.substrate import overrides, preinstalled, toggles
-from ..fleet import inventory_of
+from ..engine.fleet import inventory_of
 from ..scheduler.ratio import largest_remainder
 from ..scheduler.traffic import DNS_TOTAL
 from . import eks, gke

@@ -5,7 +5,7 @@ from .model import need
 
 
 def explain_rows(result, key: str) -> list[tuple[str, ...]]:
-    from ..fleet import demand_from
+    from ..engine.fleet import demand_from
 
     md = next(d for d in result.spec.deployments if d.key == key)
     demand = demand_from(md)

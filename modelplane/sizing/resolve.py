@@ -118,7 +118,7 @@ def demand_of(md: ModelDeployment, c: Candidate, catalog) -> Demand:
     domain), its roles kept to the candidate's class."""
     from dataclasses import replace
 
-    from ..fleet import demand_from
+    from ..engine.fleet import demand_from
 
     d = demand_from(resolved(md, c), catalog)
     return replace(d, roles=tuple(replace(r, classes=frozenset({c.cls})) for r in d.roles), spot=md.spot_refusal)

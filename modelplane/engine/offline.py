@@ -1,4 +1,4 @@
-"""The offline engine: run modelplane.program under Pulumi's mock runtime and record everything.
+"""The offline engine: run modelplane.engine.program under Pulumi's mock runtime and record everything.
 
 No cloud, no credentials, no `pulumi` binary. StackReferences resolve offline: the stack's own
 `placements` come from `--previous`, and infra stacks named in `modelplane:fleet` are planned
@@ -16,9 +16,9 @@ from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockMonitor
 
 from . import program
-from .api import stack_file
-from .api.loader import YAML_LOADER, check_stack, display_path, read_yaml
-from .errors import InputError, Problem
+from ..api import stack_file
+from ..api.loader import YAML_LOADER, check_stack, display_path, read_yaml
+from ..errors import InputError, Problem
 from .records import _COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, SECRET_OUTPUTS, OfflineRun, Record, _merge
 from .references import fleet_references, infra_references
 
@@ -110,7 +110,7 @@ def _construct(fleets) -> None:
     """Construct each Fleet through the component provider, as the engine does for a YAML program."""
     from pulumi.provider.experimental.component import ComponentInitError, ComponentProvider
 
-    from .sdk import Fleet
+    from ..sdk import Fleet
 
     provider = ComponentProvider([Fleet], "modelplane", None, "0.1.0")
     for name, props in fleets:

@@ -12,24 +12,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 
-from .api import Catalog, StackSpec
-from .api.cluster import proves_by_http01
-from .api.loader import NAMESPACE
-from .api.rules import served_model
-from .errors import InputError, Problem
+from ..api import Catalog, StackSpec
+from ..api.cluster import proves_by_http01
+from ..api.loader import NAMESPACE
+from ..api.rules import served_model
+from ..errors import InputError, Problem
 from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
-from .render import RenderError, rollout
-from .render.picker import picker_rbac, runs_picker
-from .render.graph import Apply, Graph, Secret
-from .render.routing import grants
-from .render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
+from ..render import RenderError, rollout
+from ..render.picker import picker_rbac, runs_picker
+from ..render.graph import Apply, Graph, Secret
+from ..render.routing import grants
+from ..render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns)
-from .scheduler import DemandError, Placement, Plan, schedule
-from .scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
-from .scheduler.surge import serving
-from .services import (certificate_problems, dns_problems, hop_problems, plan_routes, served_names,
+from ..scheduler import DemandError, Placement, Plan, schedule
+from ..scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
+from ..scheduler.surge import serving
+from ..analysis.services import (certificate_problems, dns_problems, hop_problems, plan_routes, served_names,
                        shared_host_problems, shared_hostnames)
-from .sizing import resolve as sizing
+from ..sizing import resolve as sizing
 
 
 @dataclass
@@ -113,7 +113,7 @@ def _declaration(stack: str, cluster, where: str):
     file, or in the project's stacks), or None (a program's Fleet, a file not found)."""
     from pathlib import Path
 
-    from .api.project import current
+    from ..api.project import current
     from .references import cluster_declaration
 
     try:

@@ -14,7 +14,7 @@ import re
 
 from pydantic import BaseModel
 
-from .api.loader import NAMESPACE, StackSpec, load_catalog
+from ..api.loader import NAMESPACE, StackSpec, load_catalog
 
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 _FIELD = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s*:[^#]*#\s*(.+?)\s*$")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .api.loader import display_path, read_yaml
-from .errors import InputError, Problem
+from ..api.loader import display_path, read_yaml
+from ..errors import InputError, Problem
 from .records import OFFLINE_KUBECONFIG
 
 FLEET = "modelplane:index:Fleet"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from .api.previous import API_VERSION
-from .changes import cost_delta, digests, disrupted, replica_changes, resource_changes, traffic_delta
-from .disruptions import disruptions, transitions, up_order
-from .records import SIG_KEY, OfflineRun, is_unknown
+from ..api.previous import API_VERSION
+from ..analysis.changes import cost_delta, digests, disrupted, replica_changes, resource_changes, traffic_delta
+from ..analysis.disruptions import disruptions, transitions, up_order
+from ..engine.records import SIG_KEY, OfflineRun, is_unknown
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
@@ -84,7 +84,7 @@ def type_file(type_token: str) -> str:
 
 def _replica_of(r) -> tuple[str, int] | None:
     """The deployment and replica a Kubernetes object belongs to, from its labels."""
-    from .render.names import DEPLOYMENT, REPLICA
+    from ..render.names import DEPLOYMENT, REPLICA
 
     meta = r.inputs.get("metadata") if r.custom and r.type.startswith("kubernetes:") else None
     labels = (meta or {}).get("labels") or {} if isinstance(meta, dict) else {}
@@ -170,7 +170,7 @@ def refusal(stack: str, problems) -> dict:
 def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]:
     """Per deployment sized from an SLO: objective, traffic, choice, prediction, what is served
     and what it costs, the alternatives and the frontier (sizing/report.py)."""
-    from .sizing.report import row
+    from ..sizing.report import row
 
     by_d = {c["deployment"]: c for c in cost["deployments"]}
     return [row(s, c, [p for p in placements if p["deployment"] == key], run.result.inventories, by_d.get(key))
@@ -197,7 +197,7 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
 def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
     """Per deployment with autoscaled GPU roles: GPUs at minimum and reserved maximum, and the free
     GPUs its pools have left after the plan (its headroom)."""
-    from .fleet import envelope
+    from ..engine.fleet import envelope
 
     out = []
     free = run.result.plan.free
@@ -211,7 +211,7 @@ def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
 
 def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
     """Native disaggregated replicas whose prefill GPUs no request reaches (fleet.idle_prefill)."""
-    from .fleet import idle_prefill
+    from ..engine.fleet import idle_prefill
 
     return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
@@ -224,7 +224,7 @@ def _specs(run: OfflineRun) -> dict:
 def scale_orders(run: OfflineRun) -> list[dict]:
     """InPlace replicas that change size where they run: the order `up` changes their roles in,
     each role's workload awaited Ready (`pulumi.com/waitFor`) before the next starts."""
-    from .render.order import scale_order
+    from ..render.order import scale_order
 
     specs = {md.key: md for md in run.result.spec.deployments}
     before = {(p.deployment, p.replica): p for p in run.result.previous}
@@ -239,8 +239,8 @@ def scale_orders(run: OfflineRun) -> list[dict]:
 
 
 def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
-    from .cost import fleet_cost
-    from .fleet import minimum_workers
+    from ..analysis.cost import fleet_cost
+    from ..engine.fleet import minimum_workers
 
     spec = run.result.spec
     # Idle nodes are charged to the plan that sees the usage: the apps plan for fleet clusters.
@@ -252,8 +252,8 @@ def cost_of(run: OfflineRun, placements: list[dict]) -> dict:
 
 def repack_of(run: OfflineRun):
     """What a from-scratch exact plan of this run's inputs would move and gain (`plan --repack`)."""
-    from .fleet import cluster_from_inventory, demand_from
-    from .scheduler.repack import repack
+    from ..engine.fleet import cluster_from_inventory, demand_from
+    from ..scheduler.repack import repack
 
     catalog = run.result.catalog
     clusters = [cluster_from_inventory(inv) for n, inv in run.result.inventories.items() if n not in run.lost]
@@ -286,11 +286,11 @@ def models_by_hostname(services: list[dict]) -> dict[str, dict[str, str]]:
 def services(run: OfflineRun) -> list[dict]:
     """Per service: where its traffic goes. Shares are per mille of the service's requests; DNS
     weights are the clusters' shares in whole percent."""
-    from .api.rules import served_model
-    from .render.stack import gateway_record
+    from ..api.rules import served_model
+    from ..render.stack import gateway_record
 
-    from .render.stack import shared_weights
-    from .services import shared_hostnames
+    from ..render.stack import shared_weights
+    from ..analysis.services import shared_hostnames
 
     spec = run.result.spec
     providers = {p.name: p for p in spec.providers}

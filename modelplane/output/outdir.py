@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InputError, Problem
+from ..errors import InputError, Problem
 
 MARK = ".modelplane-out"
 

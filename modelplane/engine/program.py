@@ -11,13 +11,13 @@ from pathlib import Path
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from .api import Catalog, StackSpec, parse_stack_config, stack_file
-from .api.loader import Source, catalog_of, display_path, read_yaml
+from ..api import Catalog, StackSpec, parse_stack_config, stack_file
+from ..api.loader import Source, catalog_of, display_path, read_yaml
 from .assemble import RUNS, Remote, assemble
-from .components.materialize import materialize
-from .render.graph import STACK_REFERENCE, key_of
-from .errors import InputError
-from .scheduler import Placement
+from ..components.materialize import materialize
+from ..render.graph import STACK_REFERENCE, key_of
+from ..errors import InputError
+from ..scheduler import Placement
 
 PROJECT = "modelplane"
 

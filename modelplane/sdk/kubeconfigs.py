@@ -19,7 +19,7 @@ def kubeconfig_of(cluster: pulumi.Resource) -> pulumi.Output[str]:
     import pulumi_aws as aws
     import pulumi_gcp as gcp
 
-    from .render.kubeconfig import eks_kubeconfig, gke_kubeconfig
+    from ..render.kubeconfig import eks_kubeconfig, gke_kubeconfig
 
     if isinstance(cluster, gcp.container.Cluster):
         built = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(

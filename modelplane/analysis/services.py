@@ -5,10 +5,10 @@ HTTPRoute carries, the DNS records and the plan's routing table are one computat
 """
 from __future__ import annotations
 
-from .api import StackSpec
-from .api.cluster import https_problems
-from .api.rules import served_model
-from .scheduler.traffic import Routes, Target, route
+from ..api import StackSpec
+from ..api.cluster import https_problems
+from ..api.rules import served_model
+from ..scheduler.traffic import Routes, Target, route
 
 
 def gateway_clusters(inventories: dict) -> list[str]:
@@ -75,7 +75,7 @@ def hop_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) 
     """A cluster's share split between targets that each need a rule of their own (an InferencePool,
     a provider whose base path is not /v1) on a cluster without modelplane's hop Gateway (it serves
     through a gatewayRef): nothing there could carry the split."""
-    from .render.routing import cluster_targets, hop_problem
+    from ..render.routing import cluster_targets, hop_problem
 
     deployments = {d.key: d for d in spec.deployments}
     providers = {p.name: p for p in spec.providers}

@@ -15,12 +15,12 @@ from typing import Any, NotRequired, Optional, Sequence, TypedDict
 import pulumi
 from pydantic import BaseModel
 
-from .api.loader import NAMESPACE, Source, catalog_of, parse_stack_config
-from .assemble import Built, Remote, assemble
-from .components.materialize import materialize
-from .render.graph import STACK_REFERENCE, key_of
+from ..api.loader import NAMESPACE, Source, catalog_of, parse_stack_config
+from ..engine.assemble import Built, Remote, assemble
+from ..components.materialize import materialize
+from ..render.graph import STACK_REFERENCE, key_of
 from .fleet_types import DnsEntry, InferenceClusterEntry, ModelDeploymentEntry, ModelServiceEntry, ProviderEntry
-from . import scheduler
+from .. import scheduler
 
 
 class RolePlacement(TypedDict):
@@ -84,7 +84,7 @@ class ServiceEndpoint(TypedDict):
 
 class FleetArgs(TypedDict, total=False):
     """The inputs of a Fleet; every entry has the shape of the stack file setting of the same name
-    (typed in modelplane/fleet_types.py, generated from the models)."""
+    (typed in modelplane/sdk/fleet_types.py, generated from the models)."""
 
     clusters: pulumi.Input[Sequence[InferenceClusterEntry]]
     """Clusters this fleet builds on GKE or EKS, or adopts (existing): modelplane:clusters entries."""
@@ -206,7 +206,7 @@ class Fleet(pulumi.ComponentResource):
 
 def _spec(name: str, args: dict, secrets: dict, catalog):
     """The args checked exactly like a stack file's settings (errors name `Fleet <name>`)."""
-    from .program import config_values
+    from ..engine.program import config_values
 
     config = {f"{NAMESPACE}:{k}": _plain(args[k]) for k in _SETTINGS if args.get(k) is not None}
     # Secrets the settings name (kubeconfigSecret, tokenSecret, apiKey.secret): the `secrets`

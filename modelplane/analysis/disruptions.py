@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .changes import POOL_TYPES
-from .scheduler.surge import serving, topology_text
+from ..scheduler.surge import serving, topology_text
 
 WORKLOAD_TYPES = ("LLMInferenceService", "LeaderWorkerSet", "Deployment")
 # Fields of a workload whose change restarts its pods (its replica count and rollout strategy do not).
@@ -128,9 +128,9 @@ def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
     """`no-outage` verdicts for outages only `plan --previous` sees (node pool replacements, rolling
     updates): the rule is the pack's (policy/stack.py `outage`), at the level the config gives it;
     outages the program itself knows the pack reports already."""
-    from .assemble import serving_changes
-    from .policy import DISABLED, resolve
-    from .policy.stack import outage
+    from ..engine.assemble import serving_changes
+    from ..policy import DISABLED, resolve
+    from ..policy.stack import outage
 
     level, _ = resolve(config)["no-outage"]
     if level == DISABLED:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .api.loader import NAMESPACE, read_yaml
+from ..api.loader import NAMESPACE, read_yaml
 from .changes import POOL_TYPES
-from .errors import InputError
-from .policy.serving import quota_subject
-from .references import infra_file
+from ..errors import InputError
+from ..policy.serving import quota_subject
+from ..engine.references import infra_file
 
 
 def _entry(run, name: str | None):

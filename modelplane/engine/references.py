@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .api import load_stack
-from .api.loader import NAMESPACE, catalog_of, display_path, read_yaml
-from .api.project import current
-from .errors import InputError, Problem, did_you_mean
+from ..api import load_stack
+from ..api.loader import NAMESPACE, catalog_of, display_path, read_yaml
+from ..api.project import current
+from ..errors import InputError, Problem, did_you_mean
 from .fleet import inventory_of
 from .records import OFFLINE_KUBECONFIG
 

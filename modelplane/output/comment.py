@@ -7,10 +7,10 @@ each traffic move, the resource changes folded away, replicas with their reasons
 the change, cost per deployment and for the stack, and policy verdicts, mandatory first."""
 from __future__ import annotations
 
-from . import outcome
-from .changes import ACTIONS, SYMBOLS, priced, signed_money, summary, traffic_text
-from .cost import money_span
-from .errors import Problem
+from ..analysis import outcome
+from ..analysis.changes import ACTIONS, SYMBOLS, priced, signed_money, summary, traffic_text
+from ..analysis.cost import money_span
+from ..errors import Problem
 
 MARKS = {"added": "+", "removed": "-", "moved": "~", "resized": "~", "surged": "++", "rolled": "-+", "kept": "="}
 
@@ -36,7 +36,7 @@ def _plural(n: int, word: str) -> str:
 
 def _unpriced(doc: dict) -> list[str]:
     """Notes under the cost table: prices that are old (with the refresh command), pools with none."""
-    from .cost import stale_note
+    from ..analysis.cost import stale_note
 
     note = stale_note(doc["cost"], {c["cluster"]: c.get("region") for c in doc.get("clusters") or []})
     old = [f"> **Old prices:** {cell(note)}.", ""] if note else []

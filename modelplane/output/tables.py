@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from .scheduler.traffic import delivered
+from ..scheduler.traffic import delivered
 
 
 def placement_table(doc: dict) -> Table:
@@ -154,7 +154,7 @@ def cost_table(doc: dict) -> Table:
     """$/hour and $/month per deployment and cluster: `min` runs at minimum, `max` is the
     autoscaling envelope the plan reserves; idle nodes are minNodes no replica uses; stranded
     GPUs are those of partly used nodes no worker takes (billed with the node)."""
-    from .cost import money_span
+    from ..analysis.cost import money_span
 
     cost = doc["cost"]
     table = Table(title=f"cost ({doc['stack']}, {cost['currency']}, {cost['hoursPerMonth']} h/month)", title_justify="left")
@@ -185,7 +185,7 @@ def cost_table(doc: dict) -> Table:
 
 def price_notes(out, doc: dict) -> None:
     """Where the prices come from, what is an upper bound or old, and what is not priced."""
-    from .cost import caveats, doubtful, money, stale_note
+    from ..analysis.cost import caveats, doubtful, money, stale_note
 
     cost = doc["cost"]
     for p in doubtful(cost):
@@ -203,7 +203,7 @@ def price_notes(out, doc: dict) -> None:
 
 def cost_shift(out, before: dict, after: dict) -> None:
     """What-if: the stack's cost before and after losing the clusters."""
-    from .cost import money_span
+    from ..analysis.cost import money_span
 
     out.print(f"  cost {money_span(before['stack']['hourly'])}/h -> {money_span(after['stack']['hourly'])}/h, "
               f"GPUs {before['stack']['gpus']['max']} -> {after['stack']['gpus']['max']}")
@@ -299,7 +299,7 @@ def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
 def changes(out, doc: dict, previous: str) -> None:
     """`plan --previous`: what applying this plan changes, as `pulumi preview` marks it
     (+ create, ~ update, +- replace, - delete, = import), then replicas and cost."""
-    from .changes import SYMBOLS, cost_change, priced, serving_text, summary, traffic_text
+    from ..analysis.changes import SYMBOLS, cost_change, priced, serving_text, summary, traffic_text
 
     res, reps, cost = doc["changes"], doc["replicaChanges"], doc["costDelta"]
     moved = cost["deployments"] or any(cost["stack"]["hourly"].values()) or cost["stack"].get("unpricedNodes")
@@ -352,7 +352,7 @@ FRONTIER_ROWS = 8     # frontier points a table shows per sized deployment (the 
 def sizing(out, doc: dict) -> None:
     """Per sized deployment: objective and traffic, the configuration chosen with its prediction,
     what is served and its cost, then the chosen class's frontier with the chosen point marked."""
-    from .cost import money
+    from ..analysis.cost import money
 
     for row in doc.get("sizing") or []:
         slo, t = row["slo"], row["traffic"]

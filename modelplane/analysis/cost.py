@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from datetime import date
 
-from .scheduler.model import need
+from ..scheduler.model import need
 
 HOURS_PER_MONTH = 730
 CURRENCY = "USD"

@@ -5,17 +5,17 @@ StackReferences, so both paths schedule and render identically.
 """
 from __future__ import annotations
 
-from .api import Catalog, InferenceCluster, ModelDeployment
-from .api.deployment import PRIORITY_CLASSES
-from .api.fabric import engine_facts, fabric_wiring, image_refusal
-from .api.rules import capacity_block_gap
-from .cost import pool_price
-from .scheduler.bindings import resolve
-from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
-from .render.presets import IMAGE as KSERVE_PRESET_IMAGE
-from .render.dra import CHANNEL_DEVICE_CLASS
-from .scheduler import Cluster, Demand, Pool, Role, allocate
-from .scheduler.model import domain_nodes, topology_of
+from ..api import Catalog, InferenceCluster, ModelDeployment
+from ..api.deployment import PRIORITY_CLASSES
+from ..api.fabric import engine_facts, fabric_wiring, image_refusal
+from ..api.rules import capacity_block_gap
+from ..analysis.cost import pool_price
+from ..scheduler.bindings import resolve
+from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
+from ..render.presets import IMAGE as KSERVE_PRESET_IMAGE
+from ..render.dra import CHANNEL_DEVICE_CLASS
+from ..scheduler import Cluster, Demand, Pool, Role, allocate
+from ..scheduler.model import domain_nodes, topology_of
 
 INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -206,7 +206,7 @@ def envelope(md: ModelDeployment, placements: list[dict]) -> dict | None:
 
 def idle_prefill(md: ModelDeployment, placements: list[dict]) -> list[dict]:
     """Placed prefill capacity no request reaches (rule native-prefill-idle), one row per replica."""
-    from .api.rules import native_prefill_idle
+    from ..api.rules import native_prefill_idle
 
     finding = native_prefill_idle(md)
     if finding is None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ..changes import priced, serving_text, signed_money, traffic_text
-from ..cost import STALE_DAYS, caveats, doubtful, money, money_span, stale, stale_note
-from ..scheduler.traffic import delivered
+from ...analysis.changes import priced, serving_text, signed_money, traffic_text
+from ...analysis.cost import STALE_DAYS, caveats, doubtful, money, money_span, stale, stale_note
+from ...scheduler.traffic import delivered
 from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"]),
@@ -119,9 +119,9 @@ def _change_view(doc: dict) -> dict | None:
     deltas first; resource actions with their counts last (a region move has dozens)."""
     if "replicaChanges" not in doc:
         return None
-    from ..changes import SYMBOLS, summary
+    from ...analysis.changes import SYMBOLS, summary
     from ..comment import replica_counts
-    from ..outcome import reasons
+    from ...analysis.outcome import reasons
 
     return {"resources": doc["changes"], "counts": summary(doc["changes"]), "symbols": SYMBOLS,
             "failing": reasons(doc), "replica_counts": replica_counts(doc),

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .api.loader import check_stack, display_path, read_yaml
+from ..api.loader import check_stack, display_path, read_yaml
 from .assemble import Remote, assemble
 from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
                       UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
 from .references import fleet_references
-from .render.graph import STACK_REFERENCE, Apply, Graph, Ref, Secret, StackOutput, key_of
-from .render.names import SecretValue
-from .scheduler import Placement
+from ..render.graph import STACK_REFERENCE, Apply, Graph, Ref, Secret, StackOutput, key_of
+from ..render.names import SecretValue
+from ..scheduler import Placement
 
 STACK_TYPE = "pulumi:pulumi:Stack"
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .api.cluster import POOL_LABEL as POOL_LABEL_KEY, external_issuer, issuance_problems, tls_covers
-from .policy.resource import pod_templates
-from .render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE, is_own_gateway, listeners
-from .render.kserve import pool_ref
-from .render.picker import WORKLOAD
-from .render.names import DEPLOYMENT, REPLICA
-from .render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
-from .render.stack import check_host
+from ..api.cluster import POOL_LABEL as POOL_LABEL_KEY, external_issuer, issuance_problems, tls_covers
+from ..policy.resource import pod_templates
+from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE, is_own_gateway, listeners
+from ..render.kserve import pool_ref
+from ..render.picker import WORKLOAD
+from ..render.names import DEPLOYMENT, REPLICA
+from ..render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
+from ..render.stack import check_host
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
 CLOUD_DNS_CHECK = "gcp:compute/healthCheck:HealthCheck"

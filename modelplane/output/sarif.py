@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from . import __version__
-from .errors import Problem
-from .outcome import RULES as GATE_RULES
+from .. import __version__
+from ..errors import Problem
+from ..analysis.outcome import RULES as GATE_RULES
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INPUT_RULE = "input"
@@ -45,7 +45,7 @@ def log(problems: list[Problem], violations: list[dict], root: Path) -> dict:
     plan's policy `violations` and the other reasons it fails the gate (outcome.py: changes `up`
     refuses, broken traces), with the file and line `origins.locate` found; `root`: the project
     folder the files are named relative to."""
-    from .policy import POLICIES
+    from ..policy import POLICIES
 
     rules: dict[str, dict] = {}
 
