@@ -5,6 +5,13 @@ typegen), the stack file's JSON Schema (schema) and kubeconfigs of the clusters 
 Names of the component load on first use, so `modelplane.sdk.schema` imports without Pulumi.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # what type checkers see; at run time `__getattr__` loads them on first use
+    from . import fleet_types, kubeconfigs, schema, typegen
+    from .component import (Fleet, FleetArgs, Placement, RolePlacement, Rejection, ServiceEndpoint,
+                            UnplacedReplica, _plain)
+
 _SUBMODULES = {"component", "fleet_types", "kubeconfigs", "schema", "typegen"}
 
 
