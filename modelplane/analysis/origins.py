@@ -46,31 +46,33 @@ def _index(items, name: str, keyed) -> int | None:
     return next((i for i, item in enumerate(items or []) if isinstance(item, dict) and keyed(item) == name), None)
 
 
-def _cluster_entry(files, cluster: str, pool: str | None):
+def _declared(files, cluster: str):
+    """(file, its clusters list, index) of the first file that declares `cluster`, or None."""
     for src in files:
         config = src.data.get("config") if isinstance(src.data, dict) else None
         for key in (f"{NAMESPACE}:clusters", "clusters"):
             items = (config or {}).get(key) if isinstance(config, dict) else None
             i = _index(items, cluster, lambda c: c.get("name"))
-            if i is None:
-                continue
-            j = _index(items[i].get("nodePools"), pool, lambda p: p.get("name")) if pool else None
-            return _where(src, "clusters", i, *(("nodePools", j) if j is not None else ()))
+            if i is not None:
+                return src, items, i
     return None
+
+
+def _cluster_entry(files, cluster: str, pool: str | None):
+    if not (found := _declared(files, cluster)):
+        return None
+    src, items, i = found
+    j = _index(items[i].get("nodePools"), pool, lambda p: p.get("name")) if pool else None
+    return _where(src, "clusters", i, *(("nodePools", j) if j is not None else ()))
 
 
 def _queue_entry(files, cluster: str, queue: str):
     """The gpuQuota of `queue` on `cluster`, in the file that declares the cluster."""
-    for src in files:
-        config = src.data.get("config") if isinstance(src.data, dict) else None
-        for key in (f"{NAMESPACE}:clusters", "clusters"):
-            items = (config or {}).get(key) if isinstance(config, dict) else None
-            i = _index(items, cluster, lambda c: c.get("name"))
-            if i is None:
-                continue
-            j = _index(items[i].get("queues"), queue, lambda q: q.get("namespace"))
-            return _where(src, "clusters", i, *(("queues", j, "gpuQuota") if j is not None else ()))
-    return None
+    if not (found := _declared(files, cluster)):
+        return None
+    src, items, i = found
+    j = _index(items[i].get("queues"), queue, lambda q: q.get("namespace"))
+    return _where(src, "clusters", i, *(("queues", j, "gpuQuota") if j is not None else ()))
 
 
 def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:

@@ -172,27 +172,19 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     pools = {(c.name, p.name): p for c in map(cluster_from_inventory, in_fleet.values()) for p in c.pools}
     by_key = {d.key: d.with_slots(plan.placements) for d in spec.deployments}
     routes = plan_routes(spec, plan.placements, inventories)
-    problems = dns_problems(spec, routes, inventories)
-    if problems:
-        raise InputError([Problem(where, f"{NAMESPACE}:dns", p,
-                                  "use a route53 zone, or leave dns out and point your own records at the gateways")
-                          for p in problems])
-    problems = certificate_problems(spec, routes, inventories)
-    if problems:
-        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
-                                  "add the hostname (or a wildcard for its domain) to that cluster's tls.hostnames")
-                          for p in problems])
-    problems = hop_problems(spec, routes, inventories)
-    if problems:
-        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
-                                  "send that cluster one target of the service (a clusterSelector, or drop the provider "
-                                  "endpoint), or let modelplane run its Gateway (substrate.gateway on, no gatewayRef)")
-                          for p in problems])
-    problems = shared_host_problems(spec, routes, inventories)
-    if problems:
-        raise InputError([Problem(where, f"{NAMESPACE}:services", p,
-                                  "route every service of the hostname on the same clusters (a provider endpoint or "
-                                  "a clusterSelector), or give each service its own hostname") for p in problems])
+    # The routes' own checks, in order; the first that finds problems stops the plan with its fix.
+    for check, field, fix in (
+            (dns_problems, "dns", "use a route53 zone, or leave dns out and point your own records at the gateways"),
+            (certificate_problems, "services", "add the hostname (or a wildcard for its domain) to that cluster's "
+                                               "tls.hostnames"),
+            (hop_problems, "services", "send that cluster one target of the service (a clusterSelector, or drop the "
+                                       "provider endpoint), or let modelplane run its Gateway (substrate.gateway on, "
+                                       "no gatewayRef)"),
+            (shared_host_problems, "services", "route every service of the hostname on the same clusters (a provider "
+                                               "endpoint or a clusterSelector), or give each service its own hostname")):
+        problems = check(spec, routes, inventories)
+        if problems:
+            raise InputError([Problem(where, f"{NAMESPACE}:{field}", p, fix) for p in problems])
     homes = model_namespaces(graph, spec, plan, targets, grants(routes, {s.key: s for s in spec.services}, by_key))
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
