@@ -43,6 +43,7 @@ def _peak() -> float:
 
 def direct_engine(path: Path, profile: bool = False) -> dict:
     """The default plan path in this process: phases, document digest, peak memory."""
+    from modelplane.cli import collector_paused
     from modelplane.engine import direct
     from modelplane.output import report
     from modelplane.policy import default_config, evaluate, read_config
@@ -52,13 +53,14 @@ def direct_engine(path: Path, profile: bool = False) -> dict:
         import cProfile
         prof = cProfile.Profile()
         prof.enable()
-    t0 = time.perf_counter()
-    run = direct.run(path.stem.split(".", 1)[1], path)
-    t1 = time.perf_counter()
-    violations = evaluate(run, read_config(default_config(run.result.spec.production)), engine="direct")
-    t2 = time.perf_counter()
-    text = report.to_json(report.document(run, violations))
-    t3 = time.perf_counter()
+    with collector_paused():            # as `modelplane plan` runs
+        t0 = time.perf_counter()
+        run = direct.run(path.stem.split(".", 1)[1], path)
+        t1 = time.perf_counter()
+        violations = evaluate(run, read_config(default_config(run.result.spec.production)), engine="direct")
+        t2 = time.perf_counter()
+        text = report.to_json(report.document(run, violations))
+        t3 = time.perf_counter()
     if prof:
         prof.disable()
         prof.dump_stats(str(path.parent / "plan.prof"))

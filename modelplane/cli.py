@@ -1,10 +1,11 @@
 """The `modelplane` command: offline plan (no cloud, no pulumi binary) and Automation API runs."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import click
@@ -15,6 +16,20 @@ from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out
 from .console import fail as _fail, refuse as _refuse
 from . import __version__
 from .errors import InputError, Problem
+
+
+@contextmanager
+def collector_paused():
+    """A plan allocates millions of small acyclic objects (records, proxies, the document) and
+    frees them at exit: the cyclic collector's full passes over that heap are pure overhead
+    (a fifth of a large plan's time); it runs again afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _explain_key(run, key: str) -> str:
@@ -199,8 +214,10 @@ def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, expla
     policy violation, 2 on invalid input or usage (nothing planned or written)."""
     fmt = _format_of(fmt, as_json)
     try:
-        _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-              policy_config, hosts, down, engine, model)
+        # the SDK's event loop makes cyclic garbage (futures, tasks): its engine keeps the collector
+        with collector_paused() if engine == "direct" and not program_dir else nullcontext():
+            _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
+                  policy_config, hosts, down, engine, model)
     except InputError as exc:       # PolicyConfigError too
         _refused(exc, fmt, stack)
 

@@ -55,6 +55,7 @@ class Resolver:
         self.urns: dict[str, str] = {}
         self.state: dict[str, dict] = {}
         self.children: dict[str, list[str]] = {}
+        self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
 
     # -- names -----------------------------------------------------------------------------
     def urn(self, key: str) -> str:
@@ -133,7 +134,11 @@ class Resolver:
     def wire(self, v, deps: set, unknown=UNKNOWN):
         """An input as the engine receives it: doubles, secrets wrapped where they occur."""
         t = type(v)
-        if t is str or t is bool or t is float or v is None:
+        if t is str or t is bool or v is None:
+            return v
+        if t is float:
+            if v - v != 0.0:        # NaN or an infinity: the pack fails on it (policy/direct.py)
+                self.finite = False
             return v
         if t is int:
             return float(v)
@@ -141,7 +146,7 @@ class Resolver:
             out = {}
             for k, x in v.items():      # leaves inline: most of a graph's inputs are plain text
                 c = type(x)
-                out[k] = x if c is str or c is bool or c is float or x is None else self.wire(x, deps, unknown)
+                out[k] = x if c is str or c is bool or x is None else self.wire(x, deps, unknown)
             return out
         if t is list or t is tuple:
             return [x if type(x) is str else self.wire(x, deps, unknown) for x in v]
@@ -150,9 +155,28 @@ class Resolver:
             deps |= e.deps
             if not e.known:
                 return unknown
-            value = _doubles(e.value)
+            value = self.doubles(e.value)
             return {SIG_KEY: SECRET_SIG, "value": value} if e.secret else value
-        return _doubles(v)
+        return self.doubles(v)
+
+    def doubles(self, value):
+        """Numbers as the engine's protobuf Struct carries them (doubles); tuples as lists."""
+        t = type(value)
+        if t is int:
+            return float(value)
+        if t is float:
+            if value - value != 0.0:
+                self.finite = False
+            return value
+        if t is dict:
+            return {k: self.doubles(v) for k, v in value.items()}
+        if t is list or t is tuple:
+            return [self.doubles(v) for v in value]
+        if isinstance(value, int) and not isinstance(value, bool):     # an IntEnum, say
+            return float(value)
+        if isinstance(value, float) and value - value != 0.0:
+            self.finite = False
+        return value
 
     def state_of(self, key: str) -> dict:
         """What the mocks answer for a resource: its inputs (known, non-null) and computed outputs
@@ -201,20 +225,6 @@ class Resolver:
         return out
 
 
-def _doubles(value):
-    """Numbers as the engine's protobuf Struct carries them (doubles); tuples as lists."""
-    t = type(value)
-    if t is int:
-        return float(value)
-    if t is dict:
-        return {k: _doubles(v) for k, v in value.items()}
-    if t is list or t is tuple:
-        return [_doubles(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool):     # an IntEnum, say
-        return float(value)
-    return value
-
-
 def reference_key(stack: str) -> str:
     return key_of(STACK_REFERENCE, f"{ORGANIZATION}/{PROJECT}/{stack}")
 
@@ -231,5 +241,6 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     src = read_yaml(path)
     built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude,
                      locate=lambda p: src.line(("config", *p)))
-    records = Resolver(built.graph, stack, references).records()
-    return OfflineRun(stack, built.result, records, tuple(exclude))
+    resolver = Resolver(built.graph, stack, references)
+    records = resolver.records()
+    return OfflineRun(stack, built.result, records, tuple(exclude), finite=resolver.finite)

@@ -82,3 +82,4 @@ class OfflineRun:
     result: Result
     records: list[Record]
     lost: tuple[str, ...] = ()      # clusters planned without (what-if)
+    finite: bool = False            # every number in the records is finite (the direct engine checks)

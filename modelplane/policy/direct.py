@@ -21,7 +21,8 @@ to the data what the gRPC path does (pulumi-policy 1.21, protobuf 5.29 — read 
   the description + "\\n" + the message, which gate.py takes apart again.
 
 Props are converted once per resource and shared by every policy (the pack converts them per
-policy, or once per request with memo.py); policies only read them.
+policy, or once per request with memo.py); policies only read them. Props the direct engine
+recorded are converted lazily, one level on its first read (`lazy_props_of`).
 """
 from __future__ import annotations
 
@@ -73,23 +74,35 @@ def _unknown(chain, key, value):
 
 
 class _Proxy:
-    """What both proxies share: the target, the key chain, and a read that raises on an unknown."""
+    """What both proxies share: the target, the key chain, and a read that raises on an unknown.
+    A lazy proxy holds the raw value (`_r`) and converts one level of it on its first read:
+    policies read a few fields of a few resource types, so most values are never converted."""
 
-    __slots__ = ("_t", "_c")
+    __slots__ = ("_t", "_c", "_r")
 
-    def __init__(self, target, chain):
-        self._t, self._c = target, chain
+    def __init__(self, target, chain, raw=None):
+        self._t, self._c, self._r = target, chain, raw
 
     def __getitem__(self, key):
         if key == "__target":
-            return self._t
-        v = self._t[key]
+            return self._target()
+        t = self._t
+        v = (t if t is not None else self._load())[key]
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
         return v
 
     def __len__(self):
-        return len(self._t)
+        t = self._t
+        return len(t if t is not None else self._load())
+
+    def __bool__(self):         # truthiness needs no conversion: `props.get("spec") or {}` is common
+        t = self._t
+        return bool(t if t is not None else self._r)
+
+    def _target(self):
+        t = self._t
+        return t if t is not None else self._load()
 
 
 class DictProxy(_Proxy, Mapping):
@@ -98,11 +111,27 @@ class DictProxy(_Proxy, Mapping):
 
     __slots__ = ()
 
+    def _load(self) -> dict:
+        chain, t = self._c, {}
+        for k, v in self._r.items():
+            if k.__class__ is not str:
+                k = str(k)              # gate._plain: keys become strings
+            c = v.__class__             # the common leaves inline, as in _lazy
+            if c is str or c is bool or c is float or v is None:
+                t[k] = v
+            elif c is int:
+                t[k] = float(v)
+            else:
+                t[k] = _lazy(v, (chain, k))
+        self._t, self._r = t, None
+        return t
+
     def get(self, key, default=None):
         if key == "__target":
-            return self._t
+            return self._target()
+        t = self._t
         try:
-            v = self._t[key]
+            v = (t if t is not None else self._load())[key]
         except KeyError:
             return default
         if v.__class__ is str and v in _UNKNOWNS:
@@ -112,8 +141,9 @@ class DictProxy(_Proxy, Mapping):
     def __contains__(self, key):
         if key == "__target":
             return True
+        t = self._t
         try:
-            v = self._t[key]
+            v = (t if t is not None else self._load())[key]
         except KeyError:
             return False
         if v.__class__ is str and v in _UNKNOWNS:
@@ -121,10 +151,10 @@ class DictProxy(_Proxy, Mapping):
         return True
 
     def __setitem__(self, key, value):
-        self._t[key] = value
+        self._target()[key] = value
 
     def __iter__(self):
-        return iter(self._t)
+        return iter(self._target())
 
 
 class ListProxy(_Proxy, Sequence):
@@ -132,12 +162,35 @@ class ListProxy(_Proxy, Sequence):
 
     __slots__ = ()
 
+    def _load(self) -> list:
+        chain = self._c
+        t = [_lazy(v, (chain, str(i))) for i, v in enumerate(self._r)]
+        self._t, self._r = t, None
+        return t
+
     def __iter__(self):      # Sequence.__iter__ reads self[i] until IndexError: the same values, in order
         chain = self._c
-        for i, v in enumerate(self._t):
+        for i, v in enumerate(self._target()):
             if v.__class__ is str and v in _UNKNOWNS:
                 raise _unknown(chain, i, v)
             yield v
+
+
+def _lazy(value, chain):
+    """One raw value as `_wire` then `_proxied` would leave it, converting containers on first read.
+    Only for values whose numbers are known finite (see `lazy_props_of`)."""
+    c = value.__class__
+    if c is str or c is bool or c is float or value is None:
+        return value
+    if c is int:
+        return float(value)
+    if c is dict:
+        if SIG_KEY in value:
+            return _proxied(_wire(value), chain)
+        return DictProxy(None, chain, value)
+    if c is list or c is tuple:
+        return ListProxy(None, chain, value)
+    return _proxied(_wire(value), chain)       # subclasses and other types: the exact two-pass way
 
 
 class Asset:
@@ -224,6 +277,13 @@ def _proxied(value, chain):
     if cls is list:
         return ListProxy([_proxied(v, (chain, str(i))) for i, v in enumerate(value)], chain)
     return value
+
+
+def lazy_props_of(props: dict):
+    """`props_of` converted on read, for props whose every number is finite (the direct engine
+    checks each while recording, `OfflineRun.finite`): `props_of` raises the pack's error for a
+    NaN or an infinity before any policy runs, which needs every value visited."""
+    return DictProxy(None, None, props)
 
 
 def props_of(props: dict):
@@ -367,8 +427,9 @@ def _failed(policy, exc: Exception) -> PackError:
     return PackError(f"the policy pack failed (UNKNOWN): policy {policy.name}: {type(exc).__name__}: {exc}")
 
 
-def evaluate(resources: list[Resource], config: dict | None = None) -> list[dict]:
-    """The pack's violations over `resources`, as `Analyzer.configure(config)` + `analyze(resources)` give them."""
+def evaluate(resources: list[Resource], config: dict | None = None, finite: bool = False) -> list[dict]:
+    """The pack's violations over `resources`, as `Analyzer.configure(config)` + `analyze(resources)` give them.
+    `finite`: every number in the props is known finite, so they may be converted on read."""
     settings = configure(config or {})
     running = []
     for name, policy in sorted(POLICIES.items()):
@@ -376,7 +437,8 @@ def evaluate(resources: list[Resource], config: dict | None = None) -> list[dict
         if level == DISABLED:
             continue
         running.append((policy, MANDATORY if level == "remediate" else level, cfg))
-    props = [props_of(r.props) for r in resources]
+    convert = lazy_props_of if finite else props_of
+    props = [convert(r.props) for r in resources]
     out: list[dict] = []
 
     for policy, level, cfg in running:
