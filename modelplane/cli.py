@@ -282,7 +282,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
                                       "choose a file you can write to")]) from None
         err.print(f"wrote the fleet report to {report_file}", markup=False)
     if fmt == "json":
-        sys.stdout.write(report.to_json(doc))
+        report.write_json(doc, sys.stdout.write)
     elif fmt == "markdown":
         from .output import comment
 

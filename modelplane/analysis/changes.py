@@ -27,9 +27,21 @@ def _hash(value) -> str:
     return _sha(_text(value))
 
 
-# what json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-# does, with its encoder made once rather than once per field
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+def encoder(**options):
+    """`json.JSONEncoder(**options).encode` with json's C encoder made once: `encode` makes it
+    anew on every call, which costs as much as encoding a small value. No circular check: a plan
+    holds no cycles."""
+    e = json.JSONEncoder(**options)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None or e.indent is not None:
+        return e.encode
+    strings = json.encoder.encode_basestring_ascii if e.ensure_ascii else json.encoder.encode_basestring
+    c = make(None, e.default, strings, None, e.key_separator, e.item_separator, e.sort_keys, e.skipkeys, e.allow_nan)
+    return lambda value: "".join(c(value, 0))
+
+
+# what json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str) does
+_ENCODE = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _text(value) -> str:

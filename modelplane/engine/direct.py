@@ -55,6 +55,7 @@ class Resolver:
         self.urns: dict[str, str] = {}
         self.state: dict[str, dict] = {}
         self.children: dict[str, list[str]] = {}
+        self.expansions: dict[str, frozenset[str]] = {}     # component key -> its resources' URNs so far
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
 
     # -- names -----------------------------------------------------------------------------
@@ -79,18 +80,34 @@ class Resolver:
         return f"urn:pulumi:{self.stack}::{self.project}::{STACK_TYPE}${STACK_REFERENCE}::{name}"
 
     def expand(self, keys) -> set[str]:
-        """URNs a dependency on these nodes means: a local component stands for its resources."""
-        out, todo = set(), list(keys)
-        while todo:
-            key = todo.pop()
+        """URNs a dependency on these nodes means: a local component stands for its resources
+        (those registered so far, as the SDK expands it)."""
+        out: set[str] = set()
+        for key in keys:
+            out |= self._expanded(key)
+        return out
+
+    def _expanded(self, key: str) -> frozenset[str]:
+        found = self.expansions.get(key)
+        if found is None:
             node = self.graph.nodes.get(key)
             if node is None:
-                out.add(self.reference_urn(key))
+                found = frozenset((self.reference_urn(key),))
             elif node.custom or node.remote:
-                out.add(self.urn(key))
+                found = frozenset((self.urn(key),))
             else:
-                todo.extend(self.children.get(key, ()))
-        return out
+                found = frozenset().union(*[self._expanded(k) for k in self.children.get(key, ())])
+            self.expansions[key] = found
+        return found
+
+    def _adopt(self, node) -> None:
+        """Register `node` as its parent's child; its ancestors' expansions grow by it."""
+        self.children.setdefault(node.parent, []).append(node.key)
+        key = node.parent
+        while key:
+            self.expansions.pop(key, None)
+            parent = self.graph.nodes.get(key)
+            key = parent.parent if parent is not None else None
 
     # -- values ----------------------------------------------------------------------------
     def evaluate(self, v) -> _Value:
@@ -144,12 +161,21 @@ class Resolver:
             return float(v)
         if t is dict:
             out = {}
-            for k, x in v.items():      # leaves inline: most of a graph's inputs are plain text
+            for k, x in v.items():      # leaves inline: most of a graph's inputs are text and integers
                 c = type(x)
-                out[k] = x if c is str or c is bool or x is None else self.wire(x, deps, unknown)
+                if c is str or c is bool or x is None:
+                    out[k] = x
+                elif c is int:
+                    out[k] = float(x)
+                else:
+                    out[k] = self.wire(x, deps, unknown)
             return out
         if t is list or t is tuple:
-            return [x if type(x) is str else self.wire(x, deps, unknown) for x in v]
+            out = []
+            for x in v:
+                c = type(x)
+                out.append(x if c is str else float(x) if c is int else self.wire(x, deps, unknown))
+            return out
         if t in _EXPRESSION_TYPES:
             e = self.evaluate(v)
             deps |= e.deps
@@ -197,7 +223,7 @@ class Resolver:
         out = [Record(STACK_TYPE, f"{self.project}-{self.stack}", self.root, "", "", False)]
         for node in self.graph:
             if node.parent:
-                self.children.setdefault(node.parent, []).append(node.key)
+                self._adopt(node)
             deps = self.expand(node.depends_on)
             urn = self.urn(node.key)
             provider = ""
@@ -213,7 +239,7 @@ class Resolver:
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings
                     inputs = {k: v if isinstance(v, (str, *_EXPRESSIONS)) else json.dumps(v) for k, v in inputs.items()}
                 found: set[str] = set()
-                record.inputs = {k: self.wire(v, found) for k, v in inputs.items() if v is not None}
+                record.inputs = self.wire({k: v for k, v in inputs.items() if v is not None}, found)
                 deps |= found
             record.dependencies = tuple(sorted(deps))
             out.append(record)

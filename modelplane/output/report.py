@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from ..api.previous import API_VERSION
-from ..analysis.changes import cost_delta, digests, disrupted, replica_changes, resource_changes, traffic_delta
+from ..analysis.changes import cost_delta, digests, encoder, disrupted, replica_changes, resource_changes, traffic_delta
 from ..analysis.disruptions import disruptions, transitions, up_order
 from ..engine.records import SIG_KEY, OfflineRun, is_unknown
 
@@ -30,10 +30,26 @@ def _ints(value, secret: bool = False):
     for outputs of resources not yet created (written as a marker, as `pulumi preview` does) and
     secrets (written as a marker: their values never reach a file)."""
     cls = value.__class__
-    if cls is str:                  # the common leaves first: one class test, no is_unknown
+    if cls is str:                  # the common cases first, by exact class; leaves inline below
         return REDACTED if secret else value
+    if cls is dict:
+        if SIG_KEY in value:
+            return _ints(value.get("value"), True)
+        if secret:
+            return {k: _ints(v, True) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            c = v.__class__
+            out[k] = v if c is str or c is bool or c is int or v is None else _ints(v)
+        return out
+    if cls is list:
+        if secret:
+            return [_ints(v, True) for v in value]
+        return [v if v.__class__ is str else _ints(v) for v in value]
     if cls is bool or cls is int or value is None:
         return value
+    if cls is float:
+        return int(value) if value.is_integer() else value
     if is_unknown(value):
         return UNKNOWN
     if isinstance(value, float) and value.is_integer():
@@ -328,10 +344,43 @@ def to_json(doc: dict) -> str:
     """`json.dumps(doc, indent=2, ensure_ascii=False)` and a newline, byte for byte. The json
     module encodes indented text in Python generators (its C encoder takes no indent), most of a
     large plan's JSON time; this writes the same text in one recursion with the C string encoder."""
+    return "".join(_pieces(doc))
+
+
+def write_json(doc: dict, write) -> None:
+    """`to_json(doc)` passed to `write` in pieces, one per top-level list item: a large plan's text
+    (tens of MiB) is never held whole, nor its nested copies."""
+    for piece in _pieces(doc):
+        write(piece)
+
+
+def _pieces(doc):
+    if doc.__class__ is not dict or not doc or any(k.__class__ is not str for k in doc):
+        yield _item(doc, "\n") + "\n"
+        return
+    lead = "{\n  "
+    for key, value in doc.items():
+        yield lead + _STR(key) + ": "
+        lead = ",\n  "
+        if value.__class__ is list and value:
+            first = "[\n    "
+            for x in value:
+                yield first + _item(x, "\n    ")
+                first = ",\n    "
+            yield "\n  ]"
+        else:
+            yield _item(value, "\n  ")
+    yield "\n}\n"
+
+
+def _item(value, nl: str) -> str:
+    """One value's indented text at the depth `nl` gives. What `_indented` leaves to the json
+    module is encoded by it at depth 0 and moved: a JSON text holds no raw newline but its
+    indentation's, so prefixing each line gives json.dumps' own text for the deeper place."""
     try:
-        return _indented(doc, "\n") + "\n"
+        return _indented(value, nl)
     except _Unusual:
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", nl)
 
 
 class _Unusual(Exception):
@@ -340,6 +389,23 @@ class _Unusual(Exception):
 
 _STR = json.encoder.encode_basestring       # the C function json.dumps uses with ensure_ascii=False
 _INF = float("inf")
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_FLAT: dict[str, object] = {}
+
+
+def _flat(v, inner: str, nl: str, opening: str, closing: str) -> str:
+    """A container of scalars only, in one call to json's C encoder: its item separator carries the
+    newline and indent, so the text is json.dumps(indent=2)'s for that depth."""
+    encode = _FLAT.get(inner)
+    if encode is None:
+        encode = _FLAT[inner] = encoder(ensure_ascii=False, allow_nan=False, separators=("," + inner, ": "))
+    try:
+        text = encode(v)
+    except ValueError:              # NaN or an infinity
+        raise _Unusual from None
+    return opening + inner + text[1:-1] + nl + closing
 
 
 def _indented(v, nl: str) -> str:
@@ -362,15 +428,24 @@ def _indented(v, nl: str) -> str:
     if cls is dict:
         if not v:
             return "{}"
-        parts = []
+        flat = True
         for k, x in v.items():
             if k.__class__ is not str:
                 raise _Unusual
-            parts.append(f"{_STR(k)}: {_indented(x, inner)}")
+            if x.__class__ not in _SCALARS:
+                flat = False
+        if flat:
+            return _flat(v, inner, nl, "{", "}")
+        parts = [f"{_STR(k)}: {_indented(x, inner)}" for k, x in v.items()]
         return "{" + inner + ("," + inner).join(parts) + nl + "}"
     if cls is list or cls is tuple:
         if not v:
             return "[]"
+        for x in v:
+            if x.__class__ not in _SCALARS:
+                break
+        else:
+            return _flat(v, inner, nl, "[", "]")
         return "[" + inner + ("," + inner).join([_indented(x, inner) for x in v]) + nl + "]"
     raise _Unusual
 
