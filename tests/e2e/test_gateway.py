@@ -133,8 +133,21 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
 
 
 def rolled(c, name: str) -> dict:
-    """A KServe child Deployment's rollout, as `kubectl rollout status` judges it: the controller saw
-    the latest spec and every replica is updated and available, no old one left."""
+    """A KServe child workload's rollout. A Deployment (`<svc>-kserve`) as `kubectl rollout status`
+    judges it: the controller saw the latest spec and every replica is updated and available, no old
+    one left. A LeaderWorkerSet (`<svc>-kserve-mn`) as its controller reports it: status and its
+    `Available` condition at the current generation, every group updated and ready (lws v0.9.0
+    pkg/controllers/leaderworkerset_controller.go L458-495: Available only once every group runs
+    the new revision)."""
+    if name.endswith("-kserve-mn"):
+        w = c.get("leaderworkersets", "-n", NS, name)
+        st, want, gen = w.get("status", {}), w["spec"].get("replicas", 1), w["metadata"]["generation"]
+        available = [x for x in st.get("conditions", []) if x["type"] == "Available"]
+        done = (st.get("observedGeneration") == gen and st.get("updatedReplicas") == want
+                and st.get("readyReplicas") == want and bool(available) and available[0]["status"] == "True"
+                and available[0].get("observedGeneration") == gen)
+        return {"done": done, "generation": gen, **{k: st.get(k) for k in (
+            "observedGeneration", "replicas", "updatedReplicas", "readyReplicas")}}
     d = c.get("deployment", "-n", NS, name)
     st, want = d.get("status", {}), d["spec"].get("replicas", 1)
     done = (st.get("observedGeneration") == d["metadata"]["generation"] and st.get("updatedReplicas") == want
@@ -201,6 +214,28 @@ def test_g2_in_place_change_is_awaited(ws, gateway_cluster, report):
     # ... and one replica at a time, as the plan says: the second roll began after the first ended.
     assert late["secondStartedBefore"] == 0, late
     assert sampler.minimum_by_deployment()[f"{NS}/qwen3-8b"] >= 1
+
+
+def test_g3_multi_node_in_place_change_is_awaited(ws, gateway_cluster, report):
+    """C2 for a LeaderWorkerSet: an engine-args change of the two-node replica rolls its group, and
+    `up` returns only after the LeaderWorkerSet reports the new revision Available."""
+    c = gateway_cluster
+    path = ws.root / "stacks" / f"Pulumi.{STACK}.yaml"
+    path.write_text(path.read_text().replace("--max-model-len=4096", "--max-model-len=6144"))
+    lws = "qwen3-8b-pp-0-kserve-mn"
+    before = rolled(c, lws)["generation"]
+    with RolloutWatch(c, [lws]) as watch:
+        out = ws.operate("up", STACK)
+        ended = time.monotonic()
+        time.sleep(2 * KSERVE_READY_S)
+    after = rolled(c, lws)
+    late = len(watch.unfinished_after(lws, ended))
+    report.scenario("g3-multi-node-in-place", ok=out.ok, seconds=out.seconds, summary=out.summary,
+                    error=out.error[-3000:], generations=[before, after["generation"]],
+                    pollsFindingRollUnfinishedAfterUp=late, polls=len(watch.polls))
+    assert out.ok, out.error
+    assert after["generation"] > before and after["done"], after      # it did roll, and finished
+    assert late == 0, late        # what `up` reports done is done: no later poll found the roll unfinished
 
 
 def test_g9_destroy(ws, gateway_cluster, report):
