@@ -159,3 +159,22 @@ def test_repack_names_idle_paid_capacity_and_what_moving_onto_it_saves():
     # placed on the reservation already: nothing to gain, and no idle paid pool
     doc = repack([llama, qwen], [c], schedule([llama, qwen], [c])).to_json()
     assert not doc["moves"] and doc["paid"]["idle"] == [] and doc["paid"]["savesHourly"] == 0
+
+
+def test_a_service_cluster_selector_in_cel_picks_where_provider_traffic_enters():
+    """The same rule (filter.selector_problem) serves a service's entry clusters: prod's chat
+    service with only its hosted provider enters where clusterSelector.cel is true."""
+    from modelplane.analysis.services import plan_routes
+    from modelplane.engine import offline
+
+    run = offline.run("prod")
+    spec = run.result.spec
+    chat = next(s for s in spec.services if s.key == "chat/chat")
+    only = [e for e in chat.endpoints if e.provider]
+    for cel, entry in (('cluster.cloud == "aws"', {"eks-use1"}), ('cluster.region == "us-central1"', {"gke-usc1"}),
+                       (None, {"eks-use1", "gke-usc1", "gke-euw4"})):
+        svc = chat.model_copy(update={"endpoints": only,
+                                      "cluster_selector": chat.cluster_selector.model_copy(update={"cel": cel})})
+        routes = plan_routes(spec.model_copy(update={"services": [svc]}), run.result.plan.placements,
+                             run.result.inventories)
+        assert set(routes["chat/chat"].clusters) == entry, cel
