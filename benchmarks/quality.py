@@ -3,9 +3,12 @@ path + exact phase at its default budget) against a reference, with times. Seede
 prints a table, asserts nothing but determinism.
 
 The reference is an independent CP-SAT model of the same problem under the same Filter rules:
-integer counts per (deployment, cluster, pool per role), the same capacity, replicas per tier
-lexicographic (one weight per tier), hinted with the fast path's fill, run with a generous budget
-on both cores. It prints what it placed, whether it proved that optimal, and its LP relaxation's
+integer counts per (deployment, cluster, pool per role), the same capacity counted in GPUs as the
+scheduler packs them (whole nodes for multi-node workers, slots of shared nodes), served first:
+per tier, highest first, deployments served (at least one replica, a 0/1 variable each), then
+replicas, lexicographic through weights; hinted with the fast path's fill, run with a generous
+budget on both cores. Besides replicas it prints deployments served, by the final plan and by the
+reference, and how many deployments the reference serves that the final plan does not. It prints what it placed, whether it proved that optimal, and its LP relaxation's
 bound on replicas in total (whatever the tiers; no plan places more). The reference has no
 per-tier floor, so the final plan (never fewer of a tier than the fast path) may place more in
 total than a proven reference, or fewer replicas of a higher tier.
@@ -71,8 +74,8 @@ def measure(demands, clusters, mode, budget=None):
 
 
 def reference(demands, clusters, budget: float, hint: list | None = None, workers: int = 2):
-    """(placed, proven optimal, bound, wall seconds) of the reference model; `bound` is its LP
-    relaxation's most replicas in total, whatever the tiers: no plan places more."""
+    """(placed, proven optimal, bound, wall seconds, deployments served) of the reference model;
+    `bound` is its LP relaxation's most replicas in total, whatever the tiers: no plan places more."""
     from ortools.linear_solver import pywraplp
     from ortools.sat.python import cp_model
 
@@ -80,8 +83,14 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     # capacity in GPUs as the scheduler counts it: whole nodes for multi-node workers, a slot of a
     # shared node for smaller ones (modelplane.scheduler.model.need)
     free = {(c.name, p.name): p.max_nodes * p.gpus_per_node for c in clusters for p in c.pools}
-    tiers = sorted({d.priority for d in demands})
-    weight = {t: (sum(d.replicas for d in demands) + 1) ** i for i, t in enumerate(tiers)}
+    # served first: per tier, lowest first, replicas then deployments served, each level weighted
+    # above the sum of every level below it (lexicographic, highest tier's served deployments on top)
+    weight, served_weight, scale = {}, {}, 1
+    for t in sorted({d.priority for d in demands}):
+        weight[t] = scale
+        scale *= sum(d.replicas for d in demands if d.priority == t) + 1
+        served_weight[t] = scale
+        scale *= sum(1 for d in demands if d.priority == t) + 1
     model, lp = cp_model.CpModel(), pywraplp.Solver.CreateSolver("GLOP")
     use, per_d, objective, at = defaultdict(list), defaultdict(list), [], {}
     for d in sorted(demands, key=lambda d: d.key):
@@ -103,13 +112,17 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
         row = lp.Constraint(0, free[key])
         for n, _, x in terms:
             row.SetCoefficient(x, n)
+    served = {}
     for d in demands:
         if per_d[d.key]:
             model.Add(sum(v for v, _ in per_d[d.key]) <= d.replicas)
+            served[d.key] = model.NewBoolVar("")
+            model.Add(sum(v for v, _ in per_d[d.key]) >= served[d.key])
             row = lp.Constraint(0, d.replicas)
             for _, x in per_d[d.key]:
                 row.SetCoefficient(x, 1)
-    model.Maximize(sum(w * v for w, v, _ in objective))
+    priority = {d.key: d.priority for d in demands}
+    model.Maximize(sum(w * v for w, v, _ in objective) + sum(served_weight[priority[k]] * b for k, b in served.items()))
     for _, _, x in objective:
         lp.Objective().SetCoefficient(x, 1)
     lp.Objective().SetMaximization()
@@ -124,37 +137,42 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     status = solver.Solve(model)
     wall = time.perf_counter() - wall
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, False, bound, wall
+        return None, False, bound, wall, set()
     placed = sum(solver.Value(v) for vs in per_d.values() for v, _ in vs)
-    return placed, status == cp_model.OPTIMAL, bound, wall
+    return placed, status == cp_model.OPTIMAL, bound, wall, {k for k, b in served.items() if solver.Value(b)}
 
 
 def row(label, cases, ref_budget):
     wanted = fast = ours = 0
     wall = cpu = ref_wall = worst_wall = worst_cpu = 0.0
     ours_vs, refs, bounds, ratios, proven = 0, 0, 0, [], 0
+    served_ours = served_ref = starved = 0
     for demands, clusters in cases:
         wanted += sum(d.replicas for d in demands)
         first = measure(demands, clusters, "off")
         fast += first[0]
-        n, w, c, _ = measure(demands, clusters, "auto")
+        n, w, c, final = measure(demands, clusters, "auto")
+        mine = {p.deployment for p in final.placements}
         ours += n
         wall, cpu = wall + w, cpu + c
         worst_wall, worst_cpu = max(worst_wall, w), max(worst_cpu, c)
         if ref_budget:
             hint = [(p.deployment, p.cluster, tuple(p.roles[r].pool for r in p.roles)) for p in first[3].placements]
-            r, optimal, bound, rw = reference(demands, clusters, ref_budget, hint)
+            r, optimal, bound, rw, theirs = reference(demands, clusters, ref_budget, hint)
             ref_wall += rw
             bounds += bound
             if r is not None:
                 ours_vs, refs, proven = ours_vs + n, refs + r, proven + optimal
                 ratios.append(n / r if r else 1.0)
+                served_ours, served_ref = served_ours + len(mine), served_ref + len(theirs)
+                starved += len(theirs - mine)
     k = len(cases)
     if ratios:
         vs = f"{ours_vs / refs:.1%} (worst {min(ratios):.1%})"
-        ref = f"{refs} ({proven}/{len(ratios)} proven) | {bounds} | {ref_wall / k:.1f} s"
+        ref = f"{refs} ({proven}/{len(ratios)} proven) | {served_ours} / {served_ref} ({starved} not served) | " \
+              f"{bounds} | {ref_wall / k:.1f} s"
     else:
-        vs, ref = "-", "n/a | - | -"
+        vs, ref = "-", "n/a | - | - | -"
     print(f"| {label} | {wanted} | {fast} | {ours} | {vs} | {ref} | {wall / k:.2f} s / {cpu / k:.2f} s "
           f"| {worst_wall:.2f} s / {worst_cpu:.2f} s |", flush=True)
 
@@ -168,8 +186,9 @@ def main():
     args = ap.parse_args()
     budget = None if args.no_reference else args.reference_budget
     print("| fleets | replicas wanted | fast path placed | final plan placed | final / reference | reference placed "
-          "| bound (LP, any tiers) | reference time (each) | final time (each, wall / CPU) | slowest fleet (wall / CPU) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| deployments served: final / reference (reference's not served by final) | bound (LP, any tiers) "
+          "| reference time (each) | final time (each, wall / CPU) | slowest fleet (wall / CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     small = [fleet(seed, (2, 6), (1, 5)) for seed in range(60)]
     row("60 small (2-6 clusters)", small, budget and min(budget, 5.0))
     for disaggregated in (False, True):

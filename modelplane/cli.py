@@ -319,6 +319,7 @@ def _print_text(run, doc, violations, policy_file, without, before, services_bef
         tables.sizing(out, doc)
         if doc["cost"]["replicas"] or doc["cost"]["idle"]["pools"]:
             out.print(tables.cost_table(doc))
+            tables.idle_paid(out, doc)
             tables.price_notes(out, doc)
         if doc["services"]:
             out.print(tables.routing_table(doc))

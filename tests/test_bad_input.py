@@ -431,3 +431,30 @@ def test_a_node_selector_over_the_pool_plans_and_explains(tmp_path):
     path.write_text(body)
     result = plan("dev", "--config-file", path)
     assert result.exit_code == 2 and "unknown name 'zone'" in result.output and "pool.capacity" in result.output
+
+
+def test_a_cluster_selector_in_cel_plans_explains_and_is_checked(tmp_path):
+    """Issue 44: clusterSelector.cel sees cluster.labels, cluster.region and cluster.cloud; a false
+    clause is explained with the cluster's value; a bad expression is refused at its line with the fix."""
+    sel = "      nodeSelector: {cel: 'gpu.memoryGiB >= 24'}\n"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(sub(sel, sel + "      clusterSelector: {cel: 'cluster.cloud == \"gcp\" && cluster.region == "
+                        "\"us-central1\" && cluster.labels[\"modelplane.ai/tier\"] == \"development\"'}\n"))
+    result = plan("dev", "--config-file", path, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert sum(p["deployment"] == "ml-team/gpt-oss-20b" for p in doc["placements"]) == 2
+    path.write_text(sub(sel, sel + "      clusterSelector: {cel: 'cluster.cloud == \"gcp\" && cluster.region == \"europe-west4\"'}\n"))
+    result = plan("dev", "--config-file", path, "--explain", "gpt-oss-20b")
+    assert 'cel: cluster.region == "europe-west4" is false (cluster.region = "us-central1")' in result.output
+    # a label the cluster lacks: not selected, and the reason says to guard it
+    path.write_text(sub(sel, sel + "      clusterSelector: {cel: 'cluster.labels[\"team\"] == \"a\"'}\n"))
+    result = plan("dev", "--config-file", path, "--explain", "gpt-oss-20b")
+    assert 'guard what a cluster may lack ("team" in cluster.labels' in result.output, result.output
+    for cel, words in (("gpu.count == 8", "unknown name 'gpu' (variables: cluster)"),
+                       ("cluster.region", "yields string, not true or false"),
+                       ("cluster.region ==", "does not parse")):
+        path.write_text(sub(sel, sel + f"      clusterSelector: {{cel: '{cel}'}}\n"))
+        result = plan("dev", "--config-file", path)
+        refused(result, str(path), 27, words)
+        assert "clusterSelector.cel" in result.output and 'cluster.cloud == "gcp"' in result.output, result.output

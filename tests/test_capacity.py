@@ -83,3 +83,98 @@ def test_an_unknown_variable_names_pool_and_cluster():
     import pytest
     with pytest.raises(DemandError, match=r"unknown name 'zone' \(variables: .*pool, cluster\)"):
         schedule([demand(roles=[role(cel='zone == "a"')])], [cluster("c")])
+
+
+def test_a_cluster_selector_in_cel_sees_labels_region_and_cloud():
+    """clusterSelector.cel (issue 44) picks clusters by cluster.labels, .region and .cloud; a refused
+    cluster's rejection names the false clause and the cluster's value, as --explain shows it."""
+    from modelplane.scheduler.model import Cluster
+
+    gke = Cluster("gke-usc1", (pool("h100", gpus=8, max_nodes=2),), {"team": "a"}, None, "us-central1", "gcp")
+    eks = Cluster("eks-use1", (pool("p5", gpus=8, max_nodes=2),), {}, None, "us-east-1", "aws")
+    for cel, where in (('cluster.cloud == "aws"', "eks-use1"), ('cluster.region.startsWith("us-central")', "gke-usc1"),
+                       ('"team" in cluster.labels && cluster.labels["team"] == "a"', "gke-usc1")):
+        got = schedule([replace(demand("ns/x"), cluster_cel=cel)], [gke, eks])
+        assert [p.cluster for p in got.placements] == [where], cel
+    plan = schedule([replace(demand("ns/x"), cluster_cel='cluster.cloud == "gcp" && cluster.region == "europe-west4"')],
+                    [gke, eks])
+    assert not plan.placements
+    why = {r.cluster: r.detail for r in plan.rejections["ns/x"] if r.reason == "clusterSelector"}
+    assert why == {"gke-usc1": 'cel: cluster.region == "europe-west4" is false (cluster.region = "us-central1")',
+                   "eks-use1": 'cel: cluster.cloud == "gcp" is false (cluster.cloud = "aws")'}
+
+
+def test_the_exact_phase_buys_no_gpu_the_reservation_has():
+    """The exact phase's objective counts GPUs bought beyond the paid, unused ones (issue 44): on
+    the trial's cluster (reserved minNodes 4 + spot pool), what it places itself goes onto the 32
+    reserved GPUs, not onto spot. Without that term it put all 24 GPUs on spot (equal quality)."""
+    from modelplane.scheduler.cel import Matcher
+    from modelplane.scheduler.exact import solve
+    from modelplane.scheduler.filter import Verdicts, eligible
+
+    c = trial_cluster()
+    ds = [demand("chat/llama", replicas=2, roles=[role("decode", tensor=8)]),
+          demand("search/qwen", replicas=2, roles=[role("decode", tensor=4)])]
+    where = {d.key: eligible(d, [c], Verdicts(d, Matcher())) for d in ds}
+    free = {("gke-usc1", "h100"): 64, ("gke-usc1", "h100-spot"): 32}
+    out = solve(ds, where, free, {d.key: d.replicas for d in ds}, {})
+    assert out.phase == "exact"
+    assert {names for fills in out.fills.values() for _, names in fills} == {("h100",)}
+    # 4 of the reservation's 8 nodes are paid: 32 GPUs; beyond them the reservation's nodes are
+    # bought like spot's, and the exact phase is indifferent between the two
+    free = {("gke-usc1", "h100"): 64 - 32, ("gke-usc1", "h100-spot"): 32}    # the paid nodes already used
+    out = solve(ds, where, free, {d.key: d.replicas for d in ds}, {})
+    assert sum(len(f) for f in out.fills.values()) == 4
+
+
+def test_repack_names_idle_paid_capacity_and_what_moving_onto_it_saves():
+    """The trial's old placement (B1: every replica on spot, the reservation idle): --repack moves
+    them onto the reserved nodes, names the idle paid pool and the spot nodes no longer bought,
+    priced. Before, equal replicas and GPUs read as 'nothing to gain'."""
+    import io
+
+    from rich.console import Console
+
+    from modelplane.output.tables import repack as show
+    from modelplane.scheduler.model import Cluster
+    from modelplane.scheduler.repack import repack
+
+    c = trial_cluster()
+    c = Cluster(c.name, (replace(c.pools[0], hourly=60.0), replace(c.pools[1], hourly=53.09)))
+    llama = replace(demand("chat/llama", roles=[role("decode", tensor=4), role("prefill", tensor=4)]), priority=2)
+    qwen = demand("search/qwen", replicas=3, roles=[role("decode", tensor=4), role("prefill", tensor=1, count=4)])
+    on_spot = [replace(d, roles=tuple(replace(r, cel='pool.capacity == "spot"') for r in d.roles)) for d in (llama, qwen)]
+    old = schedule(on_spot, [c])
+    assert {rp.pool for p in old.placements for rp in p.roles.values()} == {"h100-spot"}
+    doc = repack([llama, qwen], [c], old).to_json()
+    assert len(doc["moves"]) == 4 and {m["to"] for m in doc["moves"]} == {"gke-usc1/h100"}
+    assert doc["paid"] == {"idle": [{"pool": "gke-usc1/h100", "capacity": "reservation",
+                                     "idleNodes": {"now": 4, "repacked": 0}, "idleGpus": {"now": 32, "repacked": 0}}],
+                           "boughtNodes": {"now": 4, "repacked": 0}, "savesHourly": 212.36}
+    text = io.StringIO()
+    show(Console(file=text, width=200), doc)
+    assert "idle paid gke-usc1/h100 (reservation, paid whether used or not): 4 nodes (32 GPUs) -> 0 (0 GPUs)" \
+        in text.getvalue()
+    assert "nodes bought beyond the paid ones 4 -> 0: the re-pack saves $212/h ($155,023/month)" in text.getvalue()
+    # placed on the reservation already: nothing to gain, and no idle paid pool
+    doc = repack([llama, qwen], [c], schedule([llama, qwen], [c])).to_json()
+    assert not doc["moves"] and doc["paid"]["idle"] == [] and doc["paid"]["savesHourly"] == 0
+
+
+def test_a_service_cluster_selector_in_cel_picks_where_provider_traffic_enters():
+    """The same rule (filter.selector_problem) serves a service's entry clusters: prod's chat
+    service with only its hosted provider enters where clusterSelector.cel is true."""
+    from modelplane.analysis.services import plan_routes
+    from modelplane.engine import offline
+
+    run = offline.run("prod")
+    spec = run.result.spec
+    chat = next(s for s in spec.services if s.key == "chat/chat")
+    only = [e for e in chat.endpoints if e.provider]
+    for cel, entry in (('cluster.cloud == "aws"', {"eks-use1"}), ('cluster.region == "us-central1"', {"gke-usc1"}),
+                       (None, {"eks-use1", "gke-usc1", "gke-euw4"})):
+        svc = chat.model_copy(update={"endpoints": only,
+                                      "cluster_selector": chat.cluster_selector.model_copy(update={"cel": cel})})
+        routes = plan_routes(spec.model_copy(update={"services": [svc]}), run.result.plan.placements,
+                             run.result.inventories)
+        assert set(routes["chat/chat"].clusters) == entry, cel

@@ -214,3 +214,31 @@ def test_an_older_previous_plan_still_gives_replicas_and_cost(dev_plan, tmp_path
     text = cli("plan", "dev", "--previous", str(tmp_path / "old.json")).stdout
     assert "resources unknown (old.json has no resource digests" in text
     assert "replica ml-team/llama-70b#0 added on dev-gke" in text
+
+
+def test_a_change_that_gives_up_a_services_spread_says_so_with_the_cost_of_keeping_it(tmp_path):
+    """The user trial's F1: prod's DeepSeek decode {tensor 8, data 2} -> {tensor 8, data 1} surges
+    deepseek-r1#0 from eks-use1 to gke-usc1; chat/reasoning then runs on one cloud. The change view
+    says which region and cloud it left, and that keeping it on the reserved (now idle) H200s costs less."""
+    base = tmp_path / "prod.json"
+    result = cli("plan", "prod", "--json")
+    assert result.returncode == 0, result.stderr
+    base.write_text(result.stdout)
+    changed = tmp_path / "Pulumi.prod.yaml"
+    old = "workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}"
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    assert old in text
+    changed.write_text(text.replace(old, "workers: {count: 1, topology: {tensor: 8, data: 1}}"))
+    result = cli("plan", "prod", "--config-file", str(changed), "--previous", str(base), "--json")
+    spread = json.loads(result.stdout)["spread"]
+    assert [(s["service"], s["region"], s["cloud"], s["cloudLost"], s["replicas"], s["clusters"]) for s in spread] == \
+        [("chat/reasoning", "us-east-1", "aws", True, ["chat/deepseek-r1#0"], ["eks-use1"])]
+    row = spread[0]
+    assert row["after"] == {"clouds": ["gcp"], "regions": ["us-central1"]}
+    assert [p["pool"] for p in row["idlePaidThere"]] == ["eks-use1/h200"] and row["keepingSavesHourly"] > 0
+    text = cli("plan", "prod", "--config-file", str(changed), "--previous", str(base)).stdout
+    assert ("! spread chat/reasoning: no replica left in us-east-1 and on aws (clouds aws+gcp -> gcp, regions "
+            "us-central1+us-east-1 -> us-central1): chat/deepseek-r1#0 left eks-use1; keeping it there would cost "
+            f"${row['keepingSavesHourly']:,.0f}/h less") in text, text
+    # an unchanged stack gives up nothing
+    assert json.loads(cli("plan", "prod", "--previous", str(base), "--json").stdout)["spread"] == []

@@ -59,7 +59,7 @@ def test_replicas_envelope_and_idle_nodes_add_up():
     assert big["nodes"] == {"min": 2, "max": 4} and big["gpus"] == {"min": 16, "max": 32}
     assert big["hourly"] == {"min": 20.0, "max": 40.0}
     # l4 keeps 3 nodes up and one is used: two are idle at both ends of the envelope
-    assert cost["idle"]["pools"] == [{"cluster": "a", "pool": "l4", "gpus": {"min": 2, "max": 2},
+    assert cost["idle"]["pools"] == [{"cluster": "a", "pool": "l4", "capacityType": "on-demand", "gpus": {"min": 2, "max": 2},
                                       "nodes": {"min": 2, "max": 2}, "hourly": {"min": 2.0, "max": 2.0},
                                       "monthly": {"min": 2.0 * HOURS_PER_MONTH, "max": 2.0 * HOURS_PER_MONTH}}]
     assert cost["stack"]["hourly"] == {"min": 23.0, "max": 43.0}
@@ -248,3 +248,34 @@ def test_a_price_older_than_the_threshold_is_flagged_with_its_age():
     assert ages == {"h100": (326, True), "l4": (22, False)} and STALE_DAYS < 326
     assert [p["pool"] for p in stale(cost)] == ["h100"]
     assert "ageDays" not in fleet_cost([], {"a": pools}, {}, {"a"})["prices"][0]     # no day, no age
+
+
+def test_idle_paid_capacity_is_named_with_what_moving_onto_it_saves():
+    """The trial's B1 placement: 4 reserved nodes (minNodes) idle while 4 spot nodes of the same
+    GPU are bought. The idle row names the capacity type and the spot nodes whose replicas could
+    move onto it, and what that saves at most; the text says it."""
+    import io
+
+    from rich.console import Console
+
+    from modelplane.output.tables import idle_paid
+
+    h100 = {"gpu": {"product": "H100"}}
+    pools = [{"name": "h100", "class": "a3", "minNodes": 4, "maxNodes": 8, "gpusPerNode": 8, "capacityType": "reservation",
+              "capabilities": h100, "price": {"hourly": 60.0}},
+             {"name": "h100-spot", "class": "a3", "minNodes": 0, "maxNodes": 4, "gpusPerNode": 8, "capacityType": "spot",
+              "capabilities": h100, "price": {"hourly": 53.09}},
+             {"name": "l4", "class": "g2", "minNodes": 0, "maxNodes": 4, "gpusPerNode": 1, "capacityType": "spot",
+              "capabilities": {"gpu": {"product": "L4"}}, "price": {"hourly": 1.0}}]
+    placements = [placement("chat/llama", i, "gke-usc1", decode=("h100-spot", 1, 8, 1)) for i in range(4)]
+    placements.append(placement("ml/small", 0, "gke-usc1", decode=("l4", 1, 1, 1)))
+    cost = fleet_cost(placements, {"gke-usc1": {"name": "gke-usc1", "pools": pools}}, {}, {"gke-usc1"})
+    idle = cost["idle"]["pools"]
+    assert [(i["pool"], i["capacityType"], i["nodes"]["min"], i["hourly"]["min"]) for i in idle] == \
+        [("h100", "reservation", 4, 240.0)]
+    assert idle[0]["movable"] == {"nodes": 4, "from": ["gke-usc1/h100-spot"], "hourly": 212.36}
+    text = io.StringIO()
+    idle_paid(Console(file=text, width=300), {"cost": cost})
+    assert ("idle paid gke-usc1/h100 (reservation): 4 minNodes (32 GPUs) no replica uses, $240/h paid whether used "
+            "or not; 4 node(s) of the same GPU are bought on gke-usc1/h100-spot: moving their replicas onto it saves "
+            "up to $212/h ($155,023/month)") in text.getvalue()

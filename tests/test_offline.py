@@ -72,7 +72,7 @@ def test_previous_plan_round_trips_to_identical_manifests(tmp_path):
     second = cli("plan", "dev", "--json", "--previous", str(tmp_path / "prev.json"), "--out", str(tmp_path / "b"))
     again = json.loads(second.stdout)
     assert (again.pop("changes"), again.pop("replicaChanges"), again.pop("costDelta")["deployments"],
-            again.pop("trafficDelta")) == ([], [], [], [])
+            again.pop("trafficDelta"), again.pop("spread")) == ([], [], [], [], [])
     before = json.loads(first.stdout)
     # Replicas that already run change one at a time on a later `up`: each waits for the one before it.
     chained = {r["name"]: set(r.get("dependsOn", [])) - set(b.get("dependsOn", []))

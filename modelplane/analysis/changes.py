@@ -284,6 +284,62 @@ def traffic_delta(before: list[dict] | None, after: list[dict]) -> list[dict] | 
     return out
 
 
+def spread_lost(before: dict, after: dict, groups: dict[str, list[str]], before_cost: dict,
+                after_cost: dict) -> list[dict]:
+    """Per service (`groups`: service -> its deployments; a deployment behind none stands alone)
+    that still has replicas: each region it had a replica in before and has none in now (and
+    whether its cloud is gone too), the replicas that left, what they cost there before and where
+    they run now, and the paid nodes (minNodes) idle there now: the cost of keeping the spread."""
+    where = {c["cluster"]: (c.get("cloud") or "", c.get("region") or "")
+             for doc in (before, after) for c in doc.get("clusters") or []}
+    was = before.get("placements") or []
+    hourly = [{(r["deployment"], int(r["replica"])): r["hourly"]["max"] for r in cost.get("replicas") or []}
+              for cost in (before_cost, after_cost)]
+    idle = {}
+    for row in (after_cost.get("idle") or {}).get("pools") or []:
+        idle.setdefault(row["cluster"], []).append(row)
+    out = []
+    for name, deps in sorted(groups.items()):
+        b = [p for p in was if p["deployment"] in deps and p["cluster"] in where]
+        a = [p for p in after["placements"] if p["deployment"] in deps and p["cluster"] in where]
+        if not b or not a:
+            continue
+        spread = [sorted({where[p["cluster"]][i] for p in ps} - {""}) for ps in (b, a) for i in (0, 1)]
+        for region in sorted(set(spread[1]) - set(spread[3])):
+            gone = [p for p in b if where[p["cluster"]][1] == region]
+            cloud = where[gone[0]["cluster"]][0]
+            keys = [(p["deployment"], int(p["replica"])) for p in gone]
+            clusters = sorted({p["cluster"] for p in gone})
+            there, now = (round(sum(h.get(k, 0.0) for k in keys), 2) for h in hourly)
+            paid = [{"pool": f"{r['cluster']}/{r['pool']}", "nodes": r["nodes"]["max"], "hourly": round(r["hourly"]["max"], 2)}
+                    for c in clusters for r in idle.get(c, [])]
+            # keeping them there: not paying for where they run now, and paying there only beyond the idle paid nodes
+            keep = round(now - max(0.0, there - sum(r["hourly"] for r in paid)), 2)
+            out.append({"service": name, "region": region, "cloud": cloud, "cloudLost": cloud not in spread[2],
+                        "before": {"clouds": spread[0], "regions": spread[1]},
+                        "after": {"clouds": spread[2], "regions": spread[3]},
+                        "replicas": [f"{d}#{i}" for d, i in keys], "clusters": clusters,
+                        "hourlyThere": there, "hourlyNow": now, "idlePaidThere": paid, "keepingSavesHourly": keep})
+    return out
+
+
+def spread_text(row: dict) -> str:
+    """A lost spread as the change list shows it, with the cost of keeping it."""
+    gone = f"{row['region']}" + (f" and on {row['cloud']}" if row["cloudLost"] else "")
+    idle = row["idlePaidThere"]
+    pools = ", ".join(f"{r['pool']} {_nodes(r['nodes'])} {money(r['hourly'])}/h" for r in idle)
+    paid = f"; paid nodes idle there now: {pools}" if idle else ""
+    one = len(row["replicas"]) == 1
+    keep = row["keepingSavesHourly"]
+    verdict = (f"keeping {'it' if one else 'them'} there would cost {money(keep)}/h less" if keep > 0.005 else
+               f"keeping {'it' if one else 'them'} there would cost {money(-keep)}/h more" if keep < -0.005 else
+               f"keeping {'it' if one else 'them'} there would cost the same")
+    return (f"no replica left in {gone} (clouds {'+'.join(row['before']['clouds'])} -> {'+'.join(row['after']['clouds'])}, "
+            f"regions {'+'.join(row['before']['regions'])} -> {'+'.join(row['after']['regions'])}): "
+            f"{', '.join(row['replicas'])} left {', '.join(row['clusters'])}; {verdict} ({money(row['hourlyThere'])}/h "
+            f"there before, {money(row['hourlyNow'])}/h where {'it runs' if one else 'they run'} now{paid})")
+
+
 def summary(changes: list[dict] | None) -> dict[str, int] | None:
     """How many resources each action touches (None when unknown)."""
     if changes is None:

@@ -178,9 +178,11 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
         gpn = int(pool.get("gpusPerNode", 0))
         row = _Sum()
         row.add((idle[0] * gpn, idle[1] * gpn), idle, price, idle[0] if price is None else 0)
-        idle_rows.append({"cluster": cluster, "pool": name, **row.json()})
+        idle_rows.append({"cluster": cluster, "pool": name, "capacityType": pool.get("capacityType", "on-demand"),
+                          **row.json()})
         clusters.setdefault(cluster, _Sum()).merge(row)
         idle_total.merge(row)
+    _movable(idle_rows, pools, nodes_of)
     for row in clusters.values():
         stack.merge(row)
     fill = []
@@ -213,6 +215,37 @@ def fleet_cost(placements: list[dict], inventories: dict[str, dict], minimum_wor
         "deployments": [{"deployment": d, **deployments[d].json()} for d in sorted(deployments)],
         "replicas": replicas, "pools": fill, "prices": price_rows, "unpriced": unpriced,
     }
+
+
+def _gpu(pool: dict) -> tuple:
+    return (((pool.get("capabilities") or {}).get("gpu") or {}).get("product"), int(pool.get("gpusPerNode") or 0))
+
+
+def _movable(idle_rows: list[dict], pools: dict, nodes_of) -> None:
+    """Per idle paid pool (minNodes no replica uses: paid whether used or not), the nodes bought
+    beyond minNodes elsewhere with the same GPU and GPUs per node, up to its idle nodes, dearest
+    first, and what they cost: what moving those replicas onto it would save at most (selectors,
+    spot rules and shapes may forbid it; `plan --repack` plans it). Each bought node counts once."""
+    bought = {k: hi - int(p.get("minNodes", 0)) for k, p in pools.items() for hi in (nodes_of(k)[1],)
+              if hi > int(p.get("minNodes", 0))}
+    for row in idle_rows:
+        me = (row["cluster"], row["pool"])
+        left, taken, hourly, unpriced = row["nodes"]["min"], [], 0.0, False
+        like = sorted((k for k in bought if k != me and _gpu(pools[k]) == _gpu(pools[me]) and _gpu(pools[me])[0]),
+                      key=lambda k: (-((pools[k].get("price") or {}).get("hourly") or 0), k))
+        for k in like:
+            n = min(left, bought[k])
+            if n <= 0:
+                continue
+            price = (pools[k].get("price") or {}).get("hourly")
+            hourly += n * (price or 0)
+            unpriced = unpriced or price is None
+            bought[k] -= n
+            left -= n
+            taken.append(f"{k[0]}/{k[1]}")
+        if taken:
+            row["movable"] = {"nodes": row["nodes"]["min"] - left, "from": taken, "hourly": round(hourly, 2),
+                              **({"unpriced": True} if unpriced else {})}
 
 
 def doubtful(cost: dict) -> list[dict]:

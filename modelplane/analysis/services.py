@@ -8,6 +8,8 @@ from __future__ import annotations
 from ..api import StackSpec
 from ..api.cluster import https_problems
 from ..api.rules import served_model
+from ..scheduler.cel import Matcher, cluster_place
+from ..scheduler.filter import selector_problem
 from ..scheduler.traffic import Routes, Target, route
 
 
@@ -18,6 +20,7 @@ def gateway_clusters(inventories: dict) -> list[str]:
 def plan_routes(spec: StackSpec, placements, inventories: dict) -> dict[str, Routes]:
     """service key -> Routes over the placed replicas (only clusters with a Gateway carry traffic)."""
     entries = set(gateway_clusters(inventories))
+    matcher = Matcher()
     replicas: dict[str, list[tuple[str, int]]] = {}
     for p in placements:
         if p.cluster in entries:
@@ -26,9 +29,11 @@ def plan_routes(spec: StackSpec, placements, inventories: dict) -> dict[str, Rou
     for svc in sorted(spec.services, key=lambda s: s.key):
         targets = [Target("provider" if e.provider else "deployment", e.key(svc.namespace), e.weight)
                    for e in svc.endpoints]
-        selector = svc.cluster_selector.match_labels
+        sel = svc.cluster_selector
         entry = [c for c in sorted(entries)
-                 if all(inventories[c].get("labels", {}).get(k) == v for k, v in selector.items())]
+                 if not selector_problem(sel.match_labels, sel.cel or "", cluster_place(
+                     c, inventories[c].get("labels", {}), inventories[c].get("region", ""),
+                     inventories[c].get("cloud", "")), matcher)]
         out[svc.key] = route(targets, replicas, entry)
     return out
 

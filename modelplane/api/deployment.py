@@ -134,7 +134,12 @@ class NodeSelector(Model):
 
 
 class ClusterSelector(Model):
+    """Which clusters: every matchLabels pair, and `cel` (CEL over `cluster.name`, `cluster.labels`,
+    `cluster.region`, `cluster.cloud`) true. `cel` unset is None, not "", so the records of stacks
+    without it stay as they were."""
+
     match_labels: Labels = {}
+    cel: str | None = None     # e.g. cluster.cloud == "gcp" && cluster.region.startsWith("us-")
 
 
 class Prefill(Model):
@@ -304,6 +309,22 @@ class Slo(Model):
 
     ttft_ms: float = Field(gt=0, le=600_000, allow_inf_nan=False)
     itl_ms: float = Field(gt=0, le=60_000, allow_inf_nan=False)
+    margin: float | None = Field(default=None, ge=0, le=0.9, allow_inf_nan=False)  # share kept below both objectives (default 0.1)
+
+    def limits(self) -> tuple[float, float]:
+        """TTFT and ITL a chosen configuration's prediction must stay within: the objective less its margin."""
+        return slo_limits(self.ttft_ms, self.itl_ms, self.margin)
+
+
+# A prediction is an estimate (AIConfigurator's database, not this fleet's measurements): sizing
+# keeps this share below each objective unless `slo.margin` says otherwise (issue 44, F5).
+SLO_MARGIN = 0.10
+
+
+def slo_limits(ttft_ms: float, itl_ms: float, margin: float | None) -> tuple[float, float]:
+    """The objective less its margin (SLO_MARGIN when unset): one rule for sizing and the slo policy."""
+    keep = 1 - (SLO_MARGIN if margin is None else margin)
+    return ttft_ms * keep, itl_ms * keep
 
 
 class Traffic(Model):

@@ -356,6 +356,7 @@ def _cross_check(spec: StackSpec, catalog: Catalog, src: Source, values, secret_
         for f in check_expert_model(md, catalog.models.get(md.model.uri)):
             add("deployments", (i, *f.path), f.message, f.fix, f.rule)
     _node_selectors(spec, catalog, add)
+    _cluster_selectors(spec, add)
     for i, name in duplicates([p.name for p in spec.providers]):
         add("providers", (i, "name"), f"provider {name!r} is declared twice", "rename one or merge them")
     for i, provider in enumerate(spec.providers):
@@ -394,6 +395,26 @@ def _node_selectors(spec: StackSpec, catalog: Catalog, add) -> None:
                     "write a CEL expression over the class capabilities that yields true or false, e.g. "
                     "gpu.memoryGiB >= 80 && gpu.count >= 8 (capabilities: `modelplane classes`; where: pool.capacity, "
                     "pool.name, pool.labels, cluster.labels, cluster.region, cluster.cloud)", "node-selector")
+
+
+def _cluster_selectors(spec: StackSpec, add) -> None:
+    """Every clusterSelector.cel (deployments, services) compiles and gives a bool on a cluster with
+    every field and no labels, before anything runs (a label it reads may exist on the real clusters:
+    there a cluster that lacks it is not selected, and --explain says why)."""
+    from ..scheduler.cel import CLUSTER_CEL_FIX, CelError, Matcher, cluster_place
+
+    matcher, sample = Matcher(), cluster_place("", {}, "", "")
+    nameless = "on cluster '': "       # the sample has no name: say only what is wrong
+    sites = [("deployments", i, md.cluster_selector.cel or "") for i, md in enumerate(spec.deployments)]
+    sites += [("services", i, svc.cluster_selector.cel or "") for i, svc in enumerate(spec.services)]
+    for top, i, expr in sites:
+        try:
+            matcher.selects(expr, sample)
+        except CelError as exc:
+            if "no field" in str(exc) or "cannot be evaluated" in str(exc):
+                continue
+            add(top, (i, "clusterSelector", "cel"), f"{shown(expr)} {str(exc).replace(nameless, '')}",
+                CLUSTER_CEL_FIX, "cluster-selector")
 
 
 def _model_credentials(spec: StackSpec, catalog: Catalog, secret_keys, add) -> None:

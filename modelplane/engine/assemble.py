@@ -25,6 +25,7 @@ from ..render.routing import grants
 from ..render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns)
 from ..scheduler import DemandError, Placement, Plan, schedule
+from ..scheduler.cel import CLUSTER_CEL_FIX
 from ..scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
 from ..scheduler.surge import serving
 from ..analysis.services import (certificate_problems, dns_problems, hop_problems, plan_routes, served_names,
@@ -163,10 +164,11 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
                         previous, exact="always" if spec.repack else "auto", options=sizing.options_of(sizings, catalog))
     except DemandError as exc:
         index = next(i for i, d in enumerate(spec.deployments) if d.key == exc.deployment)
-        at = "nodeSelector.cel" if exc.role == "decode" else f"{exc.role}.nodeSelector.cel"
-        raise InputError([Problem(where, f"{NAMESPACE}:deployments[{index}].{at}",
-                                  str(exc).split(": ", 1)[1], "write a boolean CEL expression over gpu, interconnect "
-                                  "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")])
+        at = ("clusterSelector.cel" if exc.role is None else "nodeSelector.cel" if exc.role == "decode"
+              else f"{exc.role}.nodeSelector.cel")
+        fix = (CLUSTER_CEL_FIX if exc.role is None else "write a boolean CEL expression over gpu, interconnect "
+               "and network, e.g. gpu.memoryGiB >= 80 && \"fp8\" in gpu.features")
+        raise InputError([Problem(where, f"{NAMESPACE}:deployments[{index}].{at}", str(exc).split(": ", 1)[1], fix)])
     spec, sized = sizing.apply(spec, sizings, plan)      # sized deployments as the chosen configuration
     models = {}
     pools = {(c.name, p.name): p for c in map(cluster_from_inventory, in_fleet.values()) for p in c.pools}

@@ -140,7 +140,8 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
                        kv_token_bytes=catalog.kv_token_bytes(md, t.tensor, t.pipeline) if catalog is not None else 0.0)
                   for name, (sel, w, engine) in md.gpu_roles().items() for t in (w.topology,))
     return Demand(md.key, md.replicas, roles, dict(md.cluster_selector.match_labels), md.queue_name, md.tier,
-                  shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt}, md.spot_refusal)
+                  shape_steps(md, counts), {a.replica: a.cluster for a in md.adopt}, md.spot_refusal,
+                  md.cluster_selector.cel or "")
 
 
 def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import yaml
 
 from ..api.previous import API_VERSION
-from ..analysis.changes import cost_delta, digests, encoder, disrupted, replica_changes, resource_changes, traffic_delta
+from ..analysis.changes import (cost_delta, digests, disrupted, encoder, replica_changes, resource_changes,
+                                spread_lost, traffic_delta)
 from ..analysis.disruptions import disruptions, transitions, up_order
 from ..engine.records import SIG_KEY, OfflineRun, is_unknown
 
@@ -207,7 +208,18 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
                                               {(t["deployment"], t["replica"]): t for t in doc["transitions"]}),
             "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)),
             "trafficDelta": traffic_delta(previous.get("services"), doc["services"]),
+            "spread": spread_lost(previous, doc, _groups(run), before_cost, doc["cost"]),
             "costDelta": cost_delta(before_cost, doc["cost"])}
+
+
+def _groups(run: OfflineRun) -> dict[str, list[str]]:
+    """service -> the deployments it routes to; a deployment behind no service stands alone."""
+    spec = run.result.spec
+    out = {svc.key: sorted({e.key(svc.namespace) for e in svc.endpoints if e.deployment is not None})
+           for svc in spec.services}
+    behind = {d for deps in out.values() for d in deps}
+    out.update({d.key: [d.key] for d in spec.deployments if d.key not in behind})
+    return {k: v for k, v in out.items() if v}
 
 
 def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:

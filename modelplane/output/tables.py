@@ -174,13 +174,32 @@ def cost_table(doc: dict) -> Table:
     for d in cost["deployments"]:
         row("deployment", d["deployment"], d)
     for i in cost["idle"]["pools"]:
-        row("idle", f"{i['cluster']}/{i['pool']}", i)
+        row("idle", f"{i['cluster']}/{i['pool']} ({i.get('capacityType', 'on-demand')})", i)
     for i in cost.get("stranded", {}).get("pools", []):
         row("stranded", f"{i['cluster']}/{i['pool']}", i)
     for c in cost["clusters"]:
         row("cluster", c["cluster"], c)
     row("stack", doc["stack"], cost["stack"])
     return table
+
+
+def idle_paid(out, doc: dict) -> None:
+    """Idle paid capacity named, and what moving replicas on bought nodes of the same GPU onto it
+    would save at most (analysis.cost._movable)."""
+    from ..analysis.cost import HOURS_PER_MONTH, money, money_span
+
+    for i in doc["cost"]["idle"]["pools"]:
+        m = i.get("movable")
+        gpus = i["gpus"]["min"]
+        line = (f"  idle paid {i['cluster']}/{i['pool']} ({i.get('capacityType', 'on-demand')}): {i['nodes']['min']} "
+                f"minNodes ({gpus} GPU{'s' if gpus != 1 else ''}) no replica uses, {money_span(i['hourly'])}/h paid "
+                f"whether used or not")
+        if m:
+            saves = f"{money(m['hourly'])}/h ({money(m['hourly'] * HOURS_PER_MONTH)}/month)" + \
+                (" and unpriced nodes" if m.get("unpriced") else "")
+            line += (f"; {m['nodes']} node(s) of the same GPU are bought on {', '.join(m['from'])}: moving their "
+                     f"replicas onto it saves up to {saves} (`plan --repack` shows the moves)")
+        out.print(line, markup=False)
 
 
 def price_notes(out, doc: dict) -> None:
@@ -218,10 +237,15 @@ def repack(out, doc: dict, stack_gpus: int | None = None) -> None:
     if not (doc["moves"] or doc["gained"] or doc["lost"]):
         out.print(f"re-pack: nothing to gain; a plan from scratch places the same {r['now']} replicas "
                   f"({g['now']} GPUs placed{idle}) where they are ({doc['phase']})", markup=False)
+        for p in (doc.get("paid") or {}).get("idle", []):
+            out.print(f"  idle paid {p['pool']} ({p['capacity']}): {p['idleNodes']['now']} nodes "
+                      f"({p['idleGpus']['now']} GPUs) paid whether used or not; no replica placed elsewhere can "
+                      f"use them (selectors, spot, shapes: `plan --explain DEPLOYMENT`)", markup=False)
         return
     out.print(f"re-pack (a plan from scratch, ignoring where replicas run now; {doc['phase']}):", markup=False)
     out.print(f"  replicas {r['now']} -> {r['repacked']} ({r['repacked'] - r['now']:+d}), GPUs {g['now']} -> "
               f"{g['repacked']} ({g['repacked'] - g['now']:+d}), {len(doc['moves'])} replica(s) would move", markup=False)
+    paid_lines(out, doc.get("paid"))
     for m in doc["moves"]:
         out.print(f"  moves  {m['deployment']}#{m['replica']}: {m['from']} -> {m['to']}", markup=False)
     for m in doc["gained"]:
@@ -230,6 +254,25 @@ def repack(out, doc: dict, stack_gpus: int | None = None) -> None:
         out.print(f"  drops  {m['deployment']}#{m['replica']} (on {m['from']})", markup=False)
     out.print("  nothing is applied; to re-pack, set modelplane:repack: true for one `up` (and unset it after)",
               markup=False)
+
+
+def paid_lines(out, paid: dict | None) -> None:
+    """`plan --repack`: paid capacity idle now and after, and what the nodes no longer bought save."""
+    from ..analysis.cost import HOURS_PER_MONTH, money
+
+    if not paid:
+        return
+    for p in paid["idle"]:
+        n, g = p["idleNodes"], p["idleGpus"]
+        out.print(f"  idle paid {p['pool']} ({p['capacity']}, paid whether used or not): {n['now']} nodes ({g['now']} GPUs) "
+                  f"-> {n['repacked']} ({g['repacked']} GPUs)", markup=False)
+    b, saves = paid["boughtNodes"], paid["savesHourly"]
+    if b["now"] != b["repacked"]:
+        what = ("an unpriced amount (a pool has no price)" if saves is None else
+                f"{money(abs(saves))}/h ({money(abs(saves) * HOURS_PER_MONTH)}/month)")
+        verb = "costs more by" if saves is not None and saves < 0 else "saves"
+        out.print(f"  nodes bought beyond the paid ones {b['now']} -> {b['repacked']}: the re-pack {verb} {what}",
+                  markup=False)
 
 
 def print_violations(out, violations: list[dict], policy_file: Path) -> None:
@@ -299,7 +342,7 @@ def traffic_shift(out, before: list[dict], after: list[dict]) -> None:
 def changes(out, doc: dict, previous: str) -> None:
     """`plan --previous`: what applying this plan changes, as `pulumi preview` marks it
     (+ create, ~ update, +- replace, - delete, = import), then replicas and cost."""
-    from ..analysis.changes import SYMBOLS, cost_change, priced, serving_text, summary, traffic_text
+    from ..analysis.changes import SYMBOLS, cost_change, priced, serving_text, spread_text, summary, traffic_text
 
     res, reps, cost = doc["changes"], doc["replicaChanges"], doc["costDelta"]
     moved = cost["deployments"] or any(cost["stack"]["hourly"].values()) or cost["stack"].get("unpricedNodes")
@@ -337,6 +380,8 @@ def changes(out, doc: dict, previous: str) -> None:
         out.print(f"  ! deployment {d['deployment']}: {serving_text(d)}", markup=False)
     for t in doc.get("trafficDelta") or []:
         out.print(f"  traffic {t['service']}: {traffic_text(t)}", markup=False)
+    for row in doc.get("spread") or []:
+        out.print(f"  ! spread {row['service']}: {spread_text(row)}", markup=False)
     for d in cost["deployments"]:
         out.print(f"  cost {d['deployment']}: {cost_change(d)}", markup=False)
     stack = cost["stack"]
@@ -356,8 +401,10 @@ def sizing(out, doc: dict) -> None:
 
     for row in doc.get("sizing") or []:
         slo, t = row["slo"], row["traffic"]
+        lim = slo.get("limits") or slo
         head = (f"sizing {row['deployment']}: TTFT <= {slo['ttftMs']:g} ms, ITL <= {slo['itlMs']:g} ms at "
-                f"{t['requestsPerSecond']:g} req/s ({t['inputTokens']} in / {t['outputTokens']} out tokens)")
+                f"{t['requestsPerSecond']:g} req/s ({t['inputTokens']} in / {t['outputTokens']} out tokens); chosen "
+                f"within {lim['ttftMs']:g} / {lim['itlMs']:g} ms ({slo.get('margin', 0):.0%} margin)")
         c = row["choice"]
         if c is None:
             out.print(f"{head}: [red]no configuration meets it[/red]")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..api import ModelDeployment
 from ..api.catalog import MULTI_NODE_FABRICS
+from ..api.deployment import slo_limits
 from ..api.rules import check_bands, check_roles
 from ..api.scaling_rules import check_adopt, check_scaling
 from ..render.dra import CLAIM_NAME
@@ -286,13 +287,14 @@ def slo(resources, config=None):
         if not s:                     # not sized from an SLO
             continue
         goal, traffic = s["slo"], s["traffic"]
-        want = f"TTFT <= {float(goal['ttftMs']):g} ms and ITL <= {float(goal['itlMs']):g} ms"
+        ttft, itl = slo_limits(float(goal["ttftMs"]), float(goal["itlMs"]), goal.get("margin"))
+        want = f"TTFT <= {ttft:g} ms and ITL <= {itl:g} ms (the objective less its margin)"
         if not s.get("choice"):
             out.append((f"{_key(spec)}: no configuration on the fleet's classes meets {want}: "
                         f"{'; '.join(s.get('notes') or []) or 'no candidate'}", r.urn))
             continue
         pred = s["predicted"]
-        if float(pred["ttftMs"]) > float(goal["ttftMs"]) or float(pred["itlMs"]) > float(goal["itlMs"]):
+        if float(pred["ttftMs"]) > ttft + 1e-6 or float(pred["itlMs"]) > itl + 1e-6:
             out.append((f"{_key(spec)}: predicted TTFT {float(pred['ttftMs']):g} ms, ITL {float(pred['itlMs']):g} ms "
                         f"miss {want}", r.urn))
         per_replica = float(pred["requestsPerSecond"]) / max(int(s["choice"]["replicas"]), 1)

@@ -1,4 +1,5 @@
-"""nodeSelector CEL over class capabilities, with cel-python: compiled once, cached per class.
+"""nodeSelector CEL over class capabilities (and the pool and cluster), clusterSelector CEL over
+the cluster, with cel-python: compiled once, cached per class (or pool, or cluster).
 
 cel-python is imported, and its parser built, on the first expression: a stack without
 nodeSelectors never pays for them. The parser Lark builds from the CEL grammar (~0.2 s) is kept
@@ -153,14 +154,22 @@ def _type_name(cls_name: str) -> str:
     return cls_name.removesuffix("Type").lower().replace("map", "mapping").replace("double", "number")
 
 
-def explain(message: str) -> str:
+# The fix of a clusterSelector.cel that does not compile, is not a bool, or fails on a cluster
+# (a label read without checking it is there): the loader's and the plan's.
+CLUSTER_CEL_FIX = ('write a boolean CEL expression over the cluster, e.g. cluster.cloud == "gcp" && "team" in '
+                   'cluster.labels && cluster.labels["team"] == "chat" (fields: cluster.name, cluster.labels, '
+                   'cluster.region, cluster.cloud)')
+NODE_VARIABLES = "gpu, interconnect, network, capabilities, pool, cluster"
+CLUSTER_VARIABLES = "cluster"
+
+
+def explain(message: str, variables: str = NODE_VARIABLES) -> str:
     """cel-python's evaluation error in plain words, without its internals."""
     import re
 
     if message.startswith("undeclared reference to "):
         name = re.search(r"'([^']*)'", message)
-        return (f"unknown name {name[1]!r}" if name else "unknown name") + \
-            " (variables: gpu, interconnect, network, capabilities, pool, cluster)"
+        return (f"unknown name {name[1]!r}" if name else "unknown name") + f" (variables: {variables})"
     member = re.match(r"no such member in mapping: '([^']*)'", message)
     if member:
         return f"no field {member[1]!r} (fields: `modelplane classes` lists the capabilities)"
@@ -199,8 +208,13 @@ def place(pool, cluster) -> dict:
     `cluster.labels`, `cluster.region`, `cluster.cloud`."""
     return {"pool": {"name": pool.name, "capacity": pool.capacity, "labels": dict(pool.labels),
                      "minNodes": pool.paid_nodes},
-            "cluster": {"name": cluster.name, "labels": dict(cluster.labels), "region": cluster.region,
-                        "cloud": cluster.cloud}}
+            "cluster": cluster_place(cluster.name, cluster.labels, cluster.region, cluster.cloud)}
+
+
+def cluster_place(name: str, labels, region: str = "", cloud: str = "") -> dict:
+    """What a selector sees of a cluster: `cluster.name`, `cluster.labels`, `cluster.region`,
+    `cluster.cloud` (gcp, aws)."""
+    return {"name": name, "labels": dict(labels), "region": region or "", "cloud": cloud or ""}
 
 
 class Matcher:
@@ -215,6 +229,21 @@ class Matcher:
         if not expr.strip():
             return True
         at = class_name if context is None else (class_name, context["cluster"]["name"], context["pool"]["name"])
+        return self._evaluate(expr, at, lambda: activation(capabilities, context), f"on class {class_name!r}",
+                              NODE_VARIABLES)
+
+    def selects(self, expr: str, cluster: dict) -> bool:
+        """A clusterSelector.cel on one cluster (`cluster`: cluster_place); it sees `cluster` only."""
+        if not expr.strip():
+            return True
+
+        def act():
+            import celpy
+            return {"cluster": celpy.json_to_cel(cluster)}
+        return self._evaluate(expr, ("cluster", cluster["name"]), act, f"on cluster {cluster['name']!r}",
+                              CLUSTER_VARIABLES)
+
+    def _evaluate(self, expr: str, at, make_act, subject: str, variables: str) -> bool:
         key = (expr, at)
         if key not in self._cache:
             import celpy
@@ -223,15 +252,15 @@ class Matcher:
             program = compile_expr(expr)
             act = self._acts.get(at)
             if act is None:
-                act = self._acts[at] = activation(capabilities, context)
+                act = self._acts[at] = make_act()
             try:
                 result = program.evaluate(act)
             except celpy.CELEvalError as exc:
-                raise CelError(f"on class {class_name!r}: {explain(str(exc.args[0]))}") from None
+                raise CelError(f"{subject}: {explain(str(exc.args[0]), variables)}") from None
             except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
-                raise CelError(f"on class {class_name!r}: cannot be evaluated") from None
+                raise CelError(f"{subject}: cannot be evaluated") from None
             if isinstance(result, celpy.CELEvalError):
-                raise CelError(f"on class {class_name!r}: {explain(str(result.args[0]))}")
+                raise CelError(f"{subject}: {explain(str(result.args[0]), variables)}")
             if not isinstance(result, celtypes.BoolType):
                 raise CelError(f"yields {_type_name(type(result).__name__)}, not true or false")
             self._cache[key] = bool(result)
@@ -240,14 +269,22 @@ class Matcher:
     def why(self, expr: str, class_name: str, capabilities: dict, context: dict | None = None) -> str:
         """Why `expr` is false for a class (and pool): its first top-level `&&` clause that is false
         (the whole expression when it has one clause) and the values of the fields it reads."""
+        return self._why(expr, lambda c: self.matches(c, class_name, capabilities, context),
+                         {**capabilities, **(context or {})})
+
+    def why_cluster(self, expr: str, cluster: dict) -> str:
+        """Why a clusterSelector.cel is false on a cluster, as `why` says it for a class."""
+        return self._why(expr, lambda c: self.selects(c, cluster), {"cluster": cluster})
+
+    @staticmethod
+    def _why(expr: str, holds, doc: dict) -> str:
         clauses = _conjuncts(expr)
         failed = expr.strip()
         if len(clauses) > 1:
             try:
-                failed = next((c for c in clauses if not self.matches(c, class_name, capabilities, context)), failed)
+                failed = next((c for c in clauses if not holds(c)), failed)
             except CelError:       # a clause alone need not compile (a macro split across &&): name the whole
                 pass
-        doc = {**capabilities, **(context or {})}
         values = [f"{path} = {_shown(_lookup(doc, path))}" for path in _fields(failed)]
         return f"{failed} is false" + (f" ({', '.join(values)})" if values else "")
 

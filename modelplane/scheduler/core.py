@@ -233,12 +233,12 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
 
     verdicts = {}
     for d in [*demands, *(c for o in options for c in o.candidates)]:
-        for role in d.roles:
-            if role.cel.strip():
+        for role, cel in [*((r, r.cel) for r in d.roles), (None, d.cluster_cel)]:
+            if cel.strip():
                 try:
-                    compile_expr(role.cel)   # a parse error is an input error even if no cluster is eligible
+                    compile_expr(cel)   # a parse error is an input error even if no cluster is eligible
                 except CelError as exc:
-                    raise DemandError(d.key, role.name, str(exc)) from None
+                    raise DemandError(d.key, role and role.name, str(exc)) from None
     for d in demands:
         verdicts[d.key] = Verdicts(d, matcher)
     eligible = {d.key: _eligible(d, clusters, verdicts[d.key]) for d in demands}

@@ -354,13 +354,31 @@ def _levels(kinds_, spots_, use, x, y=None) -> list[tuple]:
                   ("cost", list(zip(rest[1][0], variables)), True, PLACE / 4, LINEAR)]
 
 
-def _polish(kinds_, spots_, use, x, fast, top_of, keep_fast: bool = False) -> list[tuple]:
-    """Spread (the most replicas of a kind on one cluster, summed over kinds), then quality
-    (fabric and stranded GPUs, then replicas off the fast path's spots): one solve, two if too
-    wide. `keep_fast`: replicas off the fast path's spots come first, before spread (the exact
-    phase run because something was left unplaced moves no more than it must). Without CP-SAT's
-    LP (linearization level 0): a min-max objective gives its root LP much work and little to
-    prune, and the budget is then counted faithfully."""
+def paid_left(spots_, use, free: dict) -> dict:
+    """(cluster, pool) -> its paid GPUs still unused (minNodes: reserved, committed, Capacity Block
+    or flex-start nodes, billed whether used or not), for the pools the model uses that have any;
+    score.bought counts the same for one replica."""
+    out = {}
+    for i in use:
+        s = spots_[i]
+        for p in s.pools:
+            key = (s.cluster, p.name)
+            if p.paid_nodes and key not in out:
+                left = p.paid_gpus - (p.max_nodes * p.gpus_per_node - free[key])
+                if left > 0:
+                    out[key] = left
+    return out
+
+
+def _polish(kinds_, spots_, use, x, fast, top_of, keep_fast: bool = False, paid=()) -> list[tuple]:
+    """Spread (the most replicas of a kind on one cluster, summed over kinds), then GPUs bought
+    (paid GPUs left unused count against it: `paid` is (variable, most) per pool, the paid GPUs a
+    plan uses there), then quality (fabric and stranded GPUs, then replicas off the fast path's
+    spots): one solve, more if too wide; the order of Score's key (spread, bought, stranded).
+    `keep_fast`: replicas off the fast path's spots come first, before spread (the exact phase run
+    because something was left unplaced moves no more than it must). Without CP-SAT's LP
+    (linearization level 0): a min-max objective gives its root LP much work and little to prune,
+    and the budget is then counted faithfully."""
     off = sum(k.want for k in kinds_) + 1
     moved = [0 if fast[i] else 1 for i in use]
     quality = [spots_[i].cost * (1 if keep_fast else off) + (0 if keep_fast else m) for i, m in zip(use, moved)]
@@ -368,18 +386,23 @@ def _polish(kinds_, spots_, use, x, fast, top_of, keep_fast: bool = False) -> li
     for i, q in zip(use, quality):
         worst[spots_[i].kind] = max(worst[spots_[i].kind], q)
     tops = list(top_of.values())
-    n = len(tops)
-    spread = ([1] * n + [0] * len(use), sum(kinds_[k].want for k in top_of))
-    parts = [spread, ([0] * n + quality, sum(kinds_[k].want * q for k, q in worst.items()))]
+    n, m = len(tops), len(paid)
+    spread = ([1] * n + [0] * (len(use) + m), sum(kinds_[k].want for k in top_of))
+    parts = [spread, ([0] * n + quality + [0] * m, sum(kinds_[k].want * q for k, q in worst.items()))]
+    names = ["spread", "quality"]
+    if paid:     # each paid GPU used is one fewer bought: minimised as minus the paid GPUs used
+        parts.insert(1, ([0] * (n + len(use)) + [-1] * m, sum(most for _, most in paid)))
+        names.insert(1, "GPUs bought")
     if keep_fast:
-        parts.insert(0, ([0] * n + moved, sum(k.want for k in kinds_)))
+        parts.insert(0, ([0] * n + moved + [0] * m, sum(k.want for k in kinds_)))
+        names.insert(0, "moves")
     merged = _merge(parts, WIDE)
-    variables = tops + [x[i] for i in use]
+    variables = tops + [x[i] for i in use] + [v for v, _ in paid]
     if merged is not None:
-        name = "moves, spread and quality" if keep_fast else "spread and quality"
+        name = ", ".join(names[:-1]) + " and " + names[-1]
         return [(name, [(c, v) for c, v in zip(merged, variables) if c], False, POLISH, 0)]
     return [(name, [(c, v) for c, v in zip(coefs, variables) if c], False, POLISH / len(parts), 0)
-            for name, (coefs, _) in zip((["moves"] if keep_fast else []) + ["spread", "quality"], parts)]
+            for name, (coefs, _) in zip(names, parts)]
 
 
 @dataclass
@@ -479,7 +502,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
             model.Add(_sum(per_tier[t]) >= n)
     levels = _levels(kinds_, spots_, use, x, y)
     whole = len(use) <= SMALL
-    top_of = {}
+    top_of, used, paid = {}, {}, {}
     if whole:
         # spread: the most replicas of a kind on one cluster, summed over kinds
         by_cluster = defaultdict(list)
@@ -488,14 +511,20 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
             model.Add(sum(x[i] for i in idx) <= top_of[k])
-        levels += _polish(kinds_, spots_, use, x, fast, top_of, keep_fast)
+        # paid GPUs used per pool: at most its unused paid GPUs and at most what the plan puts there
+        paid = paid_left(spots_, use, free)
+        for j, (key, most) in enumerate(sorted(paid.items())):
+            used[key] = model.NewIntVar(0, most, f"paid{j}")
+            model.Add(_sum([(1, used[key])]) <= _sum(rows[key]))
+        levels += _polish(kinds_, spots_, use, x, fast, top_of, keep_fast,
+                          [(used[key], paid[key]) for key in sorted(used)])
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 7
     solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
     ys = sorted(y)
-    hinted = [x[i] for i in use] + [y[k] for k in ys] + list(top_of.values())
+    hinted = [x[i] for i in use] + [y[k] for k in ys] + list(top_of.values()) + [used[key] for key in sorted(used)]
     placed = Counter()
     for i in use:
         placed[spots_[i].kind] += hint[i]
@@ -503,6 +532,11 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     for k in top_of:
         current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
                            default=0))
+    taken = Counter()
+    for i in use:
+        for pool, n in spots_[i].need.items():
+            taken[(spots_[i].cluster, pool)] += n * hint[i]
+    current += [min(taken[key], paid[key]) for key in sorted(used)]
     unproven, stopped = [], None
     for name, terms, maximize, share, linearization in levels:
         solver.parameters.max_deterministic_time = budget * share

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .cel import CelError, Matcher, place, uses_place
+from .cel import CelError, Matcher, cluster_place, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
                     QUEUE, RDMA_FABRICS, SHAPE, SIZED, SPOT, Demand, Rejection)
 
@@ -28,9 +28,11 @@ DISK_HEADROOM = 1.1
 class DemandError(ValueError):
     """Bad deployment input found while scheduling (e.g. a nodeSelector that does not compile)."""
 
-    def __init__(self, deployment: str, role: str, message: str):
+    def __init__(self, deployment: str, role: str | None, message: str):
+        """`role` None: the deployment's clusterSelector.cel."""
         self.deployment, self.role = deployment, role
-        super().__init__(f"{deployment} ({role}): nodeSelector.cel {message}")
+        super().__init__(f"{deployment} ({role or 'clusters'}): {'clusterSelector' if role is None else 'nodeSelector'}"
+                         f".cel {message}")
 
 
 def order(r: Rejection):
@@ -204,12 +206,31 @@ def spot_problem(d: Demand, pool) -> str | None:
     return None
 
 
-def _cluster_problem(d: Demand, c) -> Rejection | None:
-    missing = {k: v for k, v in sorted(d.match_labels.items()) if c.labels.get(k) != v}
+def selector_problem(match_labels, cel: str, cluster: dict, matcher: Matcher) -> str | None:
+    """Why a clusterSelector (matchLabels, then cel) refuses a cluster (`cluster`: cel.cluster_place),
+    or None. One rule for deployments (Filter), sizing's candidate classes and services' entries."""
+    labels = cluster["labels"]
+    missing = {k: v for k, v in sorted(match_labels.items()) if labels.get(k) != v}
     if missing:
         want = ", ".join(f"{k}={v}" for k, v in missing.items())
-        have = ", ".join(f"{k}={c.labels[k]}" for k in missing if k in c.labels)
-        return Rejection(c.name, None, CLUSTER_SELECTOR, f"needs {want}" + (f"; has {have}" if have else ""))
+        have = ", ".join(f"{k}={labels[k]}" for k in missing if k in labels)
+        return f"needs {want}" + (f"; has {have}" if have else "")
+    if not cel.strip():
+        return None
+    try:
+        if matcher.selects(cel, cluster):
+            return None
+    except CelError as exc:    # e.g. a label this cluster lacks: it is not selected, and the reason says why
+        return f"cel {exc}; guard what a cluster may lack (\"team\" in cluster.labels && ...)"
+    return f"cel: {matcher.why_cluster(cel, cluster)}"
+
+
+def _cluster_problem(d: Demand, c, matcher: Matcher) -> Rejection | None:
+    # the hot path (no cel): matchLabels read the cluster's labels as they are, nothing is copied
+    where = cluster_place(c.name, c.labels, c.region, c.cloud) if d.cluster_cel else {"labels": c.labels}
+    why = selector_problem(d.match_labels, d.cluster_cel, where, matcher)
+    if why:
+        return Rejection(c.name, None, CLUSTER_SELECTOR, why)
     if d.queue and c.queues is not None and d.queue not in c.queues:
         return Rejection(c.name, None, QUEUE, f"no KAI queue {d.queue!r} (queues: {', '.join(c.queues) or 'none'})")
     return None
@@ -219,7 +240,7 @@ def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
     """{cluster: {role: [pools]}} for clusters where every GPU role has at least one pool."""
     out = {}
     for c in clusters:
-        if _cluster_problem(d, c):
+        if _cluster_problem(d, c, verdicts.matcher):
             continue
         per_role = {}
         for role in d.roles:
@@ -241,7 +262,7 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
     """Every static Filter rejection of `d`, sorted; recomputed from the cached verdicts."""
     out = []
     for c in clusters:
-        problem = _cluster_problem(d, c)
+        problem = _cluster_problem(d, c, verdicts.matcher)
         if problem:
             out.append(problem)
             continue

@@ -141,6 +141,8 @@ class Demand:
     pinned: Mapping[int, str] = field(default_factory=dict, compare=False)
     # Why its replicas stay off spot pools ("": they may use them); ModelDeployment.spot_refusal.
     spot: str = ""
+    # clusterSelector.cel: CEL over the cluster (cel.cluster_place), beside match_labels.
+    cluster_cel: str = field(default="", compare=False)
 
     def shaped(self, workers: tuple[int, ...]) -> "Demand":
         """This demand with each role's worker count replaced."""

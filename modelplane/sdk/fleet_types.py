@@ -457,6 +457,8 @@ class Slo(TypedDict):
 
     ttftMs: float
     itlMs: float
+    margin: NotRequired[float]
+    'share kept below both objectives (default 0.1)'
 
 
 class Traffic(TypedDict):
@@ -468,9 +470,11 @@ class Traffic(TypedDict):
 
 
 class ClusterSelector(TypedDict):
-    'ClusterSelector'
+    'Which clusters: every matchLabels pair, and `cel` (CEL over `cluster.name`, `cluster.labels`,\n`cluster.region`, `cluster.cloud`) true. `cel` unset is None, not "", so the records of stacks\nwithout it stay as they were.'
 
     matchLabels: NotRequired[dict[str, str]]
+    cel: NotRequired[str]
+    'e.g. cluster.cloud == "gcp" && cluster.region.startsWith("us-")'
 
 
 class NodeSelector(TypedDict):

@@ -119,6 +119,7 @@ def candidates_for(md: ModelDeployment, classes: dict[str, tuple[str, int]], pro
     """`classes`: class -> (estimator system, GPUs per node), the fleet's classes the deployment may use."""
     out = Sizing(md)
     slo, traffic = md.slo, md.traffic
+    limits = slo.limits()
     want_decode, want_prefill = _pinned(md)
     for cls, (system, gpn) in sorted(classes.items()):
         found = profiles.find(md.model.uri, system, traffic.input_tokens, traffic.output_tokens)
@@ -142,7 +143,7 @@ def candidates_for(md: ModelDeployment, classes: dict[str, tuple[str, int]], pro
             if not _matches(want_decode, decode) or (want_prefill is not None and not _matches(want_prefill.workers, prefill)):
                 left_out["not the pinned workers"] = left_out.get("not the pinned workers", 0) + 1
                 continue
-            point = best_point(shape, slo.ttft_ms, slo.itl_ms)
+            point = best_point(shape, *limits)
             if point is None:
                 left_out["misses the SLO"] = left_out.get("misses the SLO", 0) + 1
                 continue
@@ -157,6 +158,6 @@ def candidates_for(md: ModelDeployment, classes: dict[str, tuple[str, int]], pro
             out.notes.append(f"{cls} ({system}): " + ", ".join(f"{n} shape{'s' if n != 1 else ''} {why}"
                                                                for why, n in sorted(left_out.items())))
         if not mine:
-            out.notes.append(f"{cls} ({system}): no profiled shape meets TTFT <= {slo.ttft_ms:g} ms and "
-                             f"ITL <= {slo.itl_ms:g} ms")
+            out.notes.append(f"{cls} ({system}): no profiled shape meets TTFT <= {limits[0]:g} ms and "
+                             f"ITL <= {limits[1]:g} ms (the objective less its margin)")
     return out

@@ -56,6 +56,15 @@ def _alternative(c: Candidate, osl: int, prices: dict, chosen: bool) -> dict:
             "perMillionTokens": per_million(hourly, c.rps * osl), "chosen": chosen}
 
 
+def slo_json(slo) -> dict:
+    """The objective, its margin and the limits the chosen configuration's prediction stays within."""
+    from ..api.deployment import SLO_MARGIN
+
+    ttft, itl = slo.limits()
+    return {"ttftMs": slo.ttft_ms, "itlMs": slo.itl_ms, "margin": SLO_MARGIN if slo.margin is None else slo.margin,
+            "limits": {"ttftMs": round(ttft, 4), "itlMs": round(itl, 4)}}
+
+
 def frontier(c: Candidate, gpus_per_node: int, osl: int, price_per_gpu: float | None, ttft_ms: float) -> list[dict]:
     """Per-user speed (tokens/s) against throughput per GPU over every expressible shape of the
     chosen class's profile, at points within the TTFT objective: the points no other beats on
@@ -94,7 +103,7 @@ def row(s: Sizing, c: Candidate | None, placements: list, inventories: dict, cos
     osl = md.traffic.output_tokens
     prices = class_prices(inventories)
     out = {"deployment": md.key,
-           "slo": {"ttftMs": md.slo.ttft_ms, "itlMs": md.slo.itl_ms},
+           "slo": slo_json(md.slo),
            "traffic": {"requestsPerSecond": md.traffic.requests_per_second, "inputTokens": md.traffic.input_tokens,
                        "outputTokens": osl}}
     if c is None:
@@ -115,7 +124,7 @@ def row(s: Sizing, c: Candidate | None, placements: list, inventories: dict, cos
                       "database": f"{f.system.backend} {f.system.database_version}", "system": f.system.system,
                       "model": f.estimator_model, "profiled": f.workload.created.isoformat()},
         "alternatives": [_alternative(a, osl, prices, a is c) for a in s.candidates],
-        "frontier": frontier(c, gpn, osl, prices.get(c.cls), md.slo.ttft_ms),
+        "frontier": frontier(c, gpn, osl, prices.get(c.cls), md.slo.limits()[0]),
         "notes": s.notes,
     })
     return out

@@ -21,10 +21,14 @@ def profile_folders(catalog) -> list:
 def fleet_classes(md: ModelDeployment, catalog, inventories: dict, matcher: Matcher) -> tuple[dict, list[str]]:
     """The classes of the fleet's pools this deployment may use (cluster selector, decode node
     selector) that name an estimator system: class -> (system, GPUs per node); and the others."""
-    labels = md.cluster_selector.match_labels
+    from ..scheduler.cel import cluster_place
+    from ..scheduler.filter import selector_problem
+
+    sel = md.cluster_selector
     out, without = {}, set()
     for inv in inventories.values():
-        if any(inv.get("labels", {}).get(k) != v for k, v in labels.items()):
+        where = cluster_place(inv["name"], inv.get("labels", {}), inv.get("region", ""), inv.get("cloud", ""))
+        if selector_problem(sel.match_labels, sel.cel or "", where, matcher):
             continue
         for pool in inv.get("pools", []):
             cls = catalog.classes.get(pool["class"])
@@ -186,10 +190,10 @@ def apply(spec, sizings: dict[str, Sizing], plan):
 def gate_row(s: Sizing, c: Candidate | None, placed: int) -> dict:
     """What the `slo` policy reads from a sized deployment's component: its objective and traffic,
     the prediction of the chosen configuration and the traffic its placed replicas serve."""
-    from .report import choice, predicted
+    from .report import choice, predicted, slo_json
 
     t = s.md.traffic
-    return {"slo": {"ttftMs": s.md.slo.ttft_ms, "itlMs": s.md.slo.itl_ms},
+    return {"slo": slo_json(s.md.slo),
             "traffic": {"requestsPerSecond": t.requests_per_second, "inputTokens": t.input_tokens,
                         "outputTokens": t.output_tokens},
             "choice": choice(c) if c else None, "predicted": predicted(c, t.output_tokens) if c else None,
