@@ -176,9 +176,14 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
     # chat on eks-use1 waits for exactly the llama replicas there, and for its same-named health
     # check (shown since dependsOn is keyed by URN, runtime review N7)
     # and for the KServe Deployments those replicas roll (their observers, C2)
+    # and for chat's routes there (C5: the record goes before them when eks-use1 leaves chat)
     assert res["chat-chat-eks-use1"]["dependsOn"] == ["chat-chat-eks-use1",
                                                       "eks-use1/chat/deployment/llama-70b-0-kserve",
                                                       "eks-use1/chat/deployment/llama-70b-2-kserve",
+                                                      "eks-use1/chat/httproute/chat",
+                                                      "eks-use1/chat/httproute/chat-health",
+                                                      "eks-use1/chat/httproute/chat-hop",
+                                                      "eks-use1/chat/httproute/chat-http",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-0",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-2"]
     assert set(res["eks-use1/chat/httproute/chat"]["dependsOn"]) >= {"eks-use1/chat/llminferenceservice/llama-70b-0",
@@ -653,3 +658,53 @@ def test_kserve_child_names_follow_kserve_and_a_name_kserve_would_hash_is_refuse
         "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "m-0-kserve-mn-prefill")
     with pytest.raises(ValueError, match=r"longer than 63 characters.*shorten the deployment's name by 2 characters"):
         children("x" * 50, {"template": {}, "prefill": {"template": {}}})
+
+
+# ---- C5: a cluster leaving a service -----------------------------------------------------------------
+
+def _delete_rounds(resources: list[dict], gone: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The round in which Pulumi deletes each of `gone` at the end of `up`, by the dependencies the
+    previous state recorded: antichains of the condemned graph, reversed, so a resource goes only
+    after everything that depended on it (pulumi/pulumi@v3.259.0 pkg/resource/deploy/
+    step_generator.go L2723-2796 ScheduleDeletes). dependsOn names a resource by name; names repeat
+    across types (a record and its health check), so a name stands for each of them."""
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for r in resources:
+        by_name.setdefault(r["name"], []).append((r["type"], r["name"]))
+    deps = {(r["type"], r["name"]): {k for d in r.get("dependsOn", ()) for k in by_name.get(d, ())
+                                     if k != (r["type"], r["name"])} for r in resources}
+    left, rounds = set(gone), []
+    while left:
+        now = {k for k in left if not deps[k] & left}
+        assert now, "a cycle among the deletes"
+        rounds.append(now)
+        left -= now
+    return {k: i for i, keys in enumerate(reversed(rounds)) for k in keys}
+
+
+def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_the_plan_says_it_is_not_drained(
+        tmp_path, prod_json):
+    """Scenario b of the change review (C5): llama-70b restricted to GCP, so eks-use1 leaves chat.
+    Its Route 53 record is deleted before chat's routes there, and those before the replicas, not
+    all at once; the plan still says requests are lost for about the TTL, with the fix."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    gcp = text.replace("clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
+                       "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}", 1)
+    assert gcp != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(gcp)
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    doc = _doc(CliRunner().invoke(main, [*args, "--json"]).output)
+    gone = {(c["type"], c["name"]) for c in doc["changes"] if c["action"] == "delete"}
+    record = ("aws:route53/record:Record", "chat-chat-eks-use1")
+    routes = {k for k in gone if k[0].endswith(":HTTPRoute") and k[1].startswith("eks-use1/chat/httproute/chat")}
+    replicas = {k for k in gone if k[0].endswith(":LLMInferenceService") and "/llama-70b-" in k[1]}
+    assert record in gone and len(routes) == 4 and len(replicas) == 2
+    order = _delete_rounds(prod_json["resources"], gone)
+    assert all(order[record] < order[r] < order[w] for r in routes for w in replicas), order
+    (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
+    assert chat["after"].get("eks-use1", 0) == 0 and chat["undrained"] == {"clusters": ["eks-use1"], "ttl": 60}
+    out = " ".join(CliRunner().invoke(main, args).output.split())
+    assert ("DNS not drained: eks-use1's record is deleted at the end of `up`, seconds before its routes, so clients "
+            "that resolved it in the last 60 s") in out
+    assert "fix: lower dns.ttl (e.g. 5) in an `up` before this one" in out

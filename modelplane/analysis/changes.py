@@ -257,18 +257,26 @@ def cost_delta(before: dict, after: dict) -> dict:
     return {"deployments": rows, "stack": _delta(after.get("stack", _ZERO), before.get("stack", _ZERO))}
 
 
-def traffic_delta(before: list[dict] | None, after: list[dict]) -> list[dict] | None:
+def traffic_delta(before: list[dict] | None, after: list[dict], ttl: int | None = None) -> list[dict] | None:
     """Per service whose cluster shares move: each cluster's share (per mille) before and after;
-    None when the previous plan has no services section."""
+    None when the previous plan has no services section. `undrained`: the clusters whose DNS record
+    of the service had weight and is deleted by this `up`, seconds before their routes
+    (render/rollout.py): requests from resolvers that cached it within `ttl` seconds find no route."""
     if before is None:
         return None
-    old = {s["service"]: s["clusters"] for s in before}
+    old = {s["service"]: s for s in before}
     out = []
     for s in after:
-        was, now = old.get(s["service"], {}), s["clusters"]
+        prev = old.get(s["service"], {})
+        was, now = prev.get("clusters", {}), s["clusters"]
         if was != now:
-            out.append({"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
-                        **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})})
+            row = {"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
+                   **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})}
+            kept = {r["cluster"] for r in s.get("dns") or []}
+            gone = sorted(r["cluster"] for r in prev.get("dns") or [] if r.get("weight") and r["cluster"] not in kept)
+            if gone and s.get("hostname") and ttl:
+                row["undrained"] = {"clusters": gone, "ttl": ttl}
+            out.append(row)
     return out
 
 
@@ -323,4 +331,16 @@ def traffic_text(row: dict) -> str:
     """A service's traffic delta: each cluster's share before -> after."""
     clusters = sorted(set(row["before"]) | set(row["after"]))
     moves = ", ".join(f"{c} {row['before'].get(c, 0) / 10:.1f}% -> {row['after'].get(c, 0) / 10:.1f}%" for c in clusters)
-    return moves + (f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else "")
+    moves += f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else ""
+    if row.get("undrained"):
+        moves += "; " + undrained_text(row["undrained"])
+    return moves
+
+
+def undrained_text(u: dict) -> str:
+    """Why a cluster's last share of a service drops requests for about a TTL, and the fix."""
+    names = ", ".join(u["clusters"])
+    return (f"DNS not drained: {names}'s record is deleted at the end of `up`, seconds before its routes, so clients "
+            f"that resolved it in the last {u['ttl']} s (the record's TTL, plus the DNS provider's propagation) get "
+            f"no route there; fix: lower dns.ttl (e.g. 5) in an `up` before this one and wait the old TTL, or "
+            f"accept the window (docs/routing.md)")

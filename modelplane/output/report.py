@@ -190,7 +190,8 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
             "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack,
                                               {(t["deployment"], t["replica"]): t for t in doc["transitions"]}),
             "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)),
-            "trafficDelta": traffic_delta(previous.get("services"), doc["services"]),
+            "trafficDelta": traffic_delta(previous.get("services"), doc["services"],
+                                          run.result.spec.dns.ttl if run.result.spec.dns else None),
             "costDelta": cost_delta(before_cost, doc["cost"])}
 
 
