@@ -268,7 +268,10 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     assert set(deps["chat-reasoning-gke-usc1"]) == {"gke-usc1/chat/llminferenceservice/deepseek-r1-1",
                                                      "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
                                                      "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
-                                                     "chat-reasoning-gke-usc1"}      # and its health check
+                                                     "chat-reasoning-gke-usc1",      # and its health check
+                                                     "gke-usc1/chat/httproute/reasoning",    # and its routes (C5)
+                                                     "gke-usc1/chat/httproute/reasoning-health",
+                                                     "gke-usc1/chat/httproute/reasoning-http"}
 
 
 def test_every_resource_claim_template_is_replaced_delete_first_on_a_spec_change(prod_json):
@@ -708,3 +711,50 @@ def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_
     assert ("DNS not drained: eks-use1's record is deleted at the end of `up`, seconds before its routes, so clients "
             "that resolved it in the last 60 s") in out
     assert "fix: lower dns.ttl (e.g. 5) in an `up` before this one" in out
+
+
+# ---- C6: a node pool replaced in an infra stack ----------------------------------------------------
+
+@pytest.mark.parametrize("pool, old, new, outage", [
+    ("h100", "subnetIds: [subnet-0b22c0ffee0000002]}", "subnetIds: [subnet-0b22c0ffee0000002], capacity: {type: spot}}",
+     False),
+    ("l40s", "capacity: {type: spot}}", "capacity: {type: on-demand}}", True)])
+def test_an_infra_pool_replacement_names_the_apps_replicas_it_restarts_and_no_outage_judges_them(
+        tmp_path, pool, old, new, outage):
+    """Scenario f of the change review (C6): an eks-use1 pool bought another way (its capacity type
+    forces a new node group), unprotected. The infra plan has no placements of its own; prod's fleet
+    names the stack, so prod's replicas on the pool are named on the replacement, their deployments'
+    serving dip is a disruption, and `no-outage` refuses the one left with none serving (qwen3-32b,
+    all three replicas on l40s)."""
+    before = CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--json"]).output
+    (tmp_path / "prev.json").write_text(before)
+    text = (ROOT / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith(f"        - {{name: {pool},"))
+    changed = text.replace(line, line.replace(old, new)).replace(
+        "  modelplane:production: true\n", f"  modelplane:production: true\n  modelplane:unprotect: [eks-use1/{pool}]\n", 1)
+    assert old in line and "unprotect" in changed
+    (tmp_path / "infra.yaml").write_text(changed)
+    prod = direct.run("prod")
+    hit = [p for p in prod.result.plan.placements if p.cluster == "eks-use1" and any(rp.pool == pool for rp in p.roles.values())]
+    assert hit
+    args = ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"), "--previous",
+            str(tmp_path / "prev.json")]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    doc = _doc(result.output)
+    (c,) = [c for c in doc["changes"] if c["name"] == f"eks-use1-{pool}" and c["type"] == "aws:eks/nodeGroup:NodeGroup"]
+    assert c["action"] == "replace" and c["replicas"] == sorted(f"{p.deployment}#{p.replica}" for p in hit)
+    (key,) = {p.deployment for p in hit}
+    placed = sum(1 for p in prod.result.plan.placements if p.deployment == key)
+    assert doc["disruptions"] == [{"deployment": key, "stack": "prod", "servingBefore": placed,
+                                   "servingDuring": placed - len(hit), "replicas": placed,
+                                   "cause": f"{', '.join(f'#{p.replica}' for p in hit)} restart at once: node pool "
+                                            f"eks-use1-{pool} is replaced"}]
+    verdicts = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    if outage:
+        assert [v["message"] for v in verdicts] == [
+            f"{key} serves 0/{placed} replicas while `up` applies this change (#0, #1, #2 restart at once: node pool "
+            f"eks-use1-{pool} is replaced)"] and result.exit_code == 1
+    else:
+        assert verdicts == [] and result.exit_code == 0, result.output
+    text = " ".join(CliRunner().invoke(main, args).output.split())
+    assert f"serving during change: {placed - len(hit)}/{placed}" in text
