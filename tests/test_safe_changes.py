@@ -758,3 +758,53 @@ def test_an_infra_pool_replacement_names_the_apps_replicas_it_restarts_and_no_ou
         assert verdicts == [] and result.exit_code == 0, result.output
     text = " ".join(CliRunner().invoke(main, args).output.split())
     assert f"serving during change: {placed - len(hit)}/{placed}" in text
+
+
+# ---- N1's migration: an install from before the shared pools ---------------------------------------
+
+def test_an_install_on_per_replica_pools_moves_to_the_shared_pools_in_two_ups(tmp_path):
+    """A previous plan without the shared pools (each KServe replica on the pool KServe made for
+    it): naming the shared pool now would make KServe delete each replica's own pool while the
+    routes still point at it (kserve@v0.20.0 scheduler.go L188-209), so the plan refuses with the
+    two-step fix; the first step keeps KServe's own pools (no pool.ref) while the shared pools,
+    pickers and routes to them are made; the second names them."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    step1 = text.replace("  modelplane:dns:", "  modelplane:perReplicaPools: true\n  modelplane:dns:", 1)
+    assert step1 != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(step1)
+    first = _doc(CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                           "--json"]).output)
+    # the install before the shared pools: its services named no pool, and no shared pool existed
+    old = {**first, "resources": [r for r in first["resources"] if not r["type"].endswith(":InferencePool")]}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "old.json")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert "config.modelplane:perReplicaPools" in said and "eks-use1: chat/llama-70b" in said
+    assert "naming the shared pool now makes KServe delete those pools while the routes still point at them" in said
+    assert "move in two `up`s: first with modelplane:perReplicaPools: true" in said
+    # step 1: KServe keeps its own pools; the shared pools, pickers and routes to them are made
+    (tmp_path / "Pulumi.prod.yaml").write_text(step1)
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    changes = _doc(result.output)["changes"]
+    assert not [c for c in changes if c["type"].endswith(":LLMInferenceService")]
+    assert {c["action"] for c in changes if c["type"].endswith(":InferencePool")} == {"create"}
+    run = direct.run("prod", tmp_path / "Pulumi.prod.yaml")
+    services = [r for r in run.records if r.type.endswith(":LLMInferenceService")]
+    assert len(services) == 7 and all(r.inputs["spec"]["router"]["scheduler"] == {} for r in services)
+    kinds = {r.urn: r.type for r in run.records}
+    assert not [d for r in services for d in r.dependencies if kinds.get(d, "").endswith(":InferencePool")]
+    pools = {b["name"] for r in run.records if r.type.endswith(":HTTPRoute") and r.name.startswith("eks-use1/chat/")
+             for rule in r.inputs["spec"]["rules"] for b in rule.get("backendRefs", ()) if b.get("kind") == "InferencePool"}
+    assert pools == {"llama-70b-pool", "deepseek-r1-pool"}
+    # step 2: the previous plan has the shared pools; without the switch, the services name them
+    (tmp_path / "step1.json").write_text(result.output[result.output.index("{"):])
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    second = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "step1.json"), "--json"])
+    assert second.exit_code != 2 and "perReplicaPools" not in second.output
+    updated = {c["name"] for c in _doc(second.output)["changes"] if c["type"].endswith(":LLMInferenceService")}
+    assert updated == {r.name for r in services}

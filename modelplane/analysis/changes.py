@@ -141,6 +141,23 @@ def disrupted(changes: list[dict] | None, placements: list[dict]) -> None:
             c["replicas"] = [f"{d}#{i}" for d, i in hit]
 
 
+def own_pools(before: list[dict] | None, after: list[dict]) -> list[str]:
+    """`<cluster>: <deployment>` where the previous plan ran a deployment's KServe replicas on their
+    own pools (no shared InferencePool `<name>-pool` of it there: an install from before the shared
+    pools) and this plan gives it one. KServe deletes a replica's own pool as soon as its service
+    names the shared one (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go L188-199),
+    while the old routes still point at it: the move takes two `up`s (docs/changes.md)."""
+    def where(resources, kind):
+        out = set()
+        for r in resources or []:
+            cluster, ns, k, name = (r["name"].split("/") + ["", "", "", ""])[:4]
+            if r["type"].endswith(f":{kind}") and k == kind.lower():
+                out.add((cluster, f"{ns}/{name.removesuffix('-pool')}" if kind == "InferencePool" else r.get("deployment")))
+        return out
+    ran = where(before, "LLMInferenceService") - where(before, "InferencePool")
+    return sorted(f"{c}: {d}" for c, d in ran & where(after, "InferencePool") if d)
+
+
 def _pools(p: dict) -> dict[str, str]:
     return {role: r["pool"] for role, r in sorted(p["roles"].items())}
 

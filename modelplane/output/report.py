@@ -204,7 +204,22 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict, path: Path | Non
     from ..analysis.changes import POOL_TYPES
     from ..analysis.disruptions import fleet_disruptions
 
+    from ..analysis.changes import own_pools
+
     plan = run.result.plan
+    migrating = own_pools(previous.get("resources"), doc["resources"])
+    if migrating and not run.result.spec.per_replica_pools:
+        from ..api.loader import NAMESPACE, display_path
+        from ..errors import InputError, Problem
+
+        raise InputError([Problem(display_path(path) if path else f"Pulumi.{run.stack}.yaml",
+                                  f"config.{NAMESPACE}:perReplicaPools",
+                                  "the previous plan runs these KServe deployments on each replica's own "
+                                  f"InferencePool ({'; '.join(migrating)}); naming the shared pool now makes KServe "
+                                  "delete those pools while the routes still point at them",
+                                  "move in two `up`s: first with modelplane:perReplicaPools: true (the shared pools, "
+                                  "pickers and routes to them are created; KServe keeps its own), then without it "
+                                  "(docs/changes.md)")])
     before_cost = previous.get("cost") or cost_of(run, previous.get("placements") or [])
     moves = {(m.deployment, m.replica): m.why for m in plan.moves}
     changes = resource_changes(previous.get("resources"), doc["resources"])

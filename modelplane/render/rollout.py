@@ -171,6 +171,20 @@ def await_pools(graph: Graph) -> None:
         _after(node, [n.key for n in needs])
 
 
+def keep_own_pools(graph: Graph) -> None:
+    """The first `up` of an install made before the shared pools (`perReplicaPools`): every
+    LLMInferenceService leaves out `router.scheduler.pool.ref`, so KServe keeps the pool and picker
+    it made for the replica, which the old routes still name; the shared pool, its picker and the
+    routes to it are created beside them. KServe deletes a replica's own pool as soon as its
+    service names a shared one (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go
+    L188-209), so `pool.ref` comes in the next `up`, once no route names the old pool."""
+    for node in graph:
+        if node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS and \
+                pool_ref(node.inputs.get("spec") or {}):
+            spec = node.inputs["spec"]
+            node.inputs["spec"] = {**spec, "router": {**spec["router"], "scheduler": {}}}
+
+
 SPEC_DIGEST = "modelplane.ai/spec-digest"
 
 
