@@ -669,7 +669,7 @@ def _delete_rounds(resources: list[dict], gone: set[tuple[str, str]]) -> dict[tu
     """The round in which Pulumi deletes each of `gone` at the end of `up`, by the dependencies the
     previous state recorded: antichains of the condemned graph, reversed, so a resource goes only
     after everything that depended on it (pulumi/pulumi@v3.259.0 pkg/resource/deploy/
-    step_generator.go L2723-2796 ScheduleDeletes). dependsOn names a resource by name; names repeat
+    step_generator.go L2721-2794 ScheduleDeletes). dependsOn names a resource by name; names repeat
     across types (a record and its health check), so a name stands for each of them."""
     by_name: dict[str, list[tuple[str, str]]] = {}
     for r in resources:
@@ -708,8 +708,8 @@ def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_
     (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
     assert chat["after"].get("eks-use1", 0) == 0 and chat["undrained"] == {"clusters": ["eks-use1"], "ttl": 60}
     out = " ".join(CliRunner().invoke(main, args).output.split())
-    assert ("DNS not drained: eks-use1's record is deleted at the end of `up`, seconds before its routes, so clients "
-            "that resolved it in the last 60 s") in out
+    assert ("DNS not drained: eks-use1 leaves the name's DNS answers in the same `up` that deletes its routes there "
+            "(a Route 53 record goes seconds before them), so clients that resolved it in the last 60 s") in out
     assert "fix: lower dns.ttl (e.g. 5) in an `up` before this one" in out
 
 

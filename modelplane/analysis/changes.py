@@ -277,8 +277,8 @@ def cost_delta(before: dict, after: dict) -> dict:
 def traffic_delta(before: list[dict] | None, after: list[dict], ttl: int | None = None) -> list[dict] | None:
     """Per service whose cluster shares move: each cluster's share (per mille) before and after;
     None when the previous plan has no services section. `undrained`: the clusters whose DNS record
-    of the service had weight and is deleted by this `up`, seconds before their routes
-    (render/rollout.py): requests from resolvers that cached it within `ttl` seconds find no route."""
+    of the service had weight and goes in the `up` that deletes their routes (render/rollout.py):
+    requests from resolvers that cached it within `ttl` seconds find no route."""
     if before is None:
         return None
     old = {s["service"]: s for s in before}
@@ -357,7 +357,7 @@ def traffic_text(row: dict) -> str:
 def undrained_text(u: dict) -> str:
     """Why a cluster's last share of a service drops requests for about a TTL, and the fix."""
     names = ", ".join(u["clusters"])
-    return (f"DNS not drained: {names}'s record is deleted at the end of `up`, seconds before its routes, so clients "
-            f"that resolved it in the last {u['ttl']} s (the record's TTL, plus the DNS provider's propagation) get "
-            f"no route there; fix: lower dns.ttl (e.g. 5) in an `up` before this one and wait the old TTL, or "
-            f"accept the window (docs/routing.md)")
+    return (f"DNS not drained: {names} leaves the name's DNS answers in the same `up` that deletes its routes there "
+            f"(a Route 53 record goes seconds before them), so clients that resolved it in the last {u['ttl']} s (the "
+            f"record's TTL, plus the DNS provider's propagation) get no route there; fix: lower dns.ttl (e.g. 5) in an "
+            f"`up` before this one and wait the old TTL, or accept the window (docs/routing.md)")

@@ -24,7 +24,7 @@ renderers emit:
 What a plan no longer declares Pulumi deletes at the end of `up`, after all of it, and in reverse
 dependency order: a resource goes only once everything that depended on it is gone, by the
 dependencies its state recorded (pulumi/pulumi@v3.259.0 pkg/resource/deploy/deployment_executor.go
-L444-553 `performPostSteps`; step_generator.go L2723-2796 `ScheduleDeletes`, antichains reversed).
+L446-557 `performPostSteps`; step_generator.go L2721-2794 `ScheduleDeletes`, antichains reversed).
 So when a cluster leaves a service, its record goes first, then its routes, then its workloads.
 They go seconds apart: resolvers that cached the record keep sending requests there for its TTL
 (plus the DNS provider's propagation), and those find no route. The plan says so (`trafficDelta`
