@@ -255,7 +255,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if previous:
-        doc.update(report.changes_against(run, doc, _previous_document(previous)))
+        doc.update(report.changes_against(run, doc, _previous_document(previous), checked[0] if checked else None))
         violations = _with_outages(run, doc, violations, policy, policy_file, checked[0] if checked else None)
     if repack:
         doc["repack"] = report.repack_of(run).to_json()
@@ -358,7 +358,11 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
     from .analysis.disruptions import outage_verdicts
     from .policy import read_config, with_fixes
 
-    extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file))
+    from .output.report import fleet_runs
+
+    fleet = {u.stack: {d.key: d for d in u.result.spec.deployments} for u in fleet_runs(run, stack_path)} \
+        if any("stack" in row for row in doc["disruptions"]) else {}
+    extra = outage_verdicts(run, doc["disruptions"], policy if policy is not None else read_config(policy_file), fleet)
     extra = origins.locate(run, stack_path, with_fixes(extra))
     if not extra:
         return violations

@@ -176,9 +176,14 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
     # chat on eks-use1 waits for exactly the llama replicas there, and for its same-named health
     # check (shown since dependsOn is keyed by URN, runtime review N7)
     # and for the KServe Deployments those replicas roll (their observers, C2)
+    # and for chat's routes there (C5: the record goes before them when eks-use1 leaves chat)
     assert res["chat-chat-eks-use1"]["dependsOn"] == ["chat-chat-eks-use1",
                                                       "eks-use1/chat/deployment/llama-70b-0-kserve",
                                                       "eks-use1/chat/deployment/llama-70b-2-kserve",
+                                                      "eks-use1/chat/httproute/chat",
+                                                      "eks-use1/chat/httproute/chat-health",
+                                                      "eks-use1/chat/httproute/chat-hop",
+                                                      "eks-use1/chat/httproute/chat-http",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-0",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-2"]
     assert set(res["eks-use1/chat/httproute/chat"]["dependsOn"]) >= {"eks-use1/chat/llminferenceservice/llama-70b-0",
@@ -263,7 +268,10 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     assert set(deps["chat-reasoning-gke-usc1"]) == {"gke-usc1/chat/llminferenceservice/deepseek-r1-1",
                                                      "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
                                                      "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
-                                                     "chat-reasoning-gke-usc1"}      # and its health check
+                                                     "chat-reasoning-gke-usc1",      # and its health check
+                                                     "gke-usc1/chat/httproute/reasoning",    # and its routes (C5)
+                                                     "gke-usc1/chat/httproute/reasoning-health",
+                                                     "gke-usc1/chat/httproute/reasoning-http"}
 
 
 def test_every_resource_claim_template_is_replaced_delete_first_on_a_spec_change(prod_json):
@@ -653,3 +661,150 @@ def test_kserve_child_names_follow_kserve_and_a_name_kserve_would_hash_is_refuse
         "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "m-0-kserve-mn-prefill")
     with pytest.raises(ValueError, match=r"longer than 63 characters.*shorten the deployment's name by 2 characters"):
         children("x" * 50, {"template": {}, "prefill": {"template": {}}})
+
+
+# ---- C5: a cluster leaving a service -----------------------------------------------------------------
+
+def _delete_rounds(resources: list[dict], gone: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The round in which Pulumi deletes each of `gone` at the end of `up`, by the dependencies the
+    previous state recorded: antichains of the condemned graph, reversed, so a resource goes only
+    after everything that depended on it (pulumi/pulumi@v3.259.0 pkg/resource/deploy/
+    step_generator.go L2721-2794 ScheduleDeletes). dependsOn names a resource by name; names repeat
+    across types (a record and its health check), so a name stands for each of them."""
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for r in resources:
+        by_name.setdefault(r["name"], []).append((r["type"], r["name"]))
+    deps = {(r["type"], r["name"]): {k for d in r.get("dependsOn", ()) for k in by_name.get(d, ())
+                                     if k != (r["type"], r["name"])} for r in resources}
+    left, rounds = set(gone), []
+    while left:
+        now = {k for k in left if not deps[k] & left}
+        assert now, "a cycle among the deletes"
+        rounds.append(now)
+        left -= now
+    return {k: i for i, keys in enumerate(reversed(rounds)) for k in keys}
+
+
+def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_the_plan_says_it_is_not_drained(
+        tmp_path, prod_json):
+    """Scenario b of the change review (C5): llama-70b restricted to GCP, so eks-use1 leaves chat.
+    Its Route 53 record is deleted before chat's routes there, and those before the replicas, not
+    all at once; the plan still says requests are lost for about the TTL, with the fix."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    gcp = text.replace("clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
+                       "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}", 1)
+    assert gcp != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(gcp)
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    doc = _doc(CliRunner().invoke(main, [*args, "--json"]).output)
+    gone = {(c["type"], c["name"]) for c in doc["changes"] if c["action"] == "delete"}
+    record = ("aws:route53/record:Record", "chat-chat-eks-use1")
+    routes = {k for k in gone if k[0].endswith(":HTTPRoute") and k[1].startswith("eks-use1/chat/httproute/chat")}
+    replicas = {k for k in gone if k[0].endswith(":LLMInferenceService") and "/llama-70b-" in k[1]}
+    assert record in gone and len(routes) == 4 and len(replicas) == 2
+    order = _delete_rounds(prod_json["resources"], gone)
+    assert all(order[record] < order[r] < order[w] for r in routes for w in replicas), order
+    (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
+    assert chat["after"].get("eks-use1", 0) == 0 and chat["undrained"] == {"clusters": ["eks-use1"], "ttl": 60}
+    out = " ".join(CliRunner().invoke(main, args).output.split())
+    assert ("DNS not drained: eks-use1 leaves the name's DNS answers in the same `up` that deletes its routes there "
+            "(a Route 53 record goes seconds before them), so clients that resolved it in the last 60 s") in out
+    assert "fix: lower dns.ttl (e.g. 5) in an `up` before this one" in out
+
+
+# ---- C6: a node pool replaced in an infra stack ----------------------------------------------------
+
+@pytest.mark.parametrize("pool, old, new, outage", [
+    ("h100", "subnetIds: [subnet-0b22c0ffee0000002]}", "subnetIds: [subnet-0b22c0ffee0000002], capacity: {type: spot}}",
+     False),
+    ("l40s", "capacity: {type: spot}}", "capacity: {type: on-demand}}", True)])
+def test_an_infra_pool_replacement_names_the_apps_replicas_it_restarts_and_no_outage_judges_them(
+        tmp_path, pool, old, new, outage):
+    """Scenario f of the change review (C6): an eks-use1 pool bought another way (its capacity type
+    forces a new node group), unprotected. The infra plan has no placements of its own; prod's fleet
+    names the stack, so prod's replicas on the pool are named on the replacement, their deployments'
+    serving dip is a disruption, and `no-outage` refuses the one left with none serving (qwen3-32b,
+    all three replicas on l40s)."""
+    before = CliRunner().invoke(main, ["plan", "infra-eks-us-east-1", "--json"]).output
+    (tmp_path / "prev.json").write_text(before)
+    text = (ROOT / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith(f"        - {{name: {pool},"))
+    changed = text.replace(line, line.replace(old, new)).replace(
+        "  modelplane:production: true\n", f"  modelplane:production: true\n  modelplane:unprotect: [eks-use1/{pool}]\n", 1)
+    assert old in line and "unprotect" in changed
+    (tmp_path / "infra.yaml").write_text(changed)
+    prod = direct.run("prod")
+    hit = [p for p in prod.result.plan.placements if p.cluster == "eks-use1" and any(rp.pool == pool for rp in p.roles.values())]
+    assert hit
+    args = ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"), "--previous",
+            str(tmp_path / "prev.json")]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    doc = _doc(result.output)
+    (c,) = [c for c in doc["changes"] if c["name"] == f"eks-use1-{pool}" and c["type"] == "aws:eks/nodeGroup:NodeGroup"]
+    assert c["action"] == "replace" and c["replicas"] == sorted(f"{p.deployment}#{p.replica}" for p in hit)
+    (key,) = {p.deployment for p in hit}
+    placed = sum(1 for p in prod.result.plan.placements if p.deployment == key)
+    assert doc["disruptions"] == [{"deployment": key, "stack": "prod", "servingBefore": placed,
+                                   "servingDuring": placed - len(hit), "replicas": placed,
+                                   "cause": f"{', '.join(f'#{p.replica}' for p in hit)} restart at once: node pool "
+                                            f"eks-use1-{pool} is replaced"}]
+    verdicts = [v for v in doc["policy"]["violations"] if v["policy"] == "no-outage"]
+    if outage:
+        assert [v["message"] for v in verdicts] == [
+            f"{key} serves 0/{placed} replicas while `up` applies this change (#0, #1, #2 restart at once: node pool "
+            f"eks-use1-{pool} is replaced)"] and result.exit_code == 1
+    else:
+        assert verdicts == [] and result.exit_code == 0, result.output
+    text = " ".join(CliRunner().invoke(main, args).output.split())
+    assert f"serving during change: {placed - len(hit)}/{placed}" in text
+
+
+# ---- N1's migration: an install from before the shared pools ---------------------------------------
+
+def test_an_install_on_per_replica_pools_moves_to_the_shared_pools_in_two_ups(tmp_path):
+    """A previous plan without the shared pools (each KServe replica on the pool KServe made for
+    it): naming the shared pool now would make KServe delete each replica's own pool while the
+    routes still point at it (kserve@v0.20.0 scheduler.go L188-209), so the plan refuses with the
+    two-step fix; the first step keeps KServe's own pools (no pool.ref) while the shared pools,
+    pickers and routes to them are made; the second names them."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    step1 = text.replace("  modelplane:dns:", "  modelplane:perReplicaPools: true\n  modelplane:dns:", 1)
+    assert step1 != text
+    (tmp_path / "Pulumi.prod.yaml").write_text(step1)
+    first = _doc(CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                           "--json"]).output)
+    # the install before the shared pools: its services named no pool, and no shared pool existed
+    old = {**first, "resources": [r for r in first["resources"] if not r["type"].endswith(":InferencePool")]}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "old.json")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert "config.modelplane:perReplicaPools" in said and "eks-use1: chat/llama-70b" in said
+    assert "naming the shared pool now makes KServe delete those pools while the routes still point at them" in said
+    assert "move in two `up`s: first with modelplane:perReplicaPools: true" in said
+    # step 1: KServe keeps its own pools; the shared pools, pickers and routes to them are made
+    (tmp_path / "Pulumi.prod.yaml").write_text(step1)
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    changes = _doc(result.output)["changes"]
+    assert not [c for c in changes if c["type"].endswith(":LLMInferenceService")]
+    assert {c["action"] for c in changes if c["type"].endswith(":InferencePool")} == {"create"}
+    run = direct.run("prod", tmp_path / "Pulumi.prod.yaml")
+    services = [r for r in run.records if r.type.endswith(":LLMInferenceService")]
+    assert len(services) == 7 and all(r.inputs["spec"]["router"]["scheduler"] == {} for r in services)
+    kinds = {r.urn: r.type for r in run.records}
+    assert not [d for r in services for d in r.dependencies if kinds.get(d, "").endswith(":InferencePool")]
+    pools = {b["name"] for r in run.records if r.type.endswith(":HTTPRoute") and r.name.startswith("eks-use1/chat/")
+             for rule in r.inputs["spec"]["rules"] for b in rule.get("backendRefs", ()) if b.get("kind") == "InferencePool"}
+    assert pools == {"llama-70b-pool", "deepseek-r1-pool"}
+    # step 2: the previous plan has the shared pools; without the switch, the services name them
+    (tmp_path / "step1.json").write_text(result.output[result.output.index("{"):])
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    second = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
+                                       "--previous", str(tmp_path / "step1.json"), "--json"])
+    assert second.exit_code != 2 and "perReplicaPools" not in second.output
+    updated = {c["name"] for c in _doc(second.output)["changes"] if c["type"].endswith(":LLMInferenceService")}
+    assert updated == {r.name for r in services}

@@ -153,6 +153,23 @@ def disrupted(changes: list[dict] | None, placements: list[dict]) -> None:
             c["replicas"] = [f"{d}#{i}" for d, i in hit]
 
 
+def own_pools(before: list[dict] | None, after: list[dict]) -> list[str]:
+    """`<cluster>: <deployment>` where the previous plan ran a deployment's KServe replicas on their
+    own pools (no shared InferencePool `<name>-pool` of it there: an install from before the shared
+    pools) and this plan gives it one. KServe deletes a replica's own pool as soon as its service
+    names the shared one (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go L188-199),
+    while the old routes still point at it: the move takes two `up`s (docs/changes.md)."""
+    def where(resources, kind):
+        out = set()
+        for r in resources or []:
+            cluster, ns, k, name = (r["name"].split("/") + ["", "", "", ""])[:4]
+            if r["type"].endswith(f":{kind}") and k == kind.lower():
+                out.add((cluster, f"{ns}/{name.removesuffix('-pool')}" if kind == "InferencePool" else r.get("deployment")))
+        return out
+    ran = where(before, "LLMInferenceService") - where(before, "InferencePool")
+    return sorted(f"{c}: {d}" for c, d in ran & where(after, "InferencePool") if d)
+
+
 def _pools(p: dict) -> dict[str, str]:
     return {role: r["pool"] for role, r in sorted(p["roles"].items())}
 
@@ -269,18 +286,26 @@ def cost_delta(before: dict, after: dict) -> dict:
     return {"deployments": rows, "stack": _delta(after.get("stack", _ZERO), before.get("stack", _ZERO))}
 
 
-def traffic_delta(before: list[dict] | None, after: list[dict]) -> list[dict] | None:
+def traffic_delta(before: list[dict] | None, after: list[dict], ttl: int | None = None) -> list[dict] | None:
     """Per service whose cluster shares move: each cluster's share (per mille) before and after;
-    None when the previous plan has no services section."""
+    None when the previous plan has no services section. `undrained`: the clusters whose DNS record
+    of the service had weight and goes in the `up` that deletes their routes (render/rollout.py):
+    requests from resolvers that cached it within `ttl` seconds find no route."""
     if before is None:
         return None
-    old = {s["service"]: s["clusters"] for s in before}
+    old = {s["service"]: s for s in before}
     out = []
     for s in after:
-        was, now = old.get(s["service"], {}), s["clusters"]
+        prev = old.get(s["service"], {})
+        was, now = prev.get("clusters", {}), s["clusters"]
         if was != now:
-            out.append({"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
-                        **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})})
+            row = {"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
+                   **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})}
+            kept = {r["cluster"] for r in s.get("dns") or []}
+            gone = sorted(r["cluster"] for r in prev.get("dns") or [] if r.get("weight") and r["cluster"] not in kept)
+            if gone and s.get("hostname") and ttl:
+                row["undrained"] = {"clusters": gone, "ttl": ttl}
+            out.append(row)
     return out
 
 
@@ -391,4 +416,16 @@ def traffic_text(row: dict) -> str:
     """A service's traffic delta: each cluster's share before -> after."""
     clusters = sorted(set(row["before"]) | set(row["after"]))
     moves = ", ".join(f"{c} {row['before'].get(c, 0) / 10:.1f}% -> {row['after'].get(c, 0) / 10:.1f}%" for c in clusters)
-    return moves + (f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else "")
+    moves += f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else ""
+    if row.get("undrained"):
+        moves += "; " + undrained_text(row["undrained"])
+    return moves
+
+
+def undrained_text(u: dict) -> str:
+    """Why a cluster's last share of a service drops requests for about a TTL, and the fix."""
+    names = ", ".join(u["clusters"])
+    return (f"DNS not drained: {names} leaves the name's DNS answers in the same `up` that deletes its routes there "
+            f"(a Route 53 record goes seconds before them), so clients that resolved it in the last {u['ttl']} s (the "
+            f"record's TTL, plus the DNS provider's propagation) get no route there; fix: lower dns.ttl (e.g. 5) in an "
+            f"`up` before this one and wait the old TTL, or accept the window (docs/routing.md)")

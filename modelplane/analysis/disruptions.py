@@ -118,16 +118,46 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
     return out
 
 
+def fleet_disruptions(changes: list[dict] | None, apps: list) -> list[dict]:
+    """An infra stack's plan: per deployment of an apps stack that runs on it (`apps`: (stack name,
+    Plan, {key: ModelDeployment})), the replicas its replaced node pools restart at once. Pulumi
+    replaces the pool in the infra stack's `up`, which `up --env` runs before the apps stacks
+    (automation/environment.py), so nothing of the apps plan waits for it: the replicas on the pool
+    stop together. Rows as `disruptions`, with the apps `stack`."""
+    pools = {(c["cluster"], c["name"].removeprefix(f"{c['cluster']}-")): c["name"] for c in changes or []
+             if c["action"] == "replace" and c["type"] in POOL_TYPES and c.get("cluster")}
+    out = []
+    for stack, plan, specs in apps:
+        placed = Counter(p.deployment for p in plan.placements)
+        for key, want in sorted(plan.desired.items()):
+            hit: dict[int, str] = {}
+            for p in plan.placements:
+                names = [pools[(p.cluster, rp.pool)] for rp in p.roles.values() if (p.cluster, rp.pool) in pools]
+                if p.deployment == key and names:
+                    hit[p.replica] = names[0]
+            during = placed[key] - len(hit)
+            if not hit or during >= min(placed[key], want):
+                continue
+            causes = [f"{', '.join(f'#{i}' for i, n in sorted(hit.items()) if n == name)} restart at once: node pool "
+                      f"{name} is replaced" for name in sorted(set(hit.values()))]
+            md = specs.get(key)
+            out.append({"deployment": key, "stack": stack, "servingBefore": placed[key], "servingDuring": during,
+                        "replicas": want, "cause": "; ".join(causes),
+                        **({"allowed": True} if md is not None and md.allow_disruption else {})})
+    return out
+
+
 # More replicas do not help here: a replaced pool restarts every replica on it at once.
 POOL_REPLACE_FIX = ("a node pool replace restarts all the replicas on it at once, however many there are: add a "
                     "pool of the new class beside this one instead of changing it in place, or set "
                     "allowDisruption: true on the deployment")
 
 
-def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
+def outage_verdicts(run, rows: list[dict], config: dict, fleet: dict | None = None) -> list[dict]:
     """`no-outage` verdicts for outages only `plan --previous` sees (node pool replacements, rolling
     updates): the rule is the pack's (policy/stack.py `outage`), at the level the config gives it;
-    outages the program itself knows the pack reports already."""
+    outages the program itself knows the pack reports already. `fleet`: apps stack name -> its
+    {key: ModelDeployment}, for the rows an infra stack's plan gives (fleet_disruptions)."""
     from ..engine.assemble import serving_changes
     from ..policy import DISABLED, resolve
     from ..policy.stack import outage
@@ -139,11 +169,18 @@ def outage_verdicts(run, rows: list[dict], config: dict) -> list[dict]:
     specs = {d.key: d.model_dump(by_alias=True, exclude_none=True, mode="json") for d in run.result.spec.deployments}
     out = []
     for row in rows:
-        if own[row["deployment"]]["servingDuring"] == 0:
+        if "stack" in row:       # an apps stack's deployment on this infra stack's pools
+            md = (fleet or {}).get(row["stack"], {}).get(row["deployment"])
+            if md is None:
+                continue
+            spec = md.model_dump(by_alias=True, exclude_none=True, mode="json")
+        elif own[row["deployment"]]["servingDuring"] == 0:
             continue
+        else:
+            spec = specs[row["deployment"]]
         change = {"servingBefore": row["servingBefore"], "servingDuring": row["servingDuring"],
                   "replicas": row["replicas"], "causes": [row["cause"]]}
-        for message in outage(row["deployment"], specs[row["deployment"]], change):
+        for message in outage(row["deployment"], spec, change):
             ns, name = row["deployment"].split("/", 1)
             out.append({"policy": "no-outage", "level": "mandatory" if level in ("mandatory", "remediate") else level,
                         "message": message, "resource": f"{ns}-{name}",
@@ -166,10 +203,11 @@ def up_order(rows: list[dict]) -> list[str]:
         out.append("create and await Ready: " + ", ".join(made))
     if rolls:
         out.append("replace in place, one at a time, each awaited Ready: " + " -> ".join(name(t) for t in rolls))
-    out.append("routes and DNS records then send traffic to the Ready replicas they depend on (the record of an "
+    out.append("routes, then DNS records, send traffic to the Ready replicas they depend on (the record of an "
                "HTTP-01 name waits for its Gateway only)")
     if gone:
-        out.append("delete at the end of `up`: the old " + ", ".join(gone))
+        out.append("delete at the end of `up`, a cluster's DNS record before its routes, routes before replicas: the old "
+                   + ", ".join(gone))
     kept = [name(t) for t in rows if t["how"] == "kept"]
     if kept:
         out.append("left at their recorded shape until there is room: " + ", ".join(kept))

@@ -40,6 +40,7 @@ class StackSpec(Model):
     catalog_dir: str | None = Field(default=None, min_length=1)  # your own InferenceClasses: a directory of YAML files or one file
     repack: bool = False           # plan from scratch, ignoring where replicas run now (see `plan --repack`)
     unprotect: list[str] = []      # <cluster> or <cluster>/<pool> whose Pulumi protect to lift, so a later up may delete them
+    per_replica_pools: bool = False   # one `up` of an install made before shared pools: KServe keeps each replica's own pool (docs/changes.md)
 
 
 

@@ -225,6 +225,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     # Names a cluster's certificate proves over HTTP-01: their records cannot wait for workloads
     http01 = frozenset((svc.hostname, c) for svc in spec.services if svc.hostname for c in routes[svc.key].dns
                        if proves_by_http01(svc.hostname, (inventories.get(c) or {}).get("gateway")))
+    if spec.per_replica_pools:
+        rollout.keep_own_pools(graph)
     order_up(graph, spec, plan, previous, http01)
     local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
     outputs = {

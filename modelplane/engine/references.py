@@ -75,3 +75,19 @@ def infra_stack(name: str, path: Path) -> dict:
     # Gateway addresses exist once the infra stack is up; offline they are named, not known.
     return {"inventory": invs, "kubeconfigs": {inv["name"]: OFFLINE_KUBECONFIG for inv in invs},
             "gateways": {inv["name"]: f"(gateway address exported by stack {name})" for inv in invs}}
+
+
+def fleet_users(stack: str, beside: Path | None) -> list[tuple[str, Path]]:
+    """The apps stacks whose `modelplane:fleet` names infra stack `stack`: their files beside
+    `beside` (the infra stack's file) or in the project's stack folder, by name, the first found."""
+    found: dict[str, Path] = {}
+    for folder in ([Path(beside).parent] if beside else []) + [current().stacks]:
+        for path in sorted(Path(folder).glob("Pulumi.*.yaml")):
+            name = path.name[len("Pulumi."):-len(".yaml")]
+            data = read_yaml(path).data if name not in found else None
+            config = data.get("config") if isinstance(data, dict) else None
+            fleet = next((config[k] for k in (f"{NAMESPACE}:fleet", "fleet") if isinstance(config, dict) and k in config), [])
+            if isinstance(fleet, list) and stack in fleet:
+                found[name] = path
+    return sorted(found.items())
+

@@ -194,20 +194,64 @@ def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]
             for key, (s, c) in sorted(run.result.sizing.items())]
 
 
-def changes_against(run: OfflineRun, doc: dict, previous: dict) -> dict:
+_FLEET_RUNS: dict[tuple[str, str], list] = {}
+
+
+def fleet_runs(run: OfflineRun, path: Path | None) -> list[OfflineRun]:
+    """An infra stack's users: each apps stack whose fleet names it (engine/references.py
+    fleet_users), planned offline as it stands: what runs on the infra stack's pools. Once per
+    process: the change view and the gate read the same plans. None for an apps stack."""
+    from ..engine.direct import run as plan_stack
+    from ..engine.references import fleet_users
+
+    if run.result.spec.deployments:
+        return []
+    key = (run.stack, str(path))
+    if key not in _FLEET_RUNS:
+        _FLEET_RUNS[key] = [plan_stack(name, file) for name, file in fleet_users(run.stack, path)]
+    return _FLEET_RUNS[key]
+
+
+def changes_against(run: OfflineRun, doc: dict, previous: dict, path: Path | None = None) -> dict:
     """The change view of `doc` (this run's plan document) against a previous plan document:
     `changes` per resource (None when the previous plan carries no digests), `replicaChanges` and
-    `costDelta`. A previous plan without a cost section is priced at today's prices."""
+    `costDelta`. A previous plan without a cost section is priced at today's prices. An infra
+    stack's plan (`path`: its file) names, on a replaced node pool, the replicas of the apps stacks
+    that run there (C6), and their disruptions."""
+    from ..analysis.changes import POOL_TYPES
+    from ..analysis.disruptions import fleet_disruptions
+
+    from ..analysis.changes import own_pools
+
     plan = run.result.plan
+    migrating = own_pools(previous.get("resources"), doc["resources"])
+    if migrating and not run.result.spec.per_replica_pools:
+        from ..api.loader import NAMESPACE, display_path
+        from ..errors import InputError, Problem
+
+        raise InputError([Problem(display_path(path) if path else f"Pulumi.{run.stack}.yaml",
+                                  f"config.{NAMESPACE}:perReplicaPools",
+                                  "the previous plan runs these KServe deployments on each replica's own "
+                                  f"InferencePool ({'; '.join(migrating)}); naming the shared pool now makes KServe "
+                                  "delete those pools while the routes still point at them",
+                                  "move in two `up`s: first with modelplane:perReplicaPools: true (the shared pools, "
+                                  "pickers and routes to them are created; KServe keeps its own), then without it "
+                                  "(docs/changes.md)")])
     before_cost = previous.get("cost") or cost_of(run, previous.get("placements") or [])
     moves = {(m.deployment, m.replica): m.why for m in plan.moves}
     changes = resource_changes(previous.get("resources"), doc["resources"])
     disrupted(changes, previous.get("placements") or [])
+    apps = []
+    if any(c["action"] == "replace" and c["type"] in POOL_TYPES for c in changes or []):
+        users = fleet_runs(run, path)
+        disrupted(changes, [p.to_json() for u in users for p in u.result.plan.placements])
+        apps = [(u.stack, u.result.plan, _specs(u)) for u in users]
     return {"changes": changes,
             "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack,
                                               {(t["deployment"], t["replica"]): t for t in doc["transitions"]}),
-            "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)),
-            "trafficDelta": traffic_delta(previous.get("services"), doc["services"]),
+            "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)) + fleet_disruptions(changes, apps),
+            "trafficDelta": traffic_delta(previous.get("services"), doc["services"],
+                                          run.result.spec.dns.ttl if run.result.spec.dns else None),
             "spread": spread_lost(previous, doc, _groups(run), before_cost, doc["cost"]),
             "costDelta": cost_delta(before_cost, doc["cost"])}
 

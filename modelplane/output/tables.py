@@ -377,7 +377,8 @@ def changes(out, doc: dict, previous: str) -> None:
         out.print(f"  {marks[r['change']]:<2} replica {r['deployment']}#{r['replica']} {r['change']}{move}: {r['reason']}",
                   markup=False)
     for d in doc.get("disruptions") or []:
-        out.print(f"  ! deployment {d['deployment']}: {serving_text(d)}", markup=False)
+        where = f" (stack {d['stack']})" if d.get("stack") else ""
+        out.print(f"  ! deployment {d['deployment']}{where}: {serving_text(d)}", markup=False)
     for t in doc.get("trafficDelta") or []:
         out.print(f"  traffic {t['service']}: {traffic_text(t)}", markup=False)
     for row in doc.get("spread") or []:

@@ -19,9 +19,16 @@ renderers emit:
   listener (envoyproxy/gateway@v1.8.1 internal/gatewayapi/validate.go L500-505; kserve@v0.20.0
   router_discovery.go L633-648), so that record waits only for its cluster's Gateway record;
   the Route 53 health check keeps clients off until the cluster serves.
-What a plan no longer declares Pulumi deletes at the end of `up`, after all of it (pulumi/pulumi
-pkg/resource/deploy/deployment_executor.go, `performPostSteps` runs once the program's
-registrations are done).
+- a DNS record of a service also depends on that service's routes on its cluster (Cloud DNS: on
+  every cluster), the HTTP-01 records above excepted.
+What a plan no longer declares Pulumi deletes at the end of `up`, after all of it, and in reverse
+dependency order: a resource goes only once everything that depended on it is gone, by the
+dependencies its state recorded (pulumi/pulumi@v3.259.0 pkg/resource/deploy/deployment_executor.go
+L446-557 `performPostSteps`; step_generator.go L2721-2794 `ScheduleDeletes`, antichains reversed).
+So when a cluster leaves a service, its record goes first, then its routes, then its workloads.
+They go seconds apart: resolvers that cached the record keep sending requests there for its TTL
+(plus the DNS provider's propagation), and those find no route. The plan says so (`trafficDelta`
+`undrained`); docs/routing.md gives the fix (lower `dns.ttl` an `up` before the move).
 """
 from __future__ import annotations
 
@@ -72,7 +79,9 @@ def _after(node: Node, keys) -> None:
 
 
 def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = frozenset()) -> None:
-    """Make every route and DNS record of a service wait for the workloads it sends requests to.
+    """Make every route and DNS record of a service wait for the workloads it sends requests to,
+    and every record for the service's routes on its cluster(s): created after them, so a resolved
+    name finds a route, and deleted before them when a cluster leaves the service (module docstring).
     `services`: "namespace/name" -> {"hostname", "deployments": [keys]}; `http01`: the (hostname,
     cluster) pairs whose certificate that cluster proves over ACME HTTP-01: their records wait for
     the cluster's Gateway record instead (module docstring)."""
@@ -80,7 +89,19 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
     on: dict[tuple[str, str], list[str]] = {}
     for (cluster, deployment, _), keys in sorted(by_replica.items()):
         on.setdefault((cluster, deployment), []).extend(keys)
-    hosts = {s["hostname"]: s["deployments"] for s in services.values() if s.get("hostname")}
+    hosts: dict[str, list[str]] = {}
+    routes: dict[tuple[str, str], list[str]] = {}    # (cluster, hostname) -> its services' routes there
+    named = {}
+    for key, s in services.items():
+        if s.get("hostname"):
+            mine = hosts.setdefault(s["hostname"], [])     # a shared hostname: every service's deployments
+            mine += [d for d in s["deployments"] if d not in mine]
+            named[key] = s["hostname"]
+    for node in graph:
+        lbls = _labels(node)
+        if node.type.startswith("kubernetes:") and node.inputs.get("kind") in TRAFFIC_KINDS and SERVICE_LABEL in lbls \
+                and (host := named.get(f"{_namespace(node)}/{lbls[SERVICE_LABEL]}")):
+            routes.setdefault((node.cluster, host), []).append(node.key)
     gateways = {n.name.removeprefix("gateway-"): n.key for n in graph
                 if n.type == ROUTE53_RECORD and n.name.startswith("gateway-")}
     for node in graph:
@@ -98,12 +119,14 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
                 _after(node, [gateways[cluster]] if cluster in gateways else [])
                 continue
             targets, clusters = hosts[node.inputs["name"]], (cluster,)
+            _after(node, routes.get((cluster, node.inputs["name"]), ()))
         elif node.type == CLOUD_DNS_RECORD and str(node.inputs.get("name", "")).rstrip(".") in hosts:
             host = node.inputs["name"].rstrip(".")
             if any(h == host for h, _ in http01):    # its rrdatas are the Gateway addresses already
                 continue
             targets = hosts[host]
             clusters = tuple(sorted({c for c, _ in on}))
+            _after(node, [k for (c, h), keys in sorted(routes.items()) if h == host for k in keys])
         _after(node, [k for c in clusters for d in targets for k in on.get((c, d), ())])
 
 
@@ -146,6 +169,20 @@ def await_pools(graph: Graph) -> None:
                 needs += [d for d in deployments.get((cluster, ns), ()) if selector
                           and ((d.inputs.get("spec") or {}).get("selector") or {}).get("matchLabels") == selector]
         _after(node, [n.key for n in needs])
+
+
+def keep_own_pools(graph: Graph) -> None:
+    """The first `up` of an install made before the shared pools (`perReplicaPools`): every
+    LLMInferenceService leaves out `router.scheduler.pool.ref`, so KServe keeps the pool and picker
+    it made for the replica, which the old routes still name; the shared pool, its picker and the
+    routes to it are created beside them. KServe deletes a replica's own pool as soon as its
+    service names a shared one (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/scheduler.go
+    L188-209), so `pool.ref` comes in the next `up`, once no route names the old pool."""
+    for node in graph:
+        if node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS and \
+                pool_ref(node.inputs.get("spec") or {}):
+            spec = node.inputs["spec"]
+            node.inputs["spec"] = {**spec, "router": {**spec["router"], "scheduler": {}}}
 
 
 SPEC_DIGEST = "modelplane.ai/spec-digest"
