@@ -101,3 +101,11 @@ def test_a_provider_down_breaks_only_its_weighted_share(prod):
 def test_an_unknown_down_name_lists_every_form(prod):
     with pytest.raises(TraceError, match="endpoint picker .*hop Gateway .*certificate"):
         trace(prod, CHAT, ["eks-use1/nothing"])
+
+
+def test_a_pd_picker_down_is_reported_broken_since_its_check_probes_decode_pods_only(prod):
+    """N4 is still open (docs/routing.md): the P/D check probes the decode pods, so DNS keeps the
+    cluster while its picker is down; the trace says so instead of reporting 0 % broken."""
+    t = trace(prod, "reasoning.inference.example.com", ["eks-use1/chat/deepseek-r1-epp"])
+    assert t.to_json()["reaches"] == {"gpu": 500, "provider": 0, "broken": 500}
+    assert "endpoint picker chat/deepseek-r1-epp is down" in t.broken[0].broken
