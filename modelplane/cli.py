@@ -198,8 +198,10 @@ def _refused(exc: InputError, fmt: str, stack: str) -> None:
               help="Follow a service hostname from DNS through the gateway and routes to GPU pods or a provider "
                    "(prints only the trace); exit 1 if any share of it breaks on the way.")
 @click.option("--down", "down", multiple=True, metavar="NAME",
-              help="With --trace: trace as if this replica (namespace/deployment#index) or cluster were gone "
-                   "(repeatable): health checks drop a dead cluster from DNS, endpoint pickers skip dead pods.")
+              help="With --trace: trace as if this were gone (repeatable): a cluster, a replica "
+                   "(namespace/deployment#index), a provider, an endpoint picker ([cluster/]namespace/deployment-epp), "
+                   "a hop Gateway (cluster/hop) or a certificate (cluster/certificate). Health checks drop a failing "
+                   "cluster from DNS (the trace prints the detection window), endpoint pickers skip dead pods.")
 @click.option("--model", "model", metavar="NAME",
               help="With --trace of a hostname several services share: the model name the request's body sends "
                    "(the route is chosen by it; a name no service answers to gets 404).")
@@ -374,7 +376,7 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
 def _traces(run, hosts, down=(), model=None) -> list:
     """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
     --down name fails before anything is written."""
-    from .output.trace import TraceError, trace
+    from .output.trace import DOWN_FORMS, TraceError, trace
 
     out = []
     for host in hosts:
@@ -382,8 +384,7 @@ def _traces(run, hosts, down=(), model=None) -> list:
             out.append(trace(run, host, down, model))
         except TraceError as exc:
             raise InputError([Problem("--trace", host, str(exc), "trace a hostname of one of the stack's services "
-                                      "(modelplane:services[].hostname); --down names a cluster or a replica "
-                                      "(namespace/deployment#index)")]) from None
+                                      "(modelplane:services[].hostname); --down names " + DOWN_FORMS)]) from None
     return out
 
 

@@ -6,7 +6,7 @@ HTTPRoute carries, the DNS records and the plan's routing table are one computat
 from __future__ import annotations
 
 from ..api import StackSpec
-from ..api.cluster import https_problems
+from ..api.cluster import https_problems, tls_covers
 from ..api.rules import served_model
 from ..scheduler.cel import Matcher, cluster_place
 from ..scheduler.filter import selector_problem
@@ -27,15 +27,23 @@ def plan_routes(spec: StackSpec, placements, inventories: dict) -> dict[str, Rou
             replicas.setdefault(p.deployment, []).append((p.cluster, p.replica))
     out = {}
     for svc in sorted(spec.services, key=lambda s: s.key):
-        targets = [Target("provider" if e.provider else "deployment", e.key(svc.namespace), e.weight)
+        targets = [Target("provider" if e.provider else "deployment", e.key(svc.namespace), e.weight, bool(e.fallback))
                    for e in svc.endpoints]
         sel = svc.cluster_selector
         entry = [c for c in sorted(entries)
                  if not selector_problem(sel.match_labels, sel.cel or "", cluster_place(
                      c, inventories[c].get("labels", {}), inventories[c].get("region", ""),
                      inventories[c].get("cloud", "")), matcher)]
-        out[svc.key] = route(targets, replicas, entry)
+        routes = route(targets, replicas, entry)
+        # A standby must be able to answer the hostname: its HTTPS certificate covers it.
+        routes.standby = [c for c in routes.standby if _covers((inventories[c].get("gateway") or {}).get("tls"),
+                                                                svc.hostname)]
+        out[svc.key] = routes
     return out
+
+
+def _covers(tls: dict | None, hostname: str | None) -> bool:
+    return not tls or not hostname or tls_covers(tls.get("hostnames") or [], hostname)
 
 
 def served_names(spec: StackSpec) -> dict[str, list[str]]:
@@ -90,6 +98,13 @@ def hop_problems(spec: StackSpec, routes: dict[str, Routes], inventories: dict) 
             problem = hop_problem(svc.key, cluster, inventories[cluster].get("gateway") or {}, targets)
             if problem:
                 out.append(problem)
+        fallback = routes[svc.key].fallback
+        for cluster in sorted([*routes[svc.key].clusters, *routes[svc.key].standby]) if fallback else []:
+            gateway = inventories[cluster].get("gateway") or {}
+            if not gateway.get("hop"):
+                out.append(f"service {svc.key} falls back to provider {fallback} through Envoy AI Gateway's priorities "
+                           f"and modelplane's hop Gateway, but cluster {cluster} serves through its own Gateway "
+                           f"{gateway.get('namespace')}/{gateway.get('name')} (gatewayRef), which has none")
     return out
 
 
@@ -111,7 +126,9 @@ def shared_host_problems(spec: StackSpec, routes: dict[str, Routes], inventories
     out = []
     for host, svcs in shared_hostnames(spec.services).items():
         clusters = {s.key: sorted(routes[s.key].dns) for s in svcs}
-        if len({tuple(c) for c in clusters.values()}) > 1:
+        # A fallback's standby clusters route its model too (to the provider alone).
+        every = {c for cs in clusters.values() for c in cs}
+        if any(not every <= set(cs) | set(routes[k].standby) for k, cs in clusters.items()):
             out.append(f"services {', '.join(clusters)} share hostname {host} but are carried on different clusters ("
                        + "; ".join(f"{k}: {', '.join(c) or 'none'}" for k, c in clusters.items())
                        + "): DNS sends every model's requests to every one of them")

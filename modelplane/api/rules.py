@@ -443,6 +443,7 @@ def check_services(services, deployments: dict, providers: dict, dns=None) -> li
                                    f"{ep.deployment and 'deployment' or 'provider'} {key!r} is "
                                    f"{theirs and f'labelled {theirs}' or 'not labelled'}",
                                    f"route only to endpoints labelled {RESIDENCY_LABEL}: {residency}"))
+        out += _fallback_findings(i, svc, providers)
         if svc.hostname:
             # Services may share a hostname: Envoy AI Gateway routes each request by its body's model
             # (render/routing.py model_route); two services answering to one model there cannot be told apart.
@@ -464,4 +465,33 @@ def check_services(services, deployments: dict, providers: dict, dns=None) -> li
                                    f"hostname {svc.hostname} is outside the DNS zone {dns.zone.domain}",
                                    f"use a name under {dns.zone.domain}, or leave dns out and point your own DNS at "
                                    "the gateway addresses the plan prints"))
+    return out
+
+
+def _fallback_findings(i: int, svc, providers: dict) -> list[Finding]:
+    """A fallback provider backs up the service's replicas: one per service, beside a deployment,
+    with a key Envoy AI Gateway v1.0.0 can send: it reads a BackendSecurityPolicy's Secret key
+    `apiKey` (internal/controller/ai_gateway_route.go L45) and sends it only as `Authorization:
+    Bearer <key>` (internal/backendauth/api_key.go L29-31)."""
+    out = []
+    fallbacks = [j for j, ep in enumerate(svc.endpoints) if ep.fallback]
+    if len(fallbacks) > 1:
+        out.append(Finding("service-endpoints", ("services", i, "endpoints", fallbacks[1], "fallback"),
+                           f"service {svc.key} has {len(fallbacks)} fallback providers; one takes over when no replica can",
+                           "keep fallback: true on one provider endpoint"))
+    if fallbacks and not any(ep.deployment is not None for ep in svc.endpoints):
+        out.append(Finding("service-endpoints", ("services", i, "endpoints", fallbacks[0], "fallback"),
+                           f"service {svc.key} has a fallback provider but no deployment to fall back from",
+                           "give the provider a weight instead (a provider-only service), or add a deployment endpoint"))
+    for j in fallbacks:
+        provider = providers.get(svc.endpoints[j].provider)
+        key = provider.api_key if provider is not None else None
+        if key is not None and (key.secret is None or key.header != "Authorization" or key.scheme != "Bearer"):
+            out.append(Finding("service-endpoints", ("services", i, "endpoints", j, "fallback"),
+                               f"fallback provider {svc.endpoints[j].provider!r} is reached through Envoy AI Gateway, "
+                               "which sends a key only as 'Authorization: Bearer <key>' from a Secret it reads by key "
+                               "apiKey; this provider's apiKey uses " + ("a secretKeyRef (a full header value)"
+                                                                         if key.secret is None else
+                                                                         f"header {key.header!r}, scheme {key.scheme!r}"),
+                               "give the provider apiKey: {secret: <config key>} with the default header and scheme"))
     return out

@@ -28,11 +28,21 @@ class Endpoint(Model):
     deployment: str | None = None   # "name" in the service's namespace, or "namespace/name"
     provider: str | None = None     # a modelplane:providers entry
     weight: int = Field(default=1, ge=1, le=1000)
+    # A provider that takes the service's requests only when no replica can (Envoy AI Gateway's
+    # backendRef priority 1, retried there on a failure: render/routing.py fallback_objects). It
+    # carries no weighted share; list the provider again with a weight for both.
+    fallback: bool | None = None   # true: takes the requests only when no replica can (no weighted share)
 
     @model_validator(mode="after")
     def _one_target(self):
         require_one(self, ("deployment", "provider"), "an endpoint names exactly one of deployment or provider",
                     "write {deployment: <name>, weight: N} or {provider: <name>, weight: N}")
+        if self.fallback and self.provider is None:
+            raise invalid("fallback: true is for a provider endpoint (a deployment's replicas are the primary)",
+                          "write {provider: <name>, fallback: true}")
+        if self.fallback and self.weight != 1:
+            raise invalid("a fallback endpoint takes no weighted share, so it has no weight",
+                          "drop its weight, or list the provider a second time with a weight for a share as well")
         return self
 
     def key(self, namespace: str) -> str:

@@ -379,7 +379,12 @@ def services(run: OfflineRun) -> list[dict]:
                  "endpoints": [{"target": e["target"], "weight": e["weight"], "share": e["units"],
                                 "clusters": e["clusters"]} for e in routes.endpoints],
                  "clusters": routes.clusters, "dns": []}
-        for cluster, weight in sorted(weights.items()):
+        if routes.fallback:
+            entry["fallback"] = {"provider": routes.fallback, "standby": routes.standby}
+        # Standby clusters of a fallback: weight-0 records (Route 53 only; without DNS, for your own).
+        standby = {} if svc.hostname in shared or (spec.dns is not None and spec.dns.kind != "route53") else \
+            {c: 0 for c in routes.standby if c not in weights}
+        for cluster, weight in sorted({**weights, **standby}.items()):
             gateway = run.result.inventories[cluster].get("gateway") or {}
             record = {"cluster": cluster, "weight": weight,
                       "gateway": f"{gateway.get('namespace')}/{gateway.get('name')}"}

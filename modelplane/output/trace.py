@@ -23,7 +23,7 @@ from ..render.kserve import pool_ref
 from ..render.picker import WORKLOAD
 from ..render.names import DEPLOYMENT, REPLICA
 from ..render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
-from ..render.stack import check_host
+from ..render.stack import check_host, detection_window
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
 CLOUD_DNS_CHECK = "gcp:compute/healthCheck:HealthCheck"
@@ -47,6 +47,7 @@ class Trace:
     hops: list[Hop]
     down: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    detection: int = 0      # seconds until DNS stops sending clients to a failing cluster (0: none)
 
     @property
     def broken(self) -> list[Hop]:
@@ -63,6 +64,8 @@ class Trace:
             out["down"] = list(self.down)
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.detection:
+            out["detectionSeconds"] = self.detection
         return out
 
 
@@ -119,16 +122,36 @@ def _rule(objs: dict, host: str, gateway: tuple[str, str], listener: str | None,
     return best
 
 
+DOWN_FORMS = ("a cluster, a replica (namespace/deployment#index), a provider, an endpoint picker "
+              "([cluster/]namespace/deployment-epp), a hop Gateway (cluster/hop) or a certificate "
+              "(cluster/certificate)")
+
+
 class World:
-    """What is gone in a what-if: clusters, and replicas as (namespace/deployment, index)."""
+    """What is gone in a what-if: clusters, replicas as (namespace/deployment, index), providers (by
+    host), endpoint pickers as (cluster or None, namespace, name), hop Gateways and certificates (by
+    cluster)."""
 
     def __init__(self, run, down: list[str]):
         placed = {(p.deployment, p.replica) for p in run.result.plan.placements}
         clusters = set(run.result.inventories)
+        providers = {p.name: p.host for p in run.result.spec.providers}
+        pickers = {f"{d.key}-epp" for d in run.result.spec.deployments if d.backend == "kserve"}
         self.clusters: set[str] = set()
         self.replicas: set[tuple[str, int]] = set()
+        self.provider_hosts: set[str] = set()
+        self.pickers: set[tuple[str | None, str]] = set()
+        self.hops: set[str] = set()
+        self.certificates: set[str] = set()
         for name in down:
-            if "#" in name:
+            head, _, tail = name.partition("/")
+            if name in providers and name not in clusters:
+                self.provider_hosts.add(providers[name])
+            elif head in clusters and tail in ("hop", "certificate"):
+                (self.hops if tail == "hop" else self.certificates).add(head)
+            elif name in pickers or (head in clusters and tail in pickers):
+                self.pickers.add((None, name) if name in pickers else (head, tail))
+            elif "#" in name:
                 key, _, idx = name.rpartition("#")
                 if not idx.isdigit() or (key, int(idx)) not in placed:
                     known = ", ".join(f"{d}#{i}" for d, i in sorted(placed)) or "none"
@@ -137,8 +160,12 @@ class World:
             elif name in clusters:
                 self.clusters.add(name)
             else:
-                raise TraceError(f"--down {name}: not a cluster of this stack ({', '.join(sorted(clusters))}) nor a "
-                                 "replica (write namespace/deployment#index)")
+                raise TraceError(f"--down {name}: not {DOWN_FORMS} of this stack (clusters: "
+                                 f"{', '.join(sorted(clusters))}; providers: {', '.join(sorted(providers)) or 'none'}; "
+                                 f"pickers: {', '.join(sorted(pickers)) or 'none'})")
+
+    def picker_down(self, cluster: str, namespace: str, name: str) -> bool:
+        return (None, f"{namespace}/{name}") in self.pickers or (cluster, f"{namespace}/{name}") in self.pickers
 
     def replica_down(self, namespace: str, labels: dict) -> bool:
         idx = labels.get(REPLICA)
@@ -170,6 +197,9 @@ class Cluster:
             return f"{ref} (the cluster's own; listeners not checked)", None, ""
         tls = gw.get("tls")
         x = listeners(tls)[-1]
+        if tls and self.name in self.world.certificates:
+            # Envoy Gateway v1.8.1 drops an HTTPS listener whose Secret is missing (listener.go L319-323).
+            return "", None, f"the certificate of {ref} is not issued: it has no HTTPS listener"
         if tls and not tls_covers(tls["hostnames"], self.host):
             return "", None, f"the HTTPS certificate of {ref} does not cover {self.host}"
         if tls:
@@ -187,15 +217,84 @@ class Cluster:
         gw = (self.gateway["namespace"], self.gateway["name"])
         host = host or self.host
         route, i, rule = _rule(self.objs, host, gw, listener, path, {MODEL_HEADER: model} if model else None)
+        answer = self._direct(route, rule)
+        if answer:
+            return [Hop(self.name, 0, [*prefix, answer], lands="gateway", weight=Fraction(1))]
         if rule is None or not rule.get("backendRefs"):
             what = f"no route for {host} {path}" + (f" with model {model!r}" if model else "")
             return [Hop(self.name, 0, list(prefix), broken=f"{what} on this cluster (404)", weight=Fraction(1))]
         base = [*prefix, f"{route['kind']} {route['metadata']['namespace']}/{route['metadata']['name']} rule {i}"]
         if route["kind"] == "AIGatewayRoute":
-            # Its one backend enters the hop Gateway tagged with the service (routing.model_objects).
-            route, i, rule, why = self._entry(route["metadata"]["namespace"], rule, path, base)
-            if why:
-                return [Hop(self.name, 0, base, broken=why, weight=Fraction(1))]
+            return self._ai_route(route, rule, path, base)
+        return self._refs(route, rule, path, base)
+
+    def _direct(self, route: dict | None, rule: dict | None) -> str:
+        """What a rule without backends answers itself (an Envoy Gateway directResponse filter), or ""."""
+        if rule is None or rule.get("backendRefs"):
+            return ""
+        ns = route["metadata"]["namespace"]
+        for f in rule.get("filters") or []:
+            ref = f.get("extensionRef") or {}
+            spec = (self.objs.get(("HTTPRouteFilter", ns, ref.get("name"))) or {}).get("spec") or {}
+            if ref.get("kind") == "HTTPRouteFilter" and "directResponse" in spec:
+                return (f"HTTPRoute {ns}/{route['metadata']['name']} answers "
+                        f"{spec['directResponse'].get('statusCode', 200)} itself (HTTPRouteFilter {ns}/{ref['name']})")
+        return ""
+
+    def _ai_route(self, route: dict, rule: dict, path: str, base: list[str]) -> list[Hop]:
+        """An AIGatewayRoute rule's backends by priority: the first priority's, and where its attempt
+        fails with a 5xx or a failed connection, Envoy's retry at the next priority (the fallback
+        provider), if a BackendTrafficPolicy on the route retries per priority (routing.FALLBACK_RETRY)."""
+        ns, name = route["metadata"]["namespace"], route["metadata"]["name"]
+        refs = sorted(rule["backendRefs"], key=lambda r: int(r.get("priority", 0)))
+        hops = self._ai_ref(ns, refs[0], path, base)
+        later = [r for r in refs if int(r.get("priority", 0)) > int(refs[0].get("priority", 0))]
+        if not later:
+            return hops
+        retries = any((p.get("spec") or {}).get("retry", {}).get("numAttemptsPerPriority")
+                      and any(t.get("name") == name for t in p["spec"].get("targetRefs") or [])
+                      for (k, pns, _), p in _sorted(self.objs) if k == "BackendTrafficPolicy" and pns == ns)
+        out = []
+        for hop in hops:
+            if not hop.broken or "(404)" in hop.broken or not retries:
+                out.append(hop)
+                continue
+            why = (f"priority {int(refs[0].get('priority', 0))} fails ({hop.broken}); Envoy retries at priority "
+                   f"{int(later[0].get('priority', 0))}")
+            for fb in self._ai_ref(ns, later[0], path, [*base, why]):
+                fb.weight *= hop.weight
+                out.append(fb)
+        return out
+
+    def _ai_ref(self, ns: str, ref: dict, path: str, base: list[str]) -> list[Hop]:
+        """Where one AIGatewayRoute backendRef leads: the hop Gateway's entry rule for the service's own
+        split (routing.model_objects), or a provider's Backend (routing.fallback_objects)."""
+        name = ref["name"]
+        ai = self.objs.get(("AIServiceBackend", ns, name))
+        bref = ((ai or {}).get("spec") or {}).get("backendRef") or {}
+        backend = self.objs.get(("Backend", ns, bref.get("name")))
+        if ai is None or backend is None:
+            return [Hop(self.name, 0, list(base), broken=f"AIServiceBackend {ns}/{name} or its Backend is not "
+                                                         "rendered on this cluster", weight=Fraction(1))]
+        fqdn = backend["spec"]["endpoints"][0]["fqdn"]
+        if not fqdn["hostname"].startswith(f"{HOP_SERVICE}.{ENVOY_NAMESPACE}."):
+            hop = Hop(self.name, 0, [*base, f"AIServiceBackend {ns}/{name} -> Backend {ns}/{bref['name']} -> "
+                                            f"https://{fqdn['hostname']}:{int(fqdn['port'])} (provider)"],
+                      weight=Fraction(1))
+            if fqdn["hostname"] in self.world.provider_hosts:
+                hop.broken = f"provider {fqdn['hostname']} is down (5xx or no connection)"
+            else:
+                hop.lands = "provider"
+            return [hop]
+        # The service's own share enters the hop Gateway tagged with the service.
+        base = list(base)
+        route, i, rule, why = self._entry(ns, {"backendRefs": [ref]}, path, base)
+        if why:
+            return [Hop(self.name, 0, base, broken=why, weight=Fraction(1))]
+        return self._refs(route, rule, path, base)
+
+    def _refs(self, route: dict, rule: dict, path: str, base: list[str]) -> list[Hop]:
+        """The weighted backendRefs of one HTTPRoute rule, each followed to where it lands."""
         problems = rule_problems({"metadata": route["metadata"], "spec": {"rules": [rule]}})
         refs = rule["backendRefs"]
         total = sum(int(r.get("weight", 1)) for r in refs) or 1
@@ -224,7 +323,10 @@ class Cluster:
                 return
             fqdn = backend["spec"]["endpoints"][0]["fqdn"]
             hop.path.append(f"Backend {ns}/{name} -> https://{fqdn['hostname']}:{int(fqdn['port'])} (provider)")
-            hop.lands = "provider"
+            if fqdn["hostname"] in self.world.provider_hosts:
+                hop.broken = f"provider {fqdn['hostname']} is down (5xx or no connection)"
+            else:
+                hop.lands = "provider"
         else:
             hop.broken = f"backendRef kind {kind} is not one modelplane routes to"
 
@@ -236,6 +338,9 @@ class Cluster:
             ("Gateway", GATEWAY_NAMESPACE, HOP_GATEWAY) in self.objs
         if not (self.gateway or {}).get("hop") or (local and not rendered):
             return f"the hop Gateway ({ENVOY_NAMESPACE}/{HOP_SERVICE}) does not exist on this cluster"
+        if self.name in self.world.hops:
+            # Its Service has no ready endpoint: the connection fails (a 503 from Envoy).
+            return f"the hop Gateway's Envoy ({ENVOY_NAMESPACE}/{HOP_SERVICE}) is down: no endpoint (503)"
         return ""
 
     def _entry(self, ns: str, rule: dict, path: str, base: list[str]):
@@ -293,6 +398,12 @@ class Cluster:
         picker = pool["spec"]["endpointPickerRef"]["name"]
         if ("Service", ns, picker) not in self.objs or ("Deployment", ns, picker) not in self.objs:
             hop.broken = f"InferencePool {ns}/{name}'s endpoint picker {ns}/{picker} is not rendered"
+            return
+        if self.world.picker_down(self.name, ns, picker):
+            # AI Gateway v1.0.0 runs the picker as a fail-closed ext_proc (internal/extensionserver/
+            # inferencepool.go L295-315): with no picker pod ready, every request of the pool fails.
+            hop.path.append(f"InferencePool {ns}/{name} (endpoint picker {ns}/{picker})")
+            hop.broken = f"endpoint picker {ns}/{picker} is down: the ext_proc is fail-closed (500)"
             return
         members = [(n, svc) for (k, n_ns, n), svc in _sorted(self.objs)
                    if k == "LLMInferenceService" and n_ns == ns and pool_ref(svc.get("spec") or {}) == name]
@@ -364,7 +475,8 @@ def _checks(run, service: str, namespace: str) -> set[str] | None:
     if spec.dns is None:
         return None
     names = {r.name for r in run.records if r.type in (ROUTE53_CHECK, CLOUD_DNS_CHECK)}
-    clusters = run.result.routes[f"{namespace}/{service}"].dns
+    routes = run.result.routes[f"{namespace}/{service}"]
+    clusters = [*routes.dns, *routes.standby]
     if spec.dns.kind == "route53":
         return {c for c in clusters if f"{namespace}-{service}-{c}" in names}
     return set(clusters) if f"{namespace}-{service}" in names else set()
@@ -408,8 +520,11 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
     world = World(run, list(down))
     svc_ns, svc_name = entry["service"].split("/", 1)
     out = Trace(host, entry["service"], entry["dns"], [], list(down))
-    carried = sorted(entry["clusters"])
+    standby = (entry.get("fallback") or {}).get("standby", [])
+    carried = sorted({*entry["clusters"], *standby})
     gateways = {c: run.result.inventories[c].get("gateway") for c in carried}
+    # A fallback's route is an AIGatewayRoute matching the service's model name (routing.model_objects).
+    model = model or (entry["model"] if entry.get("fallback") else None)
     weights = {d["cluster"]: Fraction(d["weight"]) for d in entry["dns"]} if entry["dns"] else \
         {c: Fraction(u) for c, u in entry["clusters"].items()}
     clusters = {c: Cluster(run, c, host, world) for c in carried}
@@ -424,12 +539,26 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
                 ok, why = clusters[c].healthy(name, ns, gateways, check_host(run.result.spec.dns, c))
                 if not ok:
                     failing[c] = why if member is entry else f"{member['service']}'s check: {why}"
-    if failing and len(failing) == len(carried):
+    if failing and run.result.spec.dns is not None:
+        out.detection = detection_window(run.result.spec.dns)
+        out.notes.append(f"DNS detection window: about {out.detection} s after the failure (3 failed checks "
+                         f"30 s apart, then the {run.result.spec.dns.ttl} s TTL); until then, requests DNS still sends to "
+                         "a dropped cluster fail there. The figures below are after it")
+    weighted = [c for c, w in weights.items() if w]
+    live = {c: w for c, w in weights.items() if w and c not in failing}
+    if not live and weighted:
+        # Route 53 considers zero-weight records once every non-zero one is unhealthy (developer
+        # guide, "Weighted routing": "Health checks and weighted routing"), each alike.
+        live = {c: Fraction(1) for c, w in weights.items() if not w and c not in failing}
+        if live:
+            out.notes.append("every weighted record's health check fails: DNS answers the standby records "
+                             f"(weight 0: {', '.join(sorted(live))})")
+    if not live and failing:
         # Route 53 treats a group whose every record is unhealthy as all healthy (Route 53 developer
         # guide, "How Amazon Route 53 chooses records when health checking is configured").
         out.notes.append("every record's health check fails: DNS answers with all of them again")
         failing = {}
-    live = {c: w for c, w in weights.items() if c not in failing}
+        live = {c: w for c, w in weights.items() if w} or {c: Fraction(1) for c in weights}
     total = sum(live.values())
     for c in carried:
         cl = clusters[c]
@@ -439,10 +568,14 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
         if c in failing:
             out.hops.append(Hop(c, 0, [f"dropped from DNS, its health check fails: {failing[c]}"], weight=Fraction(0)))
             continue
+        if c not in live:
+            out.hops.append(Hop(c, 0, ["standby (DNS weight 0): answered only when every weighted record fails"],
+                                weight=Fraction(0)))
+            continue
         if broken:
             out.hops.append(Hop(c, 0, prefix, broken=broken, weight=share))
             continue
-        for hop in cl.follow(svc_ns, listener, "/v1/", prefix, model=model if by_model else None):
+        for hop in cl.follow(svc_ns, listener, "/v1/", prefix, model=model if by_model or entry.get("fallback") else None):
             hop.weight *= share
             out.hops.append(hop)
     for hop, n in zip(out.hops, _per_mille([h.weight for h in out.hops]), strict=True):

@@ -154,11 +154,19 @@ def efa_security_group(c: InferenceCluster, cluster: str) -> dict:
 
 def cert_manager_dns_policy(zone_id: str) -> dict:
     """What cert-manager's route53 DNS-01 solver calls (cert-manager docs, "Route53": the IAM policy):
-    read changes, edit and list the zone's records, find zones by name."""
+    read changes, list the zone's records, find zones by name, and change only the challenge's TXT
+    records (it writes `_acme-challenge.<name>` TXT, cert-manager v1.21.1
+    pkg/issuer/acme/dns/route53/route53.go L261-300). Route 53's condition keys hold the change to
+    those (developer guide, "Using IAM policy conditions for fine-grained access control": names
+    lowercase without the trailing dot, types uppercase), so the identity cannot rewrite the
+    weighted service records (review N9)."""
+    zone = f"arn:aws:route53:::hostedzone/{zone_id}"
     return {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Action": "route53:GetChange", "Resource": "arn:aws:route53:::change/*"},
-        {"Effect": "Allow", "Action": ["route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"],
-         "Resource": f"arn:aws:route53:::hostedzone/{zone_id}"},
+        {"Effect": "Allow", "Action": "route53:ListResourceRecordSets", "Resource": zone},
+        {"Effect": "Allow", "Action": "route53:ChangeResourceRecordSets", "Resource": zone, "Condition": {
+            "ForAllValues:StringLike": {"route53:ChangeResourceRecordSetsNormalizedRecordNames": ["_acme-challenge.*"]},
+            "ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsRecordTypes": ["TXT"]}}},
         {"Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"}]}
 
 

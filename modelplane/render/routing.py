@@ -25,6 +25,9 @@ On every cluster that carries a share of a service (scheduler/traffic.py):
   v1.8.1 turns it into the weighted cluster's host_rewrite_literal, internal/xds/translator/route.go
   L374-380, but drops the hostname of a backend-level HTTPRouteFilter), and an `HTTPRouteFilter`
   injecting the API key from a Secret (credentialInjection works per backend: cluster.go L1046).
+- with a fallback provider (`fallback: true`): the service route is an AIGatewayRoute whose rule
+  holds the service's entry at priority 0 and the provider at priority 1, retried there on a
+  failure (model_objects, fallback_objects, FALLBACK_RETRY), on every gateway cluster it may enter.
 Requests pass through unchanged otherwise, so every target serves the model name clients send.
 """
 from __future__ import annotations
@@ -161,13 +164,15 @@ def hop_ref(target: Target, route_ns: str) -> dict:
 STRIP_HOP = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"remove": [HOP_HEADER]}}
 
 
-def split_rule(targets: list[Target], route_ns: str, match: dict | None = None, filters=()) -> dict:
+def split_rule(targets: list[Target], route_ns: str, match: dict | None = None, filters=(),
+               hop: bool | None = None) -> dict:
     """One rule over a cluster's targets: a single target directly (with its own rule filters), or a
-    weighted split with own-rule targets through the hop."""
-    if len(targets) == 1:
+    weighted split with own-rule targets through the hop (`hop`: whether they go through it, default
+    when the split needs it)."""
+    hop = needs_hop(targets) if hop is None else hop
+    if len(targets) == 1 and not (hop and targets[0].own_rule):
         t = targets[0]
         return _rule([t.weighted()], [*filters, *t.rule_filters], match)
-    hop = needs_hop(targets)
     refs = [hop_ref(t, route_ns) if hop and t.own_rule else t.weighted() for t in targets]
     return _rule(refs, filters, match)
 
@@ -179,22 +184,24 @@ def hop_rules(targets: list[Target], route_ns: str) -> list[dict]:
 
 
 def cluster_routes(service: str, namespace: str, hostname: str | None, gateway: dict,
-                   targets: list[Target], model: str | None = None) -> list[dict]:
+                   targets: list[Target], model: str | None = None, fallback: str | None = None) -> list[dict]:
     """The routes of one service on one cluster: the service route (on `https` with TLS), with TLS
     the redirect on `http`, and where the split needs the hop, `<service>-hop` on the hop Gateway.
-    With `model` (a hostname several services share) the service route is an AIGatewayRoute
-    matching that model name, whose share enters the hop Gateway (model_objects)."""
+    With `model` (a hostname several services share, or a service with a fallback provider) the
+    service route is an AIGatewayRoute matching that model name, whose share enters the hop Gateway
+    (model_objects), and with `fallback` (its AIServiceBackend) the provider backs it up there. A
+    cluster with no `targets` (a standby) routes to the fallback alone."""
     tls = bool(gateway.get("tls"))
     listener = "https" if tls else None
     hop = needs_hop(targets)
     if model is None:
         out = [http_route(service, namespace, hostname, gateway, [split_rule(targets, namespace)], listener=listener)]
     else:
-        out = model_objects(service, namespace, hostname, gateway, model, listener)
+        out = model_objects(service, namespace, hostname, gateway, model, listener, fallback, bool(targets))
     if tls:
         out.append(http_route(service, namespace, hostname, gateway, [REDIRECT], name=f"{service}-http",
                               listener="http"))
-    if hop or model is not None:
+    if targets and (hop or model is not None):
         problem = hop_problem(f"{namespace}/{service}", "this cluster", gateway, targets, model is not None)
         if problem:
             raise ValueError(problem)     # assemble refuses it first, as input (services.hop_problems)
@@ -233,17 +240,26 @@ def entry_name(service: str) -> str:
 
 
 def model_objects(service: str, namespace: str, hostname: str | None, gateway: dict, model: str,
-                  listener: str | None) -> list[dict]:
-    """The AIGatewayRoute answering to one model name on the shared hostname, and the AIServiceBackend
-    and Backend that carry its requests to the hop Gateway."""
+                  listener: str | None, fallback: str | None = None, primary: bool = True) -> list[dict]:
+    """The AIGatewayRoute answering to one model name on the hostname, and (`primary`: the cluster
+    carries a share) the AIServiceBackend and Backend that carry its requests to the hop Gateway.
+    With `fallback`, the provider's AIServiceBackend joins the rule at priority 1: Envoy AI Gateway
+    v1.0.0 sets each backendRef's priority on its endpoints within the rule's one cluster
+    (api/v1beta1/ai_gateway_route.go L362-372, internal/extensionserver/post_translate_modify.go
+    L236-239), and a failed attempt is retried at the next priority (FALLBACK_RETRY)."""
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
               **({"sectionName": listener} if listener else {})}
     name = entry_name(service)
+    refs = [{"name": name, **({"priority": 0} if fallback else {})}] if primary else []
+    if fallback:
+        refs.append({"name": fallback, "priority": 1})
     route = {"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "AIGatewayRoute",
              "metadata": meta(service, namespace, _labels(service)),
              "spec": {"parentRefs": [parent], **({"hostnames": [hostname]} if hostname else {}),
                       "rules": [{"matches": [{"headers": [{"type": "Exact", "name": MODEL_HEADER, "value": model}]}],
-                                 "backendRefs": [{"name": name}], "timeouts": dict(NO_TIMEOUT)}]}}
+                                 "backendRefs": refs, "timeouts": dict(NO_TIMEOUT)}]}}
+    if not primary:
+        return [route]
     backend = {"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "AIServiceBackend",
                "metadata": meta(name, namespace, _labels(service)),
                "spec": {"schema": {"name": "OpenAI"},
@@ -274,13 +290,48 @@ def hop_problem(service: str, cluster: str, gateway: dict, targets: list[Target]
             "which has no modelplane hop Gateway to split them")
 
 
-def circuit_breaker(service: str, namespace: str, routes: list[str], replicas: int) -> dict:
-    """Envoy Gateway's circuit breakers for the service's routes on one cluster, sized for long streams."""
+def circuit_breaker(service: str, namespace: str, routes: list[str], replicas: int, name: str | None = None,
+                    retry: dict | None = None) -> dict:
+    """Envoy Gateway's circuit breakers for the service's routes on one cluster, sized for long
+    streams; with `retry`, the fallback's retry policy too (one policy per route: Envoy Gateway
+    applies only one BackendTrafficPolicy to a route)."""
     n = max(1, replicas) * STREAMS_PER_REPLICA
+    spec = {"targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": r} for r in routes],
+            "circuitBreaker": {"maxConnections": n, "maxPendingRequests": n, "maxParallelRequests": n}}
+    if retry:
+        spec["retry"] = retry
     return {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "BackendTrafficPolicy",
-            "metadata": meta(service, namespace, _labels(service)),
-            "spec": {"targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": r} for r in routes],
-                     "circuitBreaker": {"maxConnections": n, "maxPendingRequests": n, "maxParallelRequests": n}}}
+            "metadata": meta(name or service, namespace, _labels(service)), "spec": spec}
+
+
+# How a failed attempt reaches the fallback: Envoy Gateway v1.8.1 turns numAttemptsPerPriority into
+# Envoy's previous_priorities retry predicate (internal/xds/translator/route.go L811-823), so the
+# retry goes to the next priority, the provider (AI Gateway's own provider_fallback example does the
+# same, examples/provider_fallback/fallback.yaml at v1.0.0). The triggers cover what the primary
+# answers when no replica can: a hop Envoy that is gone (connect-failure), a pool whose picker finds
+# no ready pod or is down (500/503), no upstream (503). No per-try timeout: LLM streams are long.
+FALLBACK_RETRY = {"numRetries": 1, "numAttemptsPerPriority": 1,
+                  "retryOn": {"triggers": ["connect-failure", "retriable-status-codes", "reset"],
+                              "httpStatusCodes": [500, 502, 503, 504]}}
+
+
+def fallback_objects(service: str, namespace: str, provider) -> list[dict]:
+    """The fallback provider as Envoy AI Gateway reaches it: an AIServiceBackend over the provider's
+    Backend (its base path as the schema prefix; AI Gateway's default prefix is v1,
+    internal/controller/gateway.go L171) and, with an API key, a BackendSecurityPolicy reading the
+    Secret's `apiKey` key (internal/controller/ai_gateway_route.go L45), which AI Gateway sends as
+    `Authorization: Bearer` (internal/backendauth/api_key.go L29-31)."""
+    name = backend_name(service, provider.name)
+    lbls = _labels(service)
+    schema = {"name": "OpenAI", **({"prefix": provider.base_path} if provider.base_path != "/v1" else {})}
+    out = [{"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "AIServiceBackend", "metadata": meta(name, namespace, lbls),
+            "spec": {"schema": schema, "backendRef": {"group": ENVOY, "kind": "Backend", "name": name}}}]
+    if provider.api_key is not None:
+        out.append({"apiVersion": f"{AI_GATEWAY}/v1beta1", "kind": "BackendSecurityPolicy",
+                    "metadata": meta(name, namespace, lbls),
+                    "spec": {"targetRefs": [{"group": AI_GATEWAY, "kind": "AIServiceBackend", "name": name}],
+                             "type": "APIKey", "apiKey": {"secretRef": {"name": f"{name}-credential"}}}})
+    return out
 
 
 HEALTH_PREFIX = "/modelplane/health"
@@ -290,22 +341,41 @@ def health_path(service: str, namespace: str) -> str:
     return f"{HEALTH_PREFIX}/{namespace}/{service}"
 
 
-def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, targets: list[Target]) -> dict:
+def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, targets: list[Target],
+                 hop: bool = False) -> dict:
     """What a DNS health check asks on one cluster, on the listener clients use (so a missing
     certificate fails it): `GET <health path>` rewritten to `/health` and sent where the service's
     requests go on this cluster — a KServe deployment's InferencePool (its picker answers with a
-    ready pod, and 500 when it has none: gateway-api-inference-extension@v1.0.0
-    pkg/epp/handlers/request.go L35-55), its decode pods for P/D (a ready prefill pod must not make
-    the cluster look healthy), a native deployment's Service."""
+    ready pod, and 500 when it has none: llm-d-router@v0.9.0 pkg/epp/handlers/request.go L41-64),
+    its decode pods for P/D (a ready prefill pod must not make the cluster look healthy), a native
+    deployment's Service. With `hop` (the service's requests reach its pools through the hop
+    Gateway here) the pools are probed through the hop too, by the same header rules, so a hop
+    Envoy that is down or a hop rule that is missing fails the check (review N3)."""
     rewrite = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/health"}}}
     match = {"path": {"type": "Exact", "value": health_path(service, namespace)}}
-    rule = split_rule(targets, namespace, match, [rewrite])
+    if targets:
+        rule = split_rule(targets, namespace, match, [rewrite], hop=hop)
+    else:   # nothing of ours to probe here: the Gateway answers itself (gateway_health)
+        rule = {"matches": [match], "filters": [{"type": "ExtensionRef", "extensionRef": {
+            "group": ENVOY, "kind": "HTTPRouteFilter", "name": f"{service}-health"}}]}
     tls = bool(gateway.get("tls"))
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
               "sectionName": "https" if tls else "http"}
     return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
             "metadata": meta(f"{service}-health", namespace, _labels(service)),
             "spec": {"parentRefs": [parent], "hostnames": hostnames, "rules": [rule]}}
+
+
+def gateway_health(service: str, namespace: str) -> dict:
+    """Where a cluster forwards only to a provider (a provider's share, or a fallback's standby),
+    its DNS check asks the Gateway itself: an Envoy Gateway HTTPRouteFilter `directResponse` 200
+    (v1.8.1 api/v1alpha1/httproutefilter_types.go L44, L77-91) on the health path, so the check
+    still fails with the cluster, its Gateway or its certificate (the provider is not probed: a
+    check through it would spend its quota)."""
+    return {"apiVersion": f"{ENVOY}/v1alpha1", "kind": "HTTPRouteFilter",
+            "metadata": meta(f"{service}-health", namespace, _labels(service)),
+            "spec": {"directResponse": {"statusCode": 200, "contentType": "text/plain",
+                                        "body": {"type": "Inline", "inline": "gateway ok"}}}}
 
 
 def rule_problems(route: dict) -> list[str]:
@@ -354,25 +424,35 @@ def hop_grant(service: str, from_namespace: str) -> dict:
                      "to": [{"group": "", "kind": "Service", "name": HOP_SERVICE}]}}
 
 
-def provider_objects(service: str, namespace: str, provider) -> list[dict]:
-    """Backend and, with an API key, the credential HTTPRouteFilter and (for a config-key API key)
-    its Secret."""
+FALLBACK_KEY = "apiKey"     # the Secret key an AI Gateway BackendSecurityPolicy of type APIKey reads
+
+
+def provider_objects(service: str, namespace: str, provider, weighted: bool = True,
+                     fallback: bool = False) -> list[dict]:
+    """Backend and, with an API key, the credential HTTPRouteFilter of a `weighted` share and (for a
+    config-key API key) its Secret, which also holds the bare key for a `fallback`'s policy."""
     name = backend_name(service, provider.name)
     lbls = _labels(service)
     objects = [{"apiVersion": f"{ENVOY}/v1alpha1", "kind": "Backend", "metadata": meta(name, namespace, lbls),
                 "spec": {"endpoints": [{"fqdn": {"hostname": provider.host, "port": provider.port}}],
                          "tls": {"sni": provider.host, "wellKnownCACertificates": "System"}}}]
+    if fallback:
+        objects += fallback_objects(service, namespace, provider)
     key = provider.api_key
     if key is None:
         return objects
     secret = f"{name}-credential" if key.secret else key.secret_key_ref.name
-    objects.append({"apiVersion": f"{ENVOY}/v1alpha1", "kind": "HTTPRouteFilter", "metadata": meta(name, namespace, lbls),
-                    "spec": {"credentialInjection": {"header": key.header, "overwrite": True,
-                                                     "credential": {"valueRef": {"name": secret}}}}})
+    if weighted:
+        objects.append({"apiVersion": f"{ENVOY}/v1alpha1", "kind": "HTTPRouteFilter",
+                        "metadata": meta(name, namespace, lbls),
+                        "spec": {"credentialInjection": {"header": key.header, "overwrite": True,
+                                                         "credential": {"valueRef": {"name": secret}}}}})
     if key.secret:
         prefix = f"{key.scheme} " if key.scheme else ""
+        data = {**({CREDENTIAL_KEY: SecretValue(key.secret, prefix)} if weighted else {}),
+                **({FALLBACK_KEY: SecretValue(key.secret)} if fallback else {})}
         objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": meta(secret, namespace, lbls),
-                        "type": "Opaque", "stringData": {CREDENTIAL_KEY: SecretValue(key.secret, prefix)}})
+                        "type": "Opaque", "stringData": data})
     return objects
 
 
@@ -391,7 +471,8 @@ def cluster_targets(svc, routes, deployments: dict, providers: dict) -> dict[str
 def probe_targets(svc, routes, deployments: dict) -> dict[str, list[Target]]:
     """cluster -> what a DNS health check of the service probes there: its deployments' shared pools
     (P/D: the decode pods' Service) and native Services, weighted like the service. A cluster with
-    no deployment of the service (a provider's share only) is absent: its record goes unchecked."""
+    no deployment of the service (a provider's share, a fallback's standby) is absent: its check
+    asks the Gateway itself (gateway_health)."""
     out: dict[str, list[Target]] = {}
     for b in routes.backends:
         if b.kind != "deployment":
@@ -416,22 +497,46 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
     replicas: dict[str, int] = {}
     for b in routes.backends:
         replicas[b.cluster] = replicas.get(b.cluster, 0) + len(b.replicas)
+    fallback = backend_name(svc.name, routes.fallback) if routes.fallback else None
+    by_cluster = cluster_targets(svc, routes, deployments, providers)
+    if fallback:
+        by_cluster.update({c: [] for c in routes.standby})
     out: dict[str, list[dict]] = {}
-    for cluster, targets in cluster_targets(svc, routes, deployments, providers).items():
+    for cluster, targets in by_cluster.items():
         gateway = gateways[cluster]
-        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateway, targets, model)
-        if needs_hop(targets):
+        objects = cluster_routes(svc.name, svc.namespace, svc.hostname, gateway, targets, model, fallback)
+        # The pools are reached through the hop here; the health check takes the same way (N3).
+        via_hop = bool(targets) and (needs_hop(targets) or model is not None)
+        probe_hop = via_hop and bool((health_hosts or {}).get(cluster)) and \
+            any(t.own_rule for t in probes.get(cluster, []))
+        if probe_hop:
+            hop_route = next(o for o in objects if o["metadata"]["name"] == f"{svc.name}-hop")
+            if "hostnames" in hop_route["spec"]:      # Envoy keeps the check's Host on its way to the hop
+                hop_route["spec"]["hostnames"] += health_hosts[cluster]
+        if needs_hop(targets) or probe_hop:
             objects.append(hop_grant(svc.name, svc.namespace))
         if is_own_gateway(gateway):
-            objects.append(circuit_breaker(svc.name, svc.namespace, [r["metadata"]["name"] for r in objects
-                                                                     if r["kind"] in ("HTTPRoute", "AIGatewayRoute")
-                                                                     and not r["metadata"]["name"].endswith("-http")],
-                                           replicas.get(cluster, 0)))
-        for b in routes.backends:
-            if b.cluster == cluster and b.kind == "provider":
-                objects += provider_objects(svc.name, svc.namespace, providers[b.name])
-        if cluster in probes and (health_hosts or {}).get(cluster):
-            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateway, probes[cluster]))
+            names = [r["metadata"]["name"] for r in objects if r["kind"] in ("HTTPRoute", "AIGatewayRoute")
+                     and not r["metadata"]["name"].endswith("-http")]
+            if fallback:
+                # The retry belongs to the model route alone (a retry at the hop would re-send to the pool).
+                objects.append(circuit_breaker(svc.name, svc.namespace, [svc.name], replicas.get(cluster, 0),
+                                               retry=FALLBACK_RETRY))
+                names.remove(svc.name)
+                if names:
+                    objects.append(circuit_breaker(svc.name, svc.namespace, names, replicas.get(cluster, 0),
+                                                   name=f"{svc.name}-hop"))
+            else:
+                objects.append(circuit_breaker(svc.name, svc.namespace, names, replicas.get(cluster, 0)))
+        weighted = [b.name for b in routes.backends if b.cluster == cluster and b.kind == "provider"]
+        for name in weighted + ([routes.fallback] if fallback and routes.fallback not in weighted else []):
+            objects += provider_objects(svc.name, svc.namespace, providers[name], name in weighted,
+                                        name == routes.fallback)
+        if (health_hosts or {}).get(cluster):
+            objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateway,
+                                        probes.get(cluster, []), hop=via_hop))
+            if cluster not in probes:
+                objects.append(gateway_health(svc.name, svc.namespace))
         out[cluster] = objects
     return out
 

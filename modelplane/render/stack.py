@@ -21,7 +21,7 @@ from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from .names import ROLE, SecretValue
 from .order import rank, role_edges, scale_change
 from .replica import render_cluster_entry, render_replica
-from .routing import health_path, probe_targets, service_objects
+from .routing import health_path, service_objects
 from .substrate import model_identity, namespace, priority_classes, queues
 
 PROJECT = "modelplane"
@@ -288,7 +288,8 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
 
 def routes_json(routes) -> dict:
     return {"endpoints": routes.endpoints, "clusters": routes.clusters, "dns": routes.dns,
-            "missing": routes.missing,
+            "missing": routes.missing, **({"fallback": routes.fallback, "standby": routes.standby}
+                                          if routes.fallback else {}),
             "backends": [{"cluster": b.cluster, "kind": b.kind, "name": b.name, "replicas": list(b.replicas),
                           "units": b.units} for b in routes.backends]}
 
@@ -309,7 +310,8 @@ def health_hosts(dns, routes) -> dict | None:
     and one fixed name for Cloud DNS (one health check serves every address of a record set)."""
     if dns is None:
         return None
-    return {c: [gateway_record(dns.zone.domain, c), f"{HEALTH_HOST}.{dns.zone.domain}"] for c in routes.dns}
+    return {c: [gateway_record(dns.zone.domain, c), f"{HEALTH_HOST}.{dns.zone.domain}"]
+            for c in [*routes.dns, *standby(routes)]}
 
 
 def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict, targets: dict, model: str,
@@ -317,10 +319,11 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     """A service's route (and provider backends) on every cluster that carries a share of it;
     `shared`: its hostname is shared with other services, so it is routed by model name."""
     me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", custom=False))
-    gateways = {c: targets[c].inventory["gateway"] for c in routes.clusters}
+    gateways = {c: targets[c].inventory["gateway"] for c in [*routes.clusters, *routes.standby]}
     hosts = health_hosts(dns, routes) if svc.hostname else None
+    # A fallback provider is reached through Envoy AI Gateway's priorities: the route matches the model.
     for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts,
-                                              model if shared else None).items():
+                                              model if shared or routes.fallback else None).items():
         target = targets[cluster]
         for obj in objects:
             graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
@@ -349,7 +352,7 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
     if dns.kind == "route53":
         provider = graph.add(Node("pulumi:providers:aws", "dns-route53", {
             "region": "us-east-1"}, me))
-        for cluster in sorted({c for _, routes in services for c in routes.dns}):
+        for cluster in sorted({c for _, routes in services for c in [*routes.dns, *standby(routes)]}):
             address, kind = addresses[cluster]
             graph.add(Node("aws:route53/record:Record", f"gateway-{cluster}", {
                 "zoneId": zone.zone_id, "name": gateway_record(zone.domain, cluster),
@@ -362,23 +365,32 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 shared_records(graph, me, provider, dns, host, members, deployments, tls)
                 continue
             svc, routes = members[0]
-            probed = set(probe_targets(svc, routes, deployments))   # where a health route answers
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
-                check = route53_check(graph, me, provider, dns, svc, cluster, tls) if cluster in probed else None
+                check = route53_check(graph, me, provider, dns, svc, cluster, tls)
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
                           "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": weight}],
                           "records": [gateway_record(zone.domain, cluster)]}
                 if check:
                     record["healthCheckId"] = Ref(check, "id")
                 graph.add(Node("aws:route53/record:Record", name, record, me, provider))
+            for cluster in standby(routes):
+                # Weight 0, checked like every record of the name: Route 53 considers zero-weight
+                # records only once every non-zero one is unhealthy (developer guide, "Weighted
+                # routing", "Health checks and weighted routing"), so a standby takes clients only
+                # when no replica can; its check asks its Gateway (routing.gateway_health).
+                check = route53_check(graph, me, provider, dns, svc, cluster, tls)
+                graph.add(Node("aws:route53/record:Record", f"{svc.namespace}-{svc.name}-{cluster}", {
+                    "zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
+                    "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": 0}],
+                    "records": [gateway_record(zone.domain, cluster)], "healthCheckId": Ref(check, "id")},
+                    me, provider))
     else:
         provider = graph.add(Node("pulumi:providers:gcp", "dns-clouddns", {"project": zone.project}, me))
         for svc, routes in services:
-            probed = set(probe_targets(svc, routes, deployments))
             policy = {"wrrs": [{"weight": weight, "rrdatas": [addresses[cluster][0]]}
                                for cluster, weight in sorted(routes.dns.items())]}
-            if probed == set(routes.dns):
+            if routes.dns:    # every cluster has a health route (a provider's share: its Gateway's)
                 # Health-checked WRR on external endpoints: items carry healthCheckedTargets instead of
                 # rrdatas, and one health check (with three source regions) probes each address, over
                 # HTTPS when every cluster of the service terminates TLS (one check serves them all).
@@ -386,8 +398,8 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 probe = {"port": 443 if https else 80, "host": check_host(dns),
                          "requestPath": health_path(svc.name, svc.namespace)}
                 check = graph.add(Node("gcp:compute/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}", {
-                    "project": zone.project, "sourceRegions": list(HEALTH_SOURCE_REGIONS), "checkIntervalSec": 30,
-                    "timeoutSec": 10, "unhealthyThreshold": 3,
+                    "project": zone.project, "sourceRegions": list(HEALTH_SOURCE_REGIONS),
+                    "checkIntervalSec": CHECK_INTERVAL_S, "timeoutSec": 10, "unhealthyThreshold": CHECK_FAILURES,
                     "httpsHealthCheck" if https else "httpHealthCheck": probe}, me, provider))
                 policy = {"healthCheck": Ref(check, "id"), "wrrs": [
                     {"weight": weight, "healthCheckedTargets": {"externalEndpoints": [addresses[cluster][0]]}}
@@ -396,6 +408,22 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 "project": zone.project, "managedZone": zone.managed_zone, "name": f"{svc.hostname}.", "type": "A",
                 "ttl": dns.ttl, "routingPolicy": policy}, me, provider))
     return me
+
+
+# Every DNS health check: a probe each 30 s, unhealthy after 3 failures in a row.
+CHECK_INTERVAL_S = 30
+CHECK_FAILURES = 3
+
+
+def detection_window(dns) -> int:
+    """Seconds until clients stop reaching a cluster whose check starts failing: the failures that
+    mark it unhealthy, then resolvers keep the old answer for the record's TTL."""
+    return CHECK_INTERVAL_S * CHECK_FAILURES + dns.ttl
+
+
+def standby(routes) -> list[str]:
+    """The clusters that route a service only to its fallback provider, as Route 53 standbys."""
+    return [c for c in routes.standby if c not in routes.dns]
 
 
 def route53_check(graph: Graph, me: str, provider: str, dns, svc, cluster: str, tls: dict) -> str:
@@ -407,8 +435,8 @@ def route53_check(graph: Graph, me: str, provider: str, dns, svc, cluster: str, 
     return graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}-{cluster}", {
         "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
         "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
-        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": 30,
-        "failureThreshold": 3}, me, provider))
+        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": CHECK_INTERVAL_S,
+        "failureThreshold": CHECK_FAILURES}, me, provider))
 
 
 def shared_weights(members: list) -> dict[str, int]:
@@ -429,7 +457,7 @@ def shared_records(graph: Graph, me: str, provider: str, dns, host: str, members
     slug = host.replace(".", "-")
     for cluster, weight in sorted(shared_weights(members).items()):
         children = [route53_check(graph, me, provider, dns, svc, cluster, tls) for svc, routes in members
-                    if cluster in probe_targets(svc, routes, deployments)]
+                    if cluster in routes.dns]
         record = {"zoneId": dns.zone.zone_id, "name": host, "type": "CNAME", "ttl": dns.ttl, "setIdentifier": cluster,
                   "weightedRoutingPolicies": [{"weight": weight}], "records": [gateway_record(dns.zone.domain, cluster)]}
         if children:

@@ -10,6 +10,10 @@ spread requests over every ready replica of it on that cluster); a provider endp
 to the self-hosted units each carries (so every cluster sends the same share to the provider),
 or evenly over the service's gateway clusters when nothing of it is self-hosted.
 
+A fallback provider (`fallback: true`) takes no units: every gateway cluster the service may enter
+(its clusterSelector) routes to it at a lower priority, the clusters that carry no share as
+standbys (`Routes.standby`, DNS weight 0: answered only when every weighted record is unhealthy).
+
 A cluster's units are what its HTTPRoute carries; DNS weights are the clusters' shares of the
 service rounded to whole percent (largest remainder again, at least 1 for a cluster that
 carries traffic; Route 53 accepts 0-255).
@@ -32,6 +36,7 @@ class Target:
     kind: str            # deployment | provider
     name: str
     weight: int
+    fallback: bool = False   # a provider taking over when no replica can; no weighted share
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class Routes:
     clusters: dict[str, int] = field(default_factory=dict)  # units per cluster
     dns: dict[str, int] = field(default_factory=dict)       # percent per cluster
     missing: list[str] = field(default_factory=list)        # endpoints with nothing placed
+    fallback: str | None = None                            # the fallback provider's name
+    standby: list[str] = field(default_factory=list)       # clusters routing only to the fallback
 
     @property
     def degraded(self) -> bool:
@@ -66,6 +73,8 @@ def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gat
     """`replicas`: deployment key -> [(cluster, replica index)] placed on clusters with a gateway;
     `gateway_clusters`: where a provider-only service enters."""
     out = Routes()
+    out.fallback = next((t.name for t in targets if t.fallback), None)
+    targets = [t for t in targets if not t.fallback]
     live = [t for t in targets if t.kind == "provider" or replicas.get(t.name)]
     out.missing = sorted(_label(t) for t in targets if t not in live)
     units = largest_remainder(TOTAL_UNITS, {_label(t): t.weight for t in live}) if live else {}
@@ -102,6 +111,8 @@ def route(targets: list[Target], replicas: dict[str, list[tuple[str, int]]], gat
         out.dns = largest_remainder(DNS_TOTAL, out.clusters, lo={c: 1 for c in carrying}) \
             if len(carrying) <= DNS_TOTAL else dict(out.clusters)
     out.clusters = dict(sorted(out.clusters.items()))
+    if out.fallback is not None:
+        out.standby = sorted(set(gateway_clusters) - set(out.clusters))
     return out
 
 

@@ -681,6 +681,8 @@ class Endpoint(TypedDict):
     'a modelplane:providers entry'
     weight: NotRequired[int]
     'Default: 1.'
+    fallback: NotRequired[bool]
+    'true: takes the requests only when no replica can (no weighted share)'
 
 
 class ModelService(TypedDict):
