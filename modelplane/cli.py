@@ -285,6 +285,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         err.print(f"wrote the fleet report to {report_file}", markup=False)
     if fmt == "json":
         report.write_json(doc, sys.stdout.write)
+        sys.stdout.flush()          # whole before anything said on stderr after it (2>&1 keeps the document whole)
     elif fmt == "markdown":
         from .output import comment
 
