@@ -100,6 +100,8 @@ _RUNS: dict = {}
 
 def planned(stack: str, path=None, engine: str = "pulumi"):
     """offline.run (engine "pulumi") or direct.run (engine "direct") of a stack, computed once."""
+    import gc
+
     from modelplane.errors import InputError
 
     key = (engine, stack, str(path) if path else None)
@@ -112,6 +114,10 @@ def planned(stack: str, path=None, engine: str = "pulumi"):
             _RUNS[key] = run_engine.run(stack, path)
         except InputError as exc:
             _RUNS[key] = exc
+        # Kept plans are millions of live objects: out of the collector's reach, so every later full
+        # collection (a plan allocates enough to trigger many) does not walk them again.
+        gc.collect()
+        gc.freeze()
     if isinstance(_RUNS[key], InputError):
         raise _RUNS[key]
     return _RUNS[key]
