@@ -58,10 +58,11 @@ typecheck-tools:
 		|| echo "typecheck-tools: npm ci failed; the TypeScript and pyright checks will skip" >&2
 
 # The suite runs on every core (pytest-xdist): a worker per core, each test file on one worker so
-# its module fixtures (a plan computed once, read by many tests) are computed once. Parallel-safe:
+# its module fixtures (a plan computed once, read by many tests) are computed once; tests/conftest.py
+# names the units (the files sharing plans are one) and their order, longest first. Parallel-safe:
 # tests write only under tmp_path, the user cache is written atomically, goldens only on request.
 test: install $(VENV)/prices.stamp $(VENV)/sizing.stamp browser typecheck-tools
-	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest -n auto --dist loadfile
+	PULUMI_ERROR_OUTPUT_STRING=true $(BIN)/python -m pytest -n auto --dist loadgroup --no-loadscope-reorder
 	$(MAKE) --no-print-directory report-check
 
 # The prod fleet report, drawn by a real browser: fails on an empty or missing picture; skipped

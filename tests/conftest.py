@@ -29,8 +29,8 @@ def catalog():
 
 # Offline runs of the example stacks, shared by the test modules (read-only: copy before editing).
 def _run(stack):
-    from modelplane.engine import offline
-    return offline.run(stack)
+    from helpers import planned
+    return planned(stack)
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +70,24 @@ def schema():
     host = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(host)           # not __main__: defines COMPONENTS without serving
     return json.loads(ComponentProvider(host.COMPONENTS, "modelplane", None, "0.1.0").schema)
+
+
+# How `make test` spreads the suite over its workers (pytest-xdist `--dist loadgroup
+# --no-loadscope-reorder`): each file is one unit, as with loadfile, except that the modules planning
+# the example stacks and the bad-config corpus with both engines and the pack share one unit, so
+# tests/helpers.py `planned` computes each of those plans once. Units are handed out in this order,
+# the longest first: the estimator (one test, minutes of AIConfigurator) starts at once on one
+# worker while the other takes the shared unit, and the short files fill in behind them.
+SHARED = ("test_engines", "test_gate", "test_policy_direct", "test_policy_corpus")
+FIRST = ("test_sizing_estimator", "plans")
+
+
+@pytest.hookimpl(tryfirst=True)       # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    def unit(item):
+        stem = Path(str(item.fspath)).stem
+        return "plans" if stem in SHARED else stem
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(unit(item)))
+    items.sort(key=lambda item: FIRST.index(unit(item)) if unit(item) in FIRST else len(FIRST))   # stable

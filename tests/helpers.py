@@ -89,3 +89,58 @@ def source_copy(dest):
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / name, dest / name)
     return dest
+
+
+# One plan per (engine, stack file) per test worker: the example stacks and the bad-config corpus are
+# planned by many modules (engines, gate, policy_direct, policy_corpus, the conftest fixtures), and a
+# plan is a pure function of its file. Read-only: copy before editing. An input error is remembered
+# and raised again, so a test sees what planning the file would do.
+_RUNS: dict = {}
+
+
+def planned(stack: str, path=None, engine: str = "pulumi"):
+    """offline.run (engine "pulumi") or direct.run (engine "direct") of a stack, computed once."""
+    import gc
+
+    from modelplane.errors import InputError
+
+    key = (engine, stack, str(path) if path else None)
+    if key not in _RUNS:
+        if engine == "direct":
+            from modelplane.engine import direct as run_engine
+        else:
+            from modelplane.engine import offline as run_engine
+        try:
+            _RUNS[key] = run_engine.run(stack, path)
+        except InputError as exc:
+            _RUNS[key] = exc
+        # Kept plans are millions of live objects: out of the collector's reach, so every later full
+        # collection (a plan allocates enough to trigger many) does not walk them again.
+        gc.collect()
+        gc.freeze()
+    if isinstance(_RUNS[key], InputError):
+        raise _RUNS[key]
+    return _RUNS[key]
+
+
+def cli(*args, env=None):
+    """`modelplane ARGS` run in this process from the repository root, as a CompletedProcess
+    (returncode, stdout, stderr): the same command without a fresh interpreter's second of imports.
+    A test that needs its own process (a hash seed, a bare PATH, what gets imported) spawns one."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    here = os.getcwd()
+    os.chdir(Path(__file__).resolve().parents[1])
+    try:
+        result = CliRunner().invoke(main, [str(a) for a in args], env=env)
+    finally:
+        os.chdir(here)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception        # a traceback the command would have printed: fail the test with it
+    return subprocess.CompletedProcess(["modelplane", *args], result.exit_code, result.stdout, result.stderr)

@@ -1,22 +1,15 @@
 """The change view (`plan --previous`): resource actions, replica changes with reasons, cost delta."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
+from helpers import cli
 from modelplane.analysis.changes import cost_delta, digests, replica_changes, resource_changes
 from modelplane.analysis.immutable import REPLACE_ON, forces_replacement
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "modelplane", *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ})
 
 
 def res(type_, name, inputs, **extra):

@@ -16,6 +16,7 @@ import pytest
 
 from modelplane.engine import direct, offline
 from modelplane.api.loader import stack_names
+from helpers import cli, planned
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "engines"
@@ -49,7 +50,7 @@ def assert_same(a, b):
 
 @pytest.mark.parametrize("stack", stack_names())
 def test_engines_agree_on_every_example_stack(stack):
-    assert_same(direct.run(stack), offline.run(stack))
+    assert_same(planned(stack, engine="direct"), planned(stack))
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +67,14 @@ def test_engines_give_the_same_verdicts_on_every_example_stack(stack, pack):
     pack over the analyzer protocol; under the stack's own config and with every policy mandatory."""
     from modelplane.policy import default_config, evaluate, read_config
 
-    fast, real = direct.run(stack), offline.run(stack)
+    fast, real = planned(stack, engine="direct"), planned(stack)
     for config in (read_config(default_config(fast.result.spec.production)), {"all": "mandatory"}):
         assert evaluate(fast, config, engine="direct") == evaluate(real, config, pack)
 
 
 @pytest.mark.parametrize("stack", stack_names())
 def test_direct_records_match_the_golden(stack):
-    got = json.dumps(sorted(canonical(direct.run(stack)).values(), key=lambda r: r["urn"]), sort_keys=True, indent=1)
+    got = json.dumps(sorted(canonical(planned(stack, engine="direct")).values(), key=lambda r: r["urn"]), sort_keys=True, indent=1)
     path = GOLDEN / f"{stack}.json"
     if os.environ.get("MODELPLANE_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,8 +100,7 @@ def test_both_engines_give_the_same_plan_document():
     """`plan --json` is byte-identical whichever engine runs (placements, resources with their
     digests, cost, policy verdicts)."""
     def plan(engine):
-        done = subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--json", "--engine", engine],
-                              capture_output=True, text=True, cwd=ROOT)
+        done = cli("plan", "prod", "--json", "--engine", engine)
         assert done.returncode in (0, 1), done.stderr
         return done.stdout
     a, b = plan("direct"), plan("pulumi")
@@ -122,7 +122,7 @@ def test_both_engines_write_the_same_files(tmp_path):
     cloud inputs included)."""
     from modelplane.output import report
 
-    for name, run in (("direct", direct.run("infra-eks-us-east-1")), ("pulumi", offline.run("infra-eks-us-east-1"))):
+    for name, run in (("direct", planned("infra-eks-us-east-1", engine="direct")), ("pulumi", planned("infra-eks-us-east-1"))):
         assert report.write_out(run, tmp_path / name) > 40
     files = sorted(p.relative_to(tmp_path / "direct") for p in (tmp_path / "direct").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path / "pulumi") for p in (tmp_path / "pulumi").rglob("*") if p.is_file())

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from modelplane.engine import offline
+from modelplane.engine import direct
 from modelplane.output import report
 from modelplane.api.loader import stack_names
 from modelplane.errors import InputError
 from modelplane.policy import Analyzer, default_config, evaluate, read_config
+from helpers import planned as plan_once
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "verdicts.json"
@@ -28,13 +29,13 @@ def verdicts(analyzer, only=None) -> dict:
     out = {}
     for stack in stack_names():
         if only is None or f"stack:{stack}" in only:
-            run = offline.run(stack)
+            run = plan_once(stack)
             out[f"stack:{stack}"] = evaluate(run, read_config(default_config(run.result.spec.production)), analyzer)
     for path in FIXTURES:
         if only is not None and f"fixture:{path.stem}" not in only:
             continue
         try:
-            run = offline.run("fixture", path)
+            run = plan_once("fixture", path)
         except InputError:
             continue       # refused before the pack runs
         config = json.loads(header(path).get("policy-config", "null")) or \
@@ -65,9 +66,10 @@ def test_the_pack_memo_changes_no_verdict(monkeypatch):
 
 
 def planned(stack: str, path: Path | None = None):
-    """As `modelplane plan` does it: the pack starts before the program runs."""
+    """As `modelplane plan` does it: the pack starts before the program runs, and the default engine
+    (direct) records the graph; tests/test_engines.py holds it to the Pulumi engine's records."""
     with Analyzer(stack=stack) as gate:
-        run = offline.run(stack, path)
+        run = direct.run(stack, path)
         return run, evaluate(run, read_config(default_config(run.result.spec.production)), gate)
 
 
@@ -107,7 +109,7 @@ def test_a_300_replica_fleet_is_placed_rendered_and_clean(fleet, schema_catalog)
 
 def test_the_fleet_plan_is_deterministic(fleet):
     run, violations, path = fleet
-    again = offline.run("fleet", path)
+    again = direct.run("fleet", path)
     assert report.to_json(report.document(again, violations)) == report.to_json(report.document(run, violations))
 
 

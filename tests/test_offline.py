@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import cli
 from modelplane.engine import offline
 from modelplane.output import report
 
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELPLANE = [sys.executable, "-m", "modelplane"]
 
 
-def cli(*args, env=None):
+def spawn(*args, env=None):
+    """`modelplane ARGS` in a process of its own (another hash seed, a bare PATH)."""
     return subprocess.run([*MODELPLANE, *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **(env or {})})
 
@@ -47,7 +49,7 @@ def test_dev_plan_records_parents_and_providers(dev_run):
 
 def test_json_contract_and_determinism():
     a = cli("plan", "dev", "--json")
-    b = cli("plan", "dev", "--json", env={"PYTHONHASHSEED": "4242"})
+    b = spawn("plan", "dev", "--json", env={"PYTHONHASHSEED": "4242"})
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
@@ -164,7 +166,7 @@ def test_preview_without_pulumi_binary_says_so_in_one_line():
     if shutil.which("pulumi"):
         pytest.skip("a pulumi binary is installed; this checks the missing-CLI path")
     for args in (("preview", "dev"), ("up", "--env", "prod")):
-        result = cli(*args, env={"PULUMI_CONFIG_PASSPHRASE": "x", "PATH": os.path.dirname(sys.executable)})
+        result = spawn(*args, env={"PULUMI_CONFIG_PASSPHRASE": "x", "PATH": os.path.dirname(sys.executable)})
         assert result.returncode == 3       # modelplane cannot finish: no pulumi binary (README "Exit status")
         assert result.stderr.count("\n") == 1 and "pulumi` CLI is not installed" in result.stderr
         assert "modelplane plan" in result.stderr and result.stdout == ""

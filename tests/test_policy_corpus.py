@@ -7,6 +7,7 @@ import pytest
 from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import Analyzer, default_config, evaluate, read_config
+from helpers import planned
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "bad").glob("*.yaml"))
 
@@ -37,7 +38,7 @@ def test_the_corpus_covers_many_rules():
 def test_bad_config_is_refused_by_the_expected_rule(path, analyzer):
     kind, _, want = header(path)["expect"].partition(" ")
     try:
-        run = offline.run("fixture", path)
+        run = planned("fixture", path)
     except InputError as exc:
         if kind == "input":
             assert want in exc.render(), exc.render()

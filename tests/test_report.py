@@ -98,10 +98,10 @@ def test_fifty_clusters_stay_legible(tmp_path):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import stackgen
-    from modelplane.engine import offline
+    from modelplane.engine import direct
 
     path = stackgen.write(tmp_path / "Pulumi.fleet50.yaml", clusters=50, replicas=20)
-    run = offline.run("fleet50", path)
+    run = direct.run("fleet50", path)        # plan's default engine (the Pulumi engine's records: test_engines)
     doc = report.document(run, [])
     page = BeautifulSoup(render(doc), "html.parser")
     used = {p["cluster"] for p in doc["placements"]}

@@ -5,12 +5,11 @@ from pathlib import Path
 import copy
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 
+from helpers import cli
 from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import POLICIES, Resource, evaluate
@@ -186,15 +185,14 @@ def test_the_services_table_and_the_report_say_what_the_trace_follows(prod):
 
 
 def test_plan_trace_down_prints_the_what_if_and_exits_by_what_breaks(tmp_path):
-    cmd = [sys.executable, "-m", "modelplane", "plan", "prod", "--trace", "chat.inference.example.com"]
-    ok = subprocess.run([*cmd, "--down", "eks-use1", "--json"], capture_output=True, text=True, cwd=ROOT)
+    cmd = ["plan", "prod", "--trace", "chat.inference.example.com"]
+    ok = cli(*cmd, "--down", "eks-use1", "--json")
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)["trace"][0]
     assert doc["down"] == ["eks-use1"] and doc["reaches"]["broken"] == 0
-    text = subprocess.run([*cmd, "--down", "chat/llama-70b#0"], capture_output=True, text=True, cwd=ROOT)
+    text = cli(*cmd, "--down", "chat/llama-70b#0")
     assert "as if chat/llama-70b#0 were down" in text.stdout and "broken 0.0%" in text.stdout
-    alone = subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--down", "eks-use1"],
-                           capture_output=True, text=True, cwd=ROOT)
+    alone = cli("plan", "prod", "--down", "eks-use1")
     assert alone.returncode == 2 and "--trace HOST" in alone.stderr and "Traceback" not in alone.stderr
 
 
@@ -420,8 +418,7 @@ def test_derived_route_names_that_collide_are_an_input_error_with_file_and_line(
         cfg["modelplane:services"].append({"name": "support-http", "namespace": "eu-support",
                                            "endpoints": [{"deployment": "mistral-small-24b"}]})
     path = stack_variant(tmp_path, "coll", edit)
-    out = subprocess.run([sys.executable, "-m", "modelplane", "plan", "coll", "--config-file", str(path)],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = cli("plan", "coll", "--config-file", str(path))
     assert out.returncode != 0 and "Traceback" not in out.stderr + out.stdout
     text = out.stderr + out.stdout
     assert f"{path}:" in text and "modelplane:services[3].name" in text
@@ -524,13 +521,11 @@ def test_the_trace_names_the_first_broken_link(prod):
 
 
 def test_plan_trace_prints_the_path_and_an_unknown_host_writes_nothing(tmp_path):
-    cmd = [sys.executable, "-m", "modelplane", "plan", "prod"]
-    ok = subprocess.run([*cmd, "--trace", "chat.inference.example.com", "--json"], capture_output=True, text=True,
-                        cwd=ROOT)
+    cmd = ["plan", "prod"]
+    ok = cli(*cmd, "--trace", "chat.inference.example.com", "--json")
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["trace"][0]["reaches"] == {"gpu": 950, "provider": 50, "broken": 0}
-    bad = subprocess.run([*cmd, "--trace", "nope.example.com", "--out", str(tmp_path / "out")], capture_output=True,
-                         text=True, cwd=ROOT)
+    bad = cli(*cmd, "--trace", "nope.example.com", "--out", str(tmp_path / "out"))
     assert bad.returncode == 2 and "nope.example.com is not the hostname" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "out").exists()

@@ -2,14 +2,13 @@
 from pathlib import Path
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import cli
 from modelplane.engine import offline
 from modelplane.output import report
 from modelplane.api import load_catalog, parse_stack_config
@@ -227,14 +226,11 @@ def test_cloud_dns_cannot_weight_a_load_balancer_hostname(tmp_path):
 
 
 def test_losing_a_cluster_degrades_a_service_and_production_refuses_it(tmp_path):
-    env = {"PULUMI_ERROR_OUTPUT_STRING": "true"}
-    plan = subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--without", "gke-euw4"],
-                          capture_output=True, text=True, cwd=ROOT, env={**__import__("os").environ, **env})
+    plan = cli("plan", "prod", "--without", "gke-euw4", env={"PULUMI_ERROR_OUTPUT_STRING": "true"})
     assert plan.returncode == 1
     assert "policy service-endpoints-placed (mandatory" in plan.stdout
     assert "traffic eu-support/support: gke-euw4 100.0% -> 0.0%" in plan.stdout
-    doc = json.loads(subprocess.run([sys.executable, "-m", "modelplane", "plan", "prod", "--json"], capture_output=True,
-                                    text=True, cwd=ROOT).stdout)
+    doc = json.loads(cli("plan", "prod", "--json").stdout)
     assert [s["status"] for s in doc["services"]] == ["ok", "ok", "ok"]
 
 
