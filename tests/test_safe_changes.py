@@ -25,6 +25,17 @@ def _doc(output: str) -> dict:
     return json.JSONDecoder().raw_decode(output[output.index("{"):])[0]
 
 
+def _prod_changed(tmp_path, prod_json, old: str, new: str, count: int = -1) -> list[str]:
+    """The prod stack with OLD replaced by NEW (which must occur) beside prod's plan as --previous:
+    the `plan` arguments that compare them."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    changed = text.replace(old, new, count)
+    assert changed != text, old
+    (tmp_path / "Pulumi.prod.yaml").write_text(changed)
+    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
+    return ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+
+
 def topo(tensor=8, pipeline=1, data=1, local=1):
     return {"tensor": tensor, "pipeline": pipeline, "data": data, "dataLocal": local}
 
@@ -376,13 +387,8 @@ def test_a_single_replica_that_must_roll_is_an_outage_the_production_gate_refuse
 def test_prod_topology_change_keeps_a_replica_serving_and_says_how(tmp_path, prod_json):
     """The user trial's F1: deepseek-r1 decode {tensor 8, data 2} -> {tensor 8} on prod. One replica
     surges where there is room, the other rolls in place: 1/2 serve, reported; the gate passes."""
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
-    changed = text.replace("workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}",
-                           "workers: {count: 1, topology: {tensor: 8}}")
-    assert changed != text
-    (tmp_path / "Pulumi.prod.yaml").write_text(changed)
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    args = _prod_changed(tmp_path, prod_json, "workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}",
+                         "workers: {count: 1, topology: {tensor: 8}}")
     result = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     doc = _doc(result.output)
@@ -404,11 +410,8 @@ def test_prod_topology_change_keeps_a_replica_serving_and_says_how(tmp_path, pro
 # ---- 4. traffic delta ------------------------------------------------------------------------------
 
 def test_previous_shows_how_each_services_traffic_moves(tmp_path, prod_json):
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
-    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("      replicas: 3\n      clusterSelector",
-                                                            "      replicas: 2\n      clusterSelector", 1))
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    args = _prod_changed(tmp_path, prod_json, "      replicas: 3\n      clusterSelector",
+                         "      replicas: 2\n      clusterSelector", 1)
     out = CliRunner().invoke(main, [*args, "--json", "--report", str(tmp_path / "r.html")]).output
     doc = _doc(out)
     (chat,) = doc["trafficDelta"]
@@ -510,11 +513,8 @@ def test_deleting_a_protected_pool_is_refused_until_an_up_unprotects_it(tmp_path
 def test_an_engine_args_change_rolls_replicas_one_at_a_time_each_awaited(tmp_path, prod_json):
     """F1(3): new engine args update every LLMInferenceService of the deployment; the replicas that
     already run wait for each other, so one rolls at a time and the others serve."""
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
-    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("--max-model-len=65536", "--max-model-len=32768"))
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
-                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    args = _prod_changed(tmp_path, prod_json, "--max-model-len=65536", "--max-model-len=32768")
+    result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     doc = _doc(result.output)
     assert doc["disruptions"] == [{"deployment": "chat/llama-70b", "servingBefore": 3, "servingDuring": 2, "replicas": 3,
@@ -571,13 +571,8 @@ def test_an_in_place_change_of_multi_node_kserve_replicas_is_an_outage_the_gate_
     """deepseek-r1's engine args change: KServe reports Ready before its LeaderWorkerSet rolls
     (kserve@v0.20.0 workload_multi_node.go L82-85, L113-136), so the one-at-a-time chain does not
     hold and both groups restart together (LWS maxSurge 0): 0/2, refused by `no-outage`."""
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
     old = "workers: {count: 1, topology: {tensor: 8, data: 2, dataLocal: 1}}\n      engine:\n        args: [--max-model-len=131072,"
-    assert old in text
-    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace(old, old.replace("131072", "65536")))
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
-                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    result = CliRunner().invoke(main, [*_prod_changed(tmp_path, prod_json, old, old.replace("131072", "65536")), "--json"])
     assert result.exit_code == 1
     doc = _doc(result.output)
     (row,) = doc["disruptions"]
@@ -631,11 +626,8 @@ def test_every_kserve_replica_is_awaited_on_the_workloads_kserve_rolls(prod_run)
 def test_an_engine_args_change_chains_each_replica_after_the_previous_replicas_rollout(tmp_path, prod_json):
     """llama-70b's args change: each replica's observer gets a new spec digest (so its await runs in
     this `up`), and replica i+1's service waits for replica i's KServe Deployment to have rolled."""
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
-    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace("--max-model-len=65536", "--max-model-len=32768"))
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    result = CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
-                                       "--previous", str(tmp_path / "prev.json"), "--json"])
+    args = _prod_changed(tmp_path, prod_json, "--max-model-len=65536", "--max-model-len=32768")
+    result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     doc = _doc(result.output)
     res = {r["name"]: r for r in doc["resources"]}
@@ -690,13 +682,9 @@ def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_
     """Scenario b of the change review (C5): llama-70b restricted to GCP, so eks-use1 leaves chat.
     Its Route 53 record is deleted before chat's routes there, and those before the replicas, not
     all at once; the plan still says requests are lost for about the TTL, with the fix."""
-    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
-    gcp = text.replace("clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
-                       "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}", 1)
-    assert gcp != text
-    (tmp_path / "Pulumi.prod.yaml").write_text(gcp)
-    (tmp_path / "prev.json").write_text(json.dumps(prod_json))
-    args = ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"), "--previous", str(tmp_path / "prev.json")]
+    args = _prod_changed(tmp_path, prod_json,
+                         "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
+                         "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}", 1)
     doc = _doc(CliRunner().invoke(main, [*args, "--json"]).output)
     gone = {(c["type"], c["name"]) for c in doc["changes"] if c["action"] == "delete"}
     record = ("aws:route53/record:Record", "chat-chat-eks-use1")
