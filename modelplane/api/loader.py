@@ -2,6 +2,8 @@
 raise InputError."""
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from .project import current, data_dir
 from .findings import duplicates
 from .rules import check_cluster, check_deployment, check_services
 from .substrate import check_substrate
-from .yamlread import YAML_LOADER, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
+from .yamlread import YAML_LOADER, decode, parse, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
 
 NAMESPACE = "modelplane"
 
@@ -159,6 +161,24 @@ class Catalog:
         return self.weights_gib(md) * facts.expert_share if facts else 0.0
 
 
+@functools.lru_cache(maxsize=128)
+def _parsed(raw: bytes, display: str) -> tuple:
+    return parse(decode(raw, display), display)
+
+
+def _catalog_file(path: Path) -> Source:
+    """A catalog file, its text parsed once per process: a plan loads the catalog once per stack (an
+    apps stack and each infra stack of its fleet). Its data is copied per caller (the substrate
+    section is handed on as it is); its node, read only for lines, is shared."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return read_yaml(path)          # read_yaml says what is wrong with it
+    display = display_path(path)
+    node, data = _parsed(raw, display)
+    return Source(display, copy.deepcopy(data), node)
+
+
 def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple | None = None) -> Catalog:
     """The package's catalog (`directory`, default the built-in one), then the user's: `extra`, one or
     more directories of YAML files or single files (the project's catalog/, modelplane:catalogDir,
@@ -178,7 +198,7 @@ def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple
         catalog.profile_dirs.insert(len(catalog.profile_dirs) - 1, (more if more.is_dir() else more.parent) / "profiles")
     seen_models, seen_prices = {}, {}
     for path, mine in paths:
-        src = read_yaml(path)
+        src = _catalog_file(path)
         if path.name == "substrate.yaml" and path.parent == directory:
             catalog.substrate = (src.data or {}).get("substrate", {})
             continue

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import copy
-import functools
-
 import yaml
 
 from ..errors import InputError, Problem
@@ -112,15 +109,7 @@ def _check_nodes(node, display: str) -> None:
 
 
 def parse(text: str, display: str):
-    """(root node, data) of one YAML document. A plan reads the same catalog files once per stack
-    (an apps stack and each infra stack of its fleet): a text parsed before is not parsed again;
-    its data is copied, as callers may change theirs, its node shared (only read for lines)."""
-    node, data = _parsed(text, display)
-    return node, copy.deepcopy(data)
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(text: str, display: str):
+    """(root node, data) of one YAML document."""
     loader = YAML_LOADER(text)
     try:
         node = loader.get_single_node()
