@@ -19,6 +19,7 @@ import build
 import cluster as loopback
 import nodes
 import operators
+import xds
 from conftest import STACKS
 from harness import Sampler, Workspace
 
@@ -128,8 +129,9 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
                     "multi-node replica's LeaderWorkerSet Available, one pod per node")
 
     again = ws.operate("preview", STACK)
-    report.scenario("g1-first-up", second_preview=again.summary)
-    assert again.ok and set(again.summary) <= {"same", "read"}, again.summary
+    changed = [(e.op, e.name, e.diffs) for e in again.events if e.phase == "pre" and e.op not in ("same", "read")]
+    report.scenario("g1-first-up", second_preview=again.summary, second_preview_changes=changed)
+    assert again.ok and set(again.summary) <= {"same", "read"}, (again.summary, changed)
 
 
 def rolled(c, name: str) -> dict:
@@ -236,6 +238,112 @@ def test_g3_multi_node_in_place_change_is_awaited(ws, gateway_cluster, report):
     assert out.ok, out.error
     assert after["generation"] > before and after["done"], after      # it did roll, and finished
     assert late == 0, late        # what `up` reports done is done: no later poll found the roll unfinished
+
+
+API, HOST = "gw-api", "api.acme-ml.com"
+MODEL_HEADER = "x-ai-eg-model"
+
+
+def settled(read, timeout: float = 90, every: float = 1.0):
+    """`read()` until it returns a truthy value (the operators reconcile after `up` returns)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
+
+
+def accepted(c, kind: str, name: str) -> bool:
+    return conditions(c.get(kind, "-n", NS, name)).get("Accepted") == "True"
+
+
+def parents_accepted(route: dict) -> bool:
+    parents = route.get("status", {}).get("parents", [])
+    return bool(parents) and all(conditions(p) == {"Accepted": "True", "ResolvedRefs": "True"} for p in parents)
+
+
+def test_g4_models_on_one_hostname_with_a_fallback_provider(ws, gateway_cluster, report):
+    """Model-name routing and provider fallback (#45) as the real operators translate them: AI
+    Gateway v1.0.0 accepts modelplane's AIGatewayRoutes and generates their HTTPRoutes, Envoy Gateway
+    v1.8.1 accepts those (with AI Gateway's extension server modifying the translation), and the
+    Envoy configuration served to the Gateway's proxy routes each model name by `x-ai-eg-model`,
+    answers 404 to any other, and puts the fallback provider at priority 1 behind a retry that moves
+    to the next priority. No request is proxied (the Envoy pods are KWOK's): this is the
+    configuration Envoy would run, read over xDS."""
+    c = gateway_cluster
+    built = build.build("xds-dump")
+    report.data["components"]["xds-dump"] = built
+    if not built["ok"]:
+        pytest.skip("could not build xds-dump: " + built["error"].strip().splitlines()[-1])
+    ws.write_stack(API, (STACKS / f"Pulumi.{API}.yaml").read_text())
+    ws.set_secrets(API, {"togetherApiKey": "e2e-not-a-key"})
+    plan = json.loads(ws.modelplane("plan", API, "--json").stdout)
+    models = plan["modelNames"][HOST]            # model name -> "<ns>/<service>"
+    fallback = {"Qwen/Qwen3-8B": "together"}
+    assert sorted(models) == ["Qwen/Qwen3-8B", "openai/gpt-oss-20b"], models
+    out = ws.operate("up", API)
+    report.scenario("g4-model-routing", ok=out.ok, seconds=out.seconds, summary=out.summary, error=out.error[-3000:])
+    assert out.ok, out.error
+
+    services = {m: s.split("/")[1] for m, s in models.items()}
+    for svc in services.values():
+        # AI Gateway reconciled the route into an HTTPRoute of the same name; Envoy Gateway accepted
+        # that on the Gateway with every backend resolved; the retry policy is accepted on it.
+        assert settled(lambda: accepted(c, "aigatewayroutes", svc)), c.get("aigatewayroutes", "-n", NS, svc).get("status")
+        assert settled(lambda: parents_accepted(c.get("httproute", "-n", NS, svc))), \
+            c.get("httproute", "-n", NS, svc).get("status")
+        assert settled(lambda: parents_accepted(c.get("httproute", "-n", NS, f"{svc}-hop")))
+        btp = c.get("backendtrafficpolicies", "-n", NS, svc)
+        ancestors = btp.get("status", {}).get("ancestors", [])
+        assert ancestors and all(conditions(a).get("Accepted") == "True" for a in ancestors), btp.get("status")
+    for backend in c.get("aiservicebackends", "-n", NS)["items"]:
+        assert conditions(backend).get("Accepted") == "True", backend["metadata"]["name"]
+    for policy in c.get("backendsecuritypolicies", "-n", NS)["items"]:
+        assert conditions(policy).get("Accepted") == "True", policy["metadata"]["name"]
+
+    def envoy_config():
+        try:
+            d = xds.dump(c, "modelplane-gateway", "inference")
+            vh = xds.virtual_host(d, HOST)
+        except (RuntimeError, AssertionError):
+            return None
+        found = {xds.header_value(r, MODEL_HEADER) for r in vh.get("routes", [])}
+        return (d, vh) if set(models) <= found else None
+    got = settled(envoy_config, timeout=120, every=3)
+    assert got, "the Gateway's proxy is never served a route per model name"
+    d, vh = got
+    routes = vh["routes"]
+    by_model = {xds.header_value(r, MODEL_HEADER): (i, r) for i, r in enumerate(routes)}
+    not_found = [i for i, r in enumerate(routes) if r.get("directResponse", {}).get("status") == 404]
+    facts = {"virtualHost": vh.get("name"), "routes": [r.get("name") for r in routes], "notFound": not_found}
+    # Any other model: AI Gateway's 404, after every model's own route (Envoy takes the first match).
+    assert not_found and max(by_model[m][0] for m in models) < min(not_found), facts
+    for model, svc in services.items():
+        i, r = by_model[model]
+        action = r["route"]
+        cl = xds.cluster(d, action["cluster"])
+        prios = xds.endpoint_hosts_by_priority(cl)
+        facts[model] = {"cluster": cl["name"], "priorities": prios, "retryPriority":
+                        action.get("retryPolicy", {}).get("retryPriority", {}).get("name")}
+        entry = c.get("backends.gateway.envoyproxy.io", "-n", NS, f"{svc}-entry")["spec"]["endpoints"][0]["fqdn"]
+        assert prios[0] == [f"{entry['hostname']}:{entry['port']}"], facts[model]
+        if model in fallback:
+            provider = c.get("backends.gateway.envoyproxy.io", "-n", NS,
+                             f"{svc}-{fallback[model]}")["spec"]["endpoints"][0]["fqdn"]
+            assert sorted(prios) == [0, 1] and prios[1] == [f"{provider['hostname']}:{provider['port']}"], facts[model]
+            # a failed attempt is retried at the next priority: Envoy's previous_priorities predicate
+            assert facts[model]["retryPriority"] == "envoy.retry_priorities.previous_priorities", action.get("retryPolicy")
+        else:
+            assert sorted(prios) == [0], facts[model]
+    report.scenario("g4-model-routing", xds=facts, verified=(
+        "AIGatewayRoutes Accepted by AI Gateway, their HTTPRoutes and the hop routes Accepted with refs resolved "
+        "by Envoy Gateway; the proxy's xDS routes each model name by x-ai-eg-model, 404 for any other after them, "
+        "the fallback provider at priority 1 with the previous_priorities retry"))
+
+    gone = ws.operate("destroy", API)
+    report.scenario("g4-model-routing", destroyed=gone.ok, destroy_error=gone.error[-2000:])
+    assert gone.ok, gone.error
 
 
 def test_g9_destroy(ws, gateway_cluster, report):

@@ -32,6 +32,7 @@ class Event:
     op: str            # create | update | replace | create-replacement | delete-replaced | delete | same ...
     urn: str
     type: str
+    diffs: tuple[str, ...] = ()     # the property paths the engine found changed (pre events)
 
     @property
     def name(self) -> str:
@@ -113,7 +114,8 @@ class Workspace:
                 if e is not None and getattr(e, "metadata", None) is not None:
                     m = e.metadata
                     events.append(Event(len(events), round(time.monotonic() - start, 3), phase, str(m.op.value
-                                        if hasattr(m.op, "value") else m.op), m.urn, m.type))
+                                        if hasattr(m.op, "value") else m.op), m.urn, m.type,
+                                        tuple(getattr(m, "diffs", None) or ())))
 
         try:
             summary = driver.operate(operation, stack, on_output=lines.append, on_event=on_event)
