@@ -6,6 +6,7 @@
 - `Workspace.operate`: preview/up/destroy through modelplane's own driver (the Automation API),
   recording the engine's events in order (resource pre/outcome events with op and URN).
 - `Sampler`: serving replicas per deployment, read from the API servers while a change runs.
+- `stand_in_plugins`: the plugins a stack with DNS records needs that the built engine lacks.
 """
 from __future__ import annotations
 
