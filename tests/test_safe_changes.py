@@ -702,6 +702,8 @@ def test_a_cluster_leaving_a_service_loses_its_dns_record_then_the_drain_then_it
     (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
     assert chat["after"].get("eks-use1", 0) == 0 and chat["drained"] == {"clusters": ["eks-use1"], "seconds": 65}
     assert "undrained" not in chat
+    assert doc["upOrder"][-1].startswith("delete at the end of `up`, a cluster's DNS record, then its drain (it waits "
+                                         "the TTL), then its routes, routes before replicas: the old chat/llama-70b#")
     out = " ".join(CliRunner().invoke(main, args).output.split())
     assert ("DNS drained over 65 s: eks-use1 leaves the name's DNS answers first, and its routes there go 65 s "
             "later") in out
