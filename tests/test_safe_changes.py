@@ -187,16 +187,18 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
     # chat on eks-use1 waits for exactly the llama replicas there, and for its same-named health
     # check (shown since dependsOn is keyed by URN, runtime review N7)
     # and for the KServe Deployments those replicas roll (their observers, C2)
-    # and for chat's routes there (C5: the record goes before them when eks-use1 leaves chat)
+    # and for the drain that waits for chat's routes there (C5: the record goes before them when
+    # eks-use1 leaves chat, the drain's TTL between them)
     assert res["chat-chat-eks-use1"]["dependsOn"] == ["chat-chat-eks-use1",
+                                                      "chat-chat-eks-use1-drain",
                                                       "eks-use1/chat/deployment/llama-70b-0-kserve",
                                                       "eks-use1/chat/deployment/llama-70b-2-kserve",
-                                                      "eks-use1/chat/httproute/chat",
-                                                      "eks-use1/chat/httproute/chat-health",
-                                                      "eks-use1/chat/httproute/chat-hop",
-                                                      "eks-use1/chat/httproute/chat-http",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-0",
                                                       "eks-use1/chat/llminferenceservice/llama-70b-2"]
+    assert res["chat-chat-eks-use1-drain"]["dependsOn"] == ["eks-use1/chat/httproute/chat",
+                                                            "eks-use1/chat/httproute/chat-health",
+                                                            "eks-use1/chat/httproute/chat-hop",
+                                                            "eks-use1/chat/httproute/chat-http"]
     assert set(res["eks-use1/chat/httproute/chat"]["dependsOn"]) >= {"eks-use1/chat/llminferenceservice/llama-70b-0",
                                                                      "eks-use1/chat/llminferenceservice/llama-70b-2"}
     assert res["eks-use1/search/deployment/qwen3-32b-0-decode"]["deployment"] == "search/qwen3-32b"
@@ -280,9 +282,9 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
                                                      "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
                                                      "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
                                                      "chat-reasoning-gke-usc1",      # and its health check
-                                                     "gke-usc1/chat/httproute/reasoning",    # and its routes (C5)
-                                                     "gke-usc1/chat/httproute/reasoning-health",
-                                                     "gke-usc1/chat/httproute/reasoning-http"}
+                                                     "chat-reasoning-gke-usc1-drain"}    # and its routes' drain (C5)
+    # the HTTP-01 record has no drain: it cannot wait for the routes
+    assert [f"{r.name}-drain" in deps for r in records] == [False] and "chat-chat-eks-use1-drain" in deps
 
 
 def test_every_resource_claim_template_is_replaced_delete_first_on_a_spec_change(prod_json):
@@ -677,25 +679,49 @@ def _delete_rounds(resources: list[dict], gone: set[tuple[str, str]]) -> dict[tu
     return {k: i for i, keys in enumerate(reversed(rounds)) for k in keys}
 
 
-def test_a_cluster_leaving_a_service_loses_its_dns_record_before_its_routes_and_the_plan_says_it_is_not_drained(
-        tmp_path, prod_json):
+LEAVE_EKS = ("clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
+             "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}")
+
+
+def test_a_cluster_leaving_a_service_loses_its_dns_record_then_the_drain_then_its_routes(tmp_path, prod_json):
     """Scenario b of the change review (C5): llama-70b restricted to GCP, so eks-use1 leaves chat.
-    Its Route 53 record is deleted before chat's routes there, and those before the replicas, not
-    all at once; the plan still says requests are lost for about the TTL, with the fix."""
-    args = _prod_changed(tmp_path, prod_json,
-                         "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/residency: us}}",
-                         "clusterSelector: {matchLabels: {modelplane.ai/tier: production, modelplane.ai/cloud: gcp}}", 1)
+    Its Route 53 record is deleted first, then its drain (whose delete waits the TTL + 5 s,
+    render/drain.py), then chat's routes there, then the replicas: one round each, by the
+    dependencies the previous plan recorded (pulumi/pulumi@v3.259.0 step_generator.go
+    L2721-2794). The change view says the name is drained over 65 s."""
+    args = _prod_changed(tmp_path, prod_json, *LEAVE_EKS, 1)
     doc = _doc(CliRunner().invoke(main, [*args, "--json"]).output)
     gone = {(c["type"], c["name"]) for c in doc["changes"] if c["action"] == "delete"}
     record = ("aws:route53/record:Record", "chat-chat-eks-use1")
+    drain = ("pulumi-python:dynamic/modelplane:DnsDrain", "chat-chat-eks-use1-drain")
     routes = {k for k in gone if k[0].endswith(":HTTPRoute") and k[1].startswith("eks-use1/chat/httproute/chat")}
     replicas = {k for k in gone if k[0].endswith(":LLMInferenceService") and "/llama-70b-" in k[1]}
-    assert record in gone and len(routes) == 4 and len(replicas) == 2
+    assert {record, drain} <= gone and len(routes) == 4 and len(replicas) == 2
     order = _delete_rounds(prod_json["resources"], gone)
-    assert all(order[record] < order[r] < order[w] for r in routes for w in replicas), order
+    assert all(order[record] < order[drain] < order[r] < order[w] for r in routes for w in replicas), order
     (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
-    assert chat["after"].get("eks-use1", 0) == 0 and chat["undrained"] == {"clusters": ["eks-use1"], "ttl": 60}
+    assert chat["after"].get("eks-use1", 0) == 0 and chat["drained"] == {"clusters": ["eks-use1"], "seconds": 65}
+    assert "undrained" not in chat
+    assert doc["upOrder"][-1].startswith("delete at the end of `up`, a cluster's DNS record, then its drain (it waits "
+                                         "the TTL), then its routes, routes before replicas: the old chat/llama-70b#")
     out = " ".join(CliRunner().invoke(main, args).output.split())
+    assert ("DNS drained over 65 s: eks-use1 leaves the name's DNS answers first, and its routes there go 65 s "
+            "later") in out
+    assert "DNS not drained" not in out
+
+
+def test_a_cluster_leaving_a_service_before_any_drain_was_recorded_is_undrained(tmp_path, prod_json):
+    """A previous plan from before the drain (no `drainSeconds`, no drain resources): the state's
+    record depends on the routes directly, so they go seconds apart; the plan says so, with the fix."""
+    before = json.loads(json.dumps(prod_json))
+    before["resources"] = [r for r in before["resources"] if not r["name"].endswith("-drain")]
+    for svc in before["services"]:
+        for row in svc["dns"]:
+            row.pop("drainSeconds", None)
+    doc = _doc(CliRunner().invoke(main, [*_prod_changed(tmp_path, before, *LEAVE_EKS, 1), "--json"]).output)
+    (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
+    assert chat["undrained"] == {"clusters": ["eks-use1"], "ttl": 60} and "drained" not in chat
+    out = " ".join(CliRunner().invoke(main, _prod_changed(tmp_path, before, *LEAVE_EKS, 1)).output.split())
     assert ("DNS not drained: eks-use1 leaves the name's DNS answers in the same `up` that deletes its routes there "
             "(a Route 53 record goes seconds before them), so clients that resolved it in the last 60 s") in out
     assert "fix: lower dns.ttl (e.g. 5) in an `up` before this one" in out

@@ -288,9 +288,11 @@ def cost_delta(before: dict, after: dict) -> dict:
 
 def traffic_delta(before: list[dict] | None, after: list[dict], ttl: int | None = None) -> list[dict] | None:
     """Per service whose cluster shares move: each cluster's share (per mille) before and after;
-    None when the previous plan has no services section. `undrained`: the clusters whose DNS record
-    of the service had weight and goes in the `up` that deletes their routes (render/rollout.py):
-    requests from resolvers that cached it within `ttl` seconds find no route."""
+    None when the previous plan has no services section. Of the clusters whose DNS record of the
+    service had weight and goes in the `up` that deletes their routes (render/rollout.py):
+    `drained`, those whose record the previous plan drains (`dns[].drainSeconds`: the routes go
+    that long after the record), and `undrained`, the others: requests from resolvers that cached
+    the record within `ttl` seconds find no route."""
     if before is None:
         return None
     old = {s["service"]: s for s in before}
@@ -302,7 +304,11 @@ def traffic_delta(before: list[dict] | None, after: list[dict], ttl: int | None 
             row = {"service": s["service"], "before": dict(sorted(was.items())), "after": dict(sorted(now.items())),
                    **({"status": s["status"], "missing": s["missing"]} if s["status"] == "degraded" else {})}
             kept = {r["cluster"] for r in s.get("dns") or []}
-            gone = sorted(r["cluster"] for r in prev.get("dns") or [] if r.get("weight") and r["cluster"] not in kept)
+            left = [r for r in prev.get("dns") or [] if r.get("weight") and r["cluster"] not in kept]
+            drained = {r["cluster"]: r["drainSeconds"] for r in left if r.get("drainSeconds")}
+            gone = sorted(r["cluster"] for r in left if r["cluster"] not in drained)
+            if drained and s.get("hostname"):
+                row["drained"] = {"clusters": sorted(drained), "seconds": max(drained.values())}
             if gone and s.get("hostname") and ttl:
                 row["undrained"] = {"clusters": gone, "ttl": ttl}
             out.append(row)
@@ -417,9 +423,19 @@ def traffic_text(row: dict) -> str:
     clusters = sorted(set(row["before"]) | set(row["after"]))
     moves = ", ".join(f"{c} {row['before'].get(c, 0) / 10:.1f}% -> {row['after'].get(c, 0) / 10:.1f}%" for c in clusters)
     moves += f" (degraded: {', '.join(row['missing'])} lost)" if row.get("status") == "degraded" else ""
+    if row.get("drained"):
+        moves += "; " + drained_text(row["drained"])
     if row.get("undrained"):
         moves += "; " + undrained_text(row["undrained"])
     return moves
+
+
+def drained_text(d: dict) -> str:
+    """How a cluster's last share of a service leaves DNS before its routes go."""
+    names = ", ".join(d["clusters"])
+    return (f"DNS drained over {d['seconds']} s: {names} leaves the name's DNS answers first, and its routes "
+            f"there go {d['seconds']} s later (the record's TTL, plus a margin), so clients that resolved it "
+            f"still find a route; this `up` takes that much longer")
 
 
 def undrained_text(u: dict) -> str:
@@ -428,4 +444,5 @@ def undrained_text(u: dict) -> str:
     return (f"DNS not drained: {names} leaves the name's DNS answers in the same `up` that deletes its routes there "
             f"(a Route 53 record goes seconds before them), so clients that resolved it in the last {u['ttl']} s (the "
             f"record's TTL, plus the DNS provider's propagation) get no route there; fix: lower dns.ttl (e.g. 5) in an "
-            f"`up` before this one and wait the old TTL, or accept the window (docs/routing.md)")
+            f"`up` before this one and wait the old TTL, or accept the window; with dns.drain (the default) each "
+            f"record an `up` made already has its drain, and a move then waits the TTL (docs/routing.md)")

@@ -203,11 +203,11 @@ def up_order(rows: list[dict]) -> list[str]:
         out.append("create and await Ready: " + ", ".join(made))
     if rolls:
         out.append("replace in place, one at a time, each awaited Ready: " + " -> ".join(name(t) for t in rolls))
-    out.append("routes, then DNS records, send traffic to the Ready replicas they depend on (the record of an "
-               "HTTP-01 name waits for its Gateway only)")
+    out.append("routes, their DNS drains, then DNS records, send traffic to the Ready replicas they depend on (the "
+               "record of an HTTP-01 name waits for its Gateway only)")
     if gone:
-        out.append("delete at the end of `up`, a cluster's DNS record before its routes, routes before replicas: the old "
-                   + ", ".join(gone))
+        out.append("delete at the end of `up`, a cluster's DNS record, then its drain (it waits the TTL), then its "
+                   "routes, routes before replicas: the old " + ", ".join(gone))
     kept = [name(t) for t in rows if t["how"] == "kept"]
     if kept:
         out.append("left at their recorded shape until there is room: " + ", ".join(kept))

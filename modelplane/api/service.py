@@ -144,6 +144,9 @@ class Dns(Model):
     route53: Route53Zone | None = None
     cloud_dns: CloudDnsZone | None = None
     ttl: int = Field(default=60, ge=5, le=86400)
+    # When a cluster leaves a service, wait the TTL between deleting its record and its routes
+    # (render/drain.py); false: they go seconds apart.
+    drain: bool = True
 
     @model_validator(mode="after")
     def _one_zone(self):

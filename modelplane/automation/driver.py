@@ -103,7 +103,11 @@ def select_stack(stack: str, backend: str | None = None, command=None):
     serves it to the engine over `--client`, so the same program, config and state take part."""
     from pulumi import automation as auto
 
-    env = {"PULUMI_BACKEND_URL": backend_url(backend), "MODELPLANE_PYTHON": sys.executable}
+    # PULUMI_PYTHON_CMD: the Python that Pulumi's dynamic provider host (the DNS drain, render/
+    # drain.py) runs when Pulumi.yaml names no virtualenv (pulumi/pulumi@v3.259.0 sdk/python/dist/
+    # pulumi-resource-pulumi-python L13-L49): this one, which has modelplane installed
+    env = {"PULUMI_BACKEND_URL": backend_url(backend), "MODELPLANE_PYTHON": sys.executable,
+           "PULUMI_PYTHON_CMD": os.environ.get("PULUMI_PYTHON_CMD") or sys.executable}
     _passphrase()
     root = str(current().root)
     opts = auto.LocalWorkspaceOptions(work_dir=root, env_vars=env, pulumi_command=command)

@@ -10,6 +10,7 @@ from importlib import import_module
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..render.drain import DRAIN_TYPE
 from ..render.graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from ..render.names import SecretValue
 from .k8s import register, secret_value, snake
@@ -105,6 +106,10 @@ class Materializer:
         opts = self.options(node)
         if not node.custom and not node.remote:
             return pulumi.ComponentResource(node.type, node.name, None, opts)
+        if node.type == DRAIN_TYPE:
+            # a dynamic resource as pulumi.dynamic.Resource registers one, its `__provider` already
+            # in the inputs (render/drain.py), so both plan engines record the same text
+            return pulumi.CustomResource(node.type, node.name, self.value(node.inputs), opts)
         if node.type.startswith("kubernetes:") and node.type not in _CLASSES:
             if node.type == f"kubernetes:{node.inputs['apiVersion']}:{node.inputs['kind']}Patch":
                 # a custom kind's Patch: its class registers exactly this type token

@@ -362,11 +362,15 @@ def services(run: OfflineRun) -> list[dict]:
     from ..render.stack import gateway_record
 
     from ..render.stack import shared_weights
+    from ..render.drain import DRAIN_TYPE
     from ..analysis.services import shared_hostnames
 
     spec = run.result.spec
     providers = {p.name: p for p in spec.providers}
     shared = shared_hostnames(spec.services)
+    # (hostname, cluster) -> the seconds its drain waits when the cluster's record goes (render/drain.py)
+    drains = {(r.inputs["hostname"], r.inputs["cluster"]): int(r.inputs["seconds"]) for r in run.records
+              if r.type == DRAIN_TYPE}
     out = []
     for svc in sorted(spec.services, key=lambda s: s.key):
         routes = run.result.routes[svc.key]
@@ -391,6 +395,8 @@ def services(run: OfflineRun) -> list[dict]:
             if spec.dns is not None and svc.hostname:
                 record["target"] = gateway_record(spec.dns.zone.domain, cluster) if spec.dns.kind == "route53" \
                     else "gateway address (A)"
+                if (svc.hostname, cluster) in drains:
+                    record["drainSeconds"] = drains[(svc.hostname, cluster)]
             entry["dns"].append(record)
         out.append(entry)
     return out

@@ -20,21 +20,23 @@ renderers emit:
   router_discovery.go L633-648), so that record waits only for its cluster's Gateway record;
   the Route 53 health check keeps clients off until the cluster serves.
 - a DNS record of a service also depends on that service's routes on its cluster (Cloud DNS: on
-  every cluster), the HTTP-01 records above excepted.
+  every cluster), through a drain per cluster, the HTTP-01 records above excepted.
 What a plan no longer declares Pulumi deletes at the end of `up`, after all of it, and in reverse
 dependency order: a resource goes only once everything that depended on it is gone, by the
 dependencies its state recorded (pulumi/pulumi@v3.259.0 pkg/resource/deploy/deployment_executor.go
 L446-557 `performPostSteps`; step_generator.go L2721-2794 `ScheduleDeletes`, antichains reversed).
 So when a cluster leaves a service, its record goes first, then its routes, then its workloads.
-They go seconds apart: resolvers that cached the record keep sending requests there for its TTL
-(plus the DNS provider's propagation), and those find no route. The plan says so (`trafficDelta`
-`undrained`); docs/routing.md gives the fix (lower `dns.ttl` an `up` before the move).
+Between record and routes stands a drain (render/drain.py) whose delete waits the record's TTL:
+resolvers that cached the record stop sending requests there before the routes go. Without it
+(`dns.drain: false`, or an HTTP-01 record, which cannot wait for routes) they go seconds apart,
+and the plan says so (`trafficDelta` `undrained`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 
+from .drain import DRAIN_TYPE, drain_inputs, drain_name
 from .graph import Graph, Node
 from .kserve import children, pool_ref
 from .names import DEPLOYMENT, REPLICA, WORKLOAD_KINDS, await_ready
@@ -78,13 +80,16 @@ def _after(node: Node, keys) -> None:
     node.depends_on = tuple(dict.fromkeys([*node.depends_on, *(k for k in keys if k != node.key)]))
 
 
-def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = frozenset()) -> None:
+def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = frozenset(),
+                  drain_ttl: int | None = None) -> None:
     """Make every route and DNS record of a service wait for the workloads it sends requests to,
     and every record for the service's routes on its cluster(s): created after them, so a resolved
     name finds a route, and deleted before them when a cluster leaves the service (module docstring).
+    With `drain_ttl` (the records' TTL; None: `dns.drain: false`) a drain stands between a record
+    and the routes of each cluster (render/drain.py), registered just before the record.
     `services`: "namespace/name" -> {"hostname", "deployments": [keys]}; `http01`: the (hostname,
     cluster) pairs whose certificate that cluster proves over ACME HTTP-01: their records wait for
-    the cluster's Gateway record instead (module docstring)."""
+    the cluster's Gateway record instead, undrained (module docstring)."""
     by_replica = workloads(graph)
     on: dict[tuple[str, str], list[str]] = {}
     for (cluster, deployment, _), keys in sorted(by_replica.items()):
@@ -104,6 +109,16 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
             routes.setdefault((node.cluster, host), []).append(node.key)
     gateways = {n.name.removeprefix("gateway-"): n.key for n in graph
                 if n.type == ROUTE53_RECORD and n.name.startswith("gateway-")}
+    drains: dict[str, list[Node]] = {}      # record key -> its drains
+
+    def through_drain(record: Node, host: str, cluster: str, keys, name: str) -> list[str]:
+        """What the record waits for on `cluster`: its routes there, or a drain that waits for them."""
+        if drain_ttl is None or not keys:
+            return list(keys)
+        d = Node(DRAIN_TYPE, name, drain_inputs(host, cluster, drain_ttl), record.parent, None, tuple(keys))
+        drains.setdefault(record.key, []).append(d)
+        return [d.key]
+
     for node in graph:
         targets, clusters = (), ()
         if node.type.startswith("kubernetes:") and node.inputs.get("kind") in TRAFFIC_KINDS:
@@ -119,15 +134,22 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
                 _after(node, [gateways[cluster]] if cluster in gateways else [])
                 continue
             targets, clusters = hosts[node.inputs["name"]], (cluster,)
-            _after(node, routes.get((cluster, node.inputs["name"]), ()))
+            _after(node, through_drain(node, node.inputs["name"], cluster, routes.get((cluster, node.inputs["name"]), ()),
+                                       drain_name(node.name)))
         elif node.type == CLOUD_DNS_RECORD and str(node.inputs.get("name", "")).rstrip(".") in hosts:
             host = node.inputs["name"].rstrip(".")
             if any(h == host for h, _ in http01):    # its rrdatas are the Gateway addresses already
                 continue
             targets = hosts[host]
             clusters = tuple(sorted({c for c, _ in on}))
-            _after(node, [k for (c, h), keys in sorted(routes.items()) if h == host for k in keys])
+            _after(node, [k for (c, h), keys in sorted(routes.items()) if h == host
+                          for k in through_drain(node, host, c, keys, drain_name(node.name, c))])
         _after(node, [k for c in clusters for d in targets for k in on.get((c, d), ())])
+    if drains:
+        order = [n for node in graph for n in (*drains.get(node.key, ()), node)]
+        graph.nodes = {}
+        for node in order:
+            graph.add(node)
 
 
 def _picker_name(pool: Node) -> str | None:

@@ -747,6 +747,8 @@ class Dns(TypedDict):
     cloudDns: NotRequired[CloudDnsZone]
     ttl: NotRequired[int]
     'Default: 60.'
+    drain: NotRequired[bool]
+    'Default: true.'
 
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ import nodes
 import operators
 import xds
 from conftest import STACKS
-from harness import Sampler, Workspace
+from harness import Sampler, Workspace, stand_in_plugins
 
 INFRA, STACK, CLUSTER, NS = "infra-gw", "gw", "e2e-a", "ml"
 OPERATORS = ("kserve", "lws", "envoy-gateway", "ai-gateway")
@@ -60,6 +61,10 @@ def gateway_cluster(clusters, report):
 @pytest.fixture(scope="module")
 def ws(gateway_cluster, tmp_path_factory):
     w = Workspace(tmp_path_factory.mktemp("gateway-project"))
+    # g4's DNS records and drain need an AWS provider and Pulumi's Python dynamic provider host;
+    # on PATH for the whole module, so g9's destroy finds them too
+    plugins = tmp_path_factory.mktemp("gateway-plugins")
+    w.env.update(stand_in_plugins(plugins, plugins / "aws.log", w.env["PATH"]))
     with w:
         for name in (INFRA, STACK):
             w.write_stack(name, (STACKS / f"Pulumi.{name}.yaml").read_text())
@@ -344,6 +349,70 @@ def test_g4_models_on_one_hostname_with_a_fallback_provider(ws, gateway_cluster,
     gone = ws.operate("destroy", API)
     report.scenario("g4-model-routing", destroyed=gone.ok, destroy_error=gone.error[-2000:])
     assert gone.ok, gone.error
+# g6: a service with a DNS name on the gateway cluster, then the `up` that takes it off the cluster.
+DNS_TTL = 5
+DNS = f"""  modelplane:dns:
+    route53: {{zoneId: Z0E2EEXAMPLE, domain: e2e.example.com}}
+    ttl: {DNS_TTL}
+"""
+SERVICE = """  modelplane:services:
+    - name: chat
+      namespace: ml
+      hostname: chat.e2e.example.com
+      endpoints:
+        - {deployment: qwen3-8b}
+"""
+RECORD, DRAIN = "aws:route53/record:Record", "pulumi-python:dynamic/modelplane:DnsDrain"
+
+
+def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_routes(ws, gateway_cluster, report):
+    """C5 on the real engine: between the service's Route 53 record and its routes on e2e-a stands
+    a drain (render/drain.py), a Pulumi Python dynamic resource whose delete waits the TTL + 5 s.
+    The first `up` creates routes, then the drain (at once), then the record; the `up` that takes
+    the service off e2e-a (its only gateway cluster here: the record and routes of a cluster that
+    leaves a service go the same way) deletes the record, waits, then deletes the routes. Route 53
+    is a stand-in (tools/e2e/standin_aws.py); the routes are real HTTPRoutes on e2e-a, and the
+    order and the wait are the engine's, read from its events. No upper bound on time: only that
+    the routes went at least the TTL after the record."""
+    c = gateway_cluster
+    path = ws.root / "stacks" / f"Pulumi.{STACK}.yaml"
+    base = path.read_text()
+    try:
+        path.write_text(base + DNS + SERVICE)
+        made = ws.operate("up", STACK)
+        report.scenario("g6-dns-drain", made={"ok": made.ok, "seconds": made.seconds, "summary": made.summary,
+                                              "error": made.error[-3000:]})
+        assert made.ok, made.error
+        routes = [x["metadata"]["name"] for x in c.get("httproutes", "-n", NS, "-l", "modelplane.ai/service=chat")["items"]]
+        assert sorted(routes) == ["chat", "chat-health"], routes
+        done = {(e.type, e.name): e.t for e in made.events if e.phase == "done" and e.op == "create"}
+        sent = {(e.type, e.name): e.t for e in made.events if e.phase == "pre" and e.op == "create"}
+        route_keys = [k for k in done if k[0].endswith(":HTTPRoute") and k[1].startswith(f"{CLUSTER}/{NS}/httproute/chat")]
+        drain, record = (DRAIN, f"{NS}-chat-{CLUSTER}-drain"), (RECORD, f"{NS}-chat-{CLUSTER}")
+        assert len(route_keys) == 2 and drain in done and record in done, sorted(done)
+        assert max(done[k] for k in route_keys) <= sent[drain] and done[drain] <= sent[record]
+
+        path.write_text(base + DNS)        # the service leaves e2e-a
+        out = ws.operate("up", STACK)
+    finally:
+        path.write_text(base)       # g9 destroys the rest (the DNS provider among it)
+    deleted = [(e.t, e.phase, e.type, e.name) for e in out.events if e.op == "delete"]
+    report.scenario("g6-dns-drain", ok=out.ok, seconds=out.seconds, summary=out.summary, error=out.error[-3000:],
+                    deletes=deleted)
+    assert out.ok, out.error
+    began = {(ty, n): t for t, ph, ty, n in deleted if ph == "pre"}
+    ended = {(ty, n): t for t, ph, ty, n in deleted if ph == "done"}
+    gone_routes = [k for k in began if k[0].endswith(":HTTPRoute")]
+    assert len(gone_routes) == 2 and record in ended and drain in ended, deleted
+    # record, then the drain, then the routes; the routes at least the TTL after the record
+    assert ended[record] <= began[drain] and ended[drain] <= min(began[k] for k in gone_routes), deleted
+    gap = min(began[k] for k in gone_routes) - ended[record]
+    report.scenario("g6-dns-drain", recordToRoutesSeconds=round(gap, 2))
+    assert gap >= DNS_TTL, deleted
+    assert c.get("httproutes", "-n", NS, "-l", "modelplane.ai/service=chat")["items"] == []
+    calls = [json.loads(line) for line in Path(ws.env["MODELPLANE_E2E_AWS_LOG"]).read_text().splitlines()]
+    assert [x["op"] for x in calls if x["urn"].endswith(f"::{record[1]}") and "route53/record" in x["urn"]] \
+        == ["create", "delete"], calls
 
 
 def test_g9_destroy(ws, gateway_cluster, report):

@@ -6,6 +6,7 @@
 - `Workspace.operate`: preview/up/destroy through modelplane's own driver (the Automation API),
   recording the engine's events in order (resource pre/outcome events with op and URN).
 - `Sampler`: serving replicas per deployment, read from the API servers while a change runs.
+- `stand_in_plugins`: the plugins a stack with DNS records needs that the built engine lacks.
 """
 from __future__ import annotations
 
@@ -60,6 +61,28 @@ def engine_env(home: Path) -> dict:
     return {"PATH": os.pathsep.join([*dict.fromkeys(bins), os.environ.get("PATH", "")]),
             "PULUMI_HOME": str(home), "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true"}
+
+
+def stand_in_plugins(folder: Path, aws_log: Path, path: str) -> dict:
+    """Environment for stacks with DNS records: `path` (a PATH) after the two plugins the built
+    engine lacks, and where the AWS stand-in logs its calls.
+    - `pulumi-resource-pulumi-python`, Pulumi's Python dynamic provider host (the DNS drain,
+      render/drain.py): a Pulumi install ships it beside the CLI as a script running `python -u
+      -m pulumi.dynamic` (pulumi/pulumi@v3.259.0 sdk/python/dist/pulumi-resource-pulumi-python
+      L33, L49); here the same module with this Python, which has modelplane installed.
+    - `pulumi-resource-aws`: tools/e2e/standin_aws.py (no pulumi-aws build, no AWS account)."""
+    import sys
+
+    bin_dir = folder / "plugins"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    scripts = {"pulumi-resource-pulumi-python": f'exec "{sys.executable}" -u -m pulumi.dynamic "$@"\n',
+               "pulumi-resource-aws": f'exec "{sys.executable}" -u "{Path(__file__).parent / "standin_aws.py"}" "$@"\n'}
+    for name, body in scripts.items():
+        script = bin_dir / name
+        script.write_text("#!/bin/sh\n" + body)
+        script.chmod(0o755)
+    return {"PATH": os.pathsep.join([str(bin_dir), path]),
+            "MODELPLANE_E2E_AWS_LOG": str(aws_log)}
 
 
 class Workspace:
