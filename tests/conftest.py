@@ -76,7 +76,7 @@ def schema():
 # --no-loadscope-reorder`): each file is one unit, as with loadfile, except that the modules planning
 # the example stacks and the bad-config corpus with both engines and the pack share one unit, so
 # tests/helpers.py `planned` computes each of those plans once. Units are handed out in this order,
-# the longest first: the estimator (one test, minutes of AIConfigurator) starts at once on one
+# the longest first: the estimator (minutes of AIConfigurator) starts at once on one
 # worker while the other takes the shared unit, and the short files fill in behind them.
 SHARED = ("test_engines", "test_gate", "test_policy_direct", "test_policy_corpus")
 FIRST = ("test_sizing_estimator", "plans")
