@@ -2,7 +2,7 @@
 reviewer needs without unfolding anything: resources created, updated, replaced and deleted; every
 replica change by kind (added, surged, rolled, moved, resized, kept, removed, restarted by a pool
 replace); the monthly cost change (or that it is not known, with unpriced capacity); how many
-services' traffic shifts; and, when the gate fails, every reason with its fix (outcome.py). Then
+services' traffic shifts; how many services leave a region (advisory); and, when the gate fails, every reason with its fix (outcome.py). Then
 each traffic move, each region or cloud a service's last replica leaves (advisory, with the cost
 of keeping it there), the resource changes folded away, replicas with their reasons, serving during
 the change, cost per deployment and for the stack, and policy verdicts, mandatory first."""

@@ -360,7 +360,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
         serve(tier, served.get(tier, 0))
         top_up(tier, floors.get(tier, 0))
     for tier in sorted(by_tier, reverse=True):
-        serve(tier, len(fresh[tier]) and sum(kinds_[k].fresh for k in fresh[tier]))
+        serve(tier, sum(kinds_[k].fresh for k in fresh[tier]))
         top_up(tier, max(lp[tier], floors.get(tier, 0)))
     for tier in sorted(by_tier, reverse=True):
         for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
