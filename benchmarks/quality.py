@@ -6,16 +6,21 @@ The reference is an independent CP-SAT model of the same problem under the same 
 integer counts per (deployment, cluster, pool per role), the same capacity counted in GPUs as the
 scheduler packs them (whole nodes for multi-node workers, slots of shared nodes), served first:
 per tier, highest first, deployments served (at least one replica, a 0/1 variable each), then
-replicas, lexicographic through weights; hinted with the fast path's fill, run with a generous
-budget on both cores. Besides replicas it prints deployments served, by the final plan and by the
-reference, and how many deployments the reference serves that the final plan does not. It prints what it placed, whether it proved that optimal, and its LP relaxation's
-bound on replicas in total (whatever the tiers; no plan places more). The reference has no
-per-tier floor, so the final plan (never fewer of a tier than the fast path) may place more in
-total than a proven reference, or fewer replicas of a higher tier.
+replicas, lexicographic through weights; hinted with the final plan's fill (`--hint fast`: the
+fast path's), so it starts where the final plan ends and searches for better, run with a generous
+budget on both cores. It prints what it placed, whether it proved that optimal, and its LP
+relaxation's bound on replicas in total (whatever the tiers; no plan places more); deployments
+served per tier (critical, standard, low) by the final plan and by the reference; on how many
+fleets the final plan is at least as good as the reference under the objective (per tier, highest
+first: deployments served, then replicas); and how many deployments the reference serves that the
+final plan does not (at equal counts per tier, a swap: another deployment of the tier is served
+instead). The reference has no per-tier floor, so the final plan (never worse in a tier than the
+fast path) may do better in a lower tier than a proven reference, or worse in a higher one.
 
     python benchmarks/quality.py                    # 60 small fleets, then 20-100 clusters, two families
     python benchmarks/quality.py --seeds 3 --reference-budget 30
     python benchmarks/quality.py --no-reference     # ours and the fast path only
+    python benchmarks/quality.py --hint fast        # the reference starts from the fast path's fill
 """
 from __future__ import annotations
 
@@ -74,8 +79,9 @@ def measure(demands, clusters, mode, budget=None):
 
 
 def reference(demands, clusters, budget: float, hint: list | None = None, workers: int = 2):
-    """(placed, proven optimal, bound, wall seconds, deployments served) of the reference model;
-    `bound` is its LP relaxation's most replicas in total, whatever the tiers: no plan places more."""
+    """(placed, proven optimal, bound, wall seconds, deployments served, replicas per deployment)
+    of the reference model; `bound` is its LP relaxation's most replicas in total, whatever the
+    tiers: no plan places more."""
     from ortools.linear_solver import pywraplp
     from ortools.sat.python import cp_model
 
@@ -128,8 +134,12 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     lp.Objective().SetMaximization()
     lp.Solve()
     bound = int(lp.Objective().Value() + 1e-6)
-    for (key, cluster, names), n in Counter(hint or ()).items():
-        model.AddHint(at[(key, cluster, names)], n)
+    # a complete hint (every count and every served flag), so CP-SAT starts from that solution whole
+    hinted = Counter(hint or ())
+    for spot, v in at.items():
+        model.AddHint(v, hinted.get(spot, 0))
+    for key, b in served.items():
+        model.AddHint(b, int(any(hinted.get(spot, 0) for spot in at if spot[0] == key)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.max_time_in_seconds = budget
@@ -137,42 +147,62 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     status = solver.Solve(model)
     wall = time.perf_counter() - wall
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, False, bound, wall, set()
-    placed = sum(solver.Value(v) for vs in per_d.values() for v, _ in vs)
-    return placed, status == cp_model.OPTIMAL, bound, wall, {k for k, b in served.items() if solver.Value(b)}
+        return None, False, bound, wall, set(), {}
+    per = {k: sum(solver.Value(v) for v, _ in vs) for k, vs in per_d.items()}
+    return (sum(per.values()), status == cp_model.OPTIMAL, bound, wall, {k for k, n in per.items() if n},
+            {k: n for k, n in per.items() if n})
 
 
-def row(label, cases, ref_budget):
+TIERS = (2, 1, 0)     # critical, standard, low
+
+
+def ranked(demands, placed: dict) -> tuple:
+    """The objective's order, per tier (highest first): deployments served, then replicas."""
+    tier = {d.key: d.priority for d in demands}
+    served, reps = Counter(), Counter()
+    for key, n in placed.items():
+        if n:
+            served[tier[key]] += 1
+            reps[tier[key]] += n
+    return tuple(x for t in TIERS for x in (served[t], reps[t]))
+
+
+def row(label, cases, ref_budget, hint_from="final"):
     wanted = fast = ours = 0
     wall = cpu = ref_wall = worst_wall = worst_cpu = 0.0
     ours_vs, refs, bounds, ratios, proven = 0, 0, 0, [], 0
-    served_ours = served_ref = starved = 0
+    served_ours, served_ref, starved, at_least = Counter(), Counter(), 0, 0
     for demands, clusters in cases:
         wanted += sum(d.replicas for d in demands)
         first = measure(demands, clusters, "off")
         fast += first[0]
         n, w, c, final = measure(demands, clusters, "auto")
-        mine = {p.deployment for p in final.placements}
+        mine = Counter(p.deployment for p in final.placements)
         ours += n
         wall, cpu = wall + w, cpu + c
         worst_wall, worst_cpu = max(worst_wall, w), max(worst_cpu, c)
         if ref_budget:
-            hint = [(p.deployment, p.cluster, tuple(p.roles[r].pool for r in p.roles)) for p in first[3].placements]
-            r, optimal, bound, rw, theirs = reference(demands, clusters, ref_budget, hint)
+            start = (final if hint_from == "final" else first[3]).placements
+            hint = [(p.deployment, p.cluster, tuple(p.roles[r].pool for r in p.roles)) for p in start]
+            r, optimal, bound, rw, theirs, per = reference(demands, clusters, ref_budget, hint)
             ref_wall += rw
             bounds += bound
             if r is not None:
                 ours_vs, refs, proven = ours_vs + n, refs + r, proven + optimal
                 ratios.append(n / r if r else 1.0)
-                served_ours, served_ref = served_ours + len(mine), served_ref + len(theirs)
-                starved += len(theirs - mine)
+                a, b = ranked(demands, mine), ranked(demands, per)
+                served_ours.update(dict(zip(TIERS, a[::2])))
+                served_ref.update(dict(zip(TIERS, b[::2])))
+                at_least += a >= b
+                starved += len(theirs - set(mine))
     k = len(cases)
     if ratios:
         vs = f"{ours_vs / refs:.1%} (worst {min(ratios):.1%})"
-        ref = f"{refs} ({proven}/{len(ratios)} proven) | {served_ours} / {served_ref} ({starved} not served) | " \
+        tiers = ", ".join(f"{served_ours[t]}/{served_ref[t]}" for t in TIERS)
+        ref = f"{refs} ({proven}/{len(ratios)} proven) | {tiers} | {at_least}/{len(ratios)} | {starved} | " \
               f"{bounds} | {ref_wall / k:.1f} s"
     else:
-        vs, ref = "-", "n/a | - | - | -"
+        vs, ref = "-", "n/a | - | - | - | - | -"
     print(f"| {label} | {wanted} | {fast} | {ours} | {vs} | {ref} | {wall / k:.2f} s / {cpu / k:.2f} s "
           f"| {worst_wall:.2f} s / {worst_cpu:.2f} s |", flush=True)
 
@@ -182,21 +212,24 @@ def main():
     ap.add_argument("--seeds", type=int, default=2, help="fleets per size and family")
     ap.add_argument("--reference-budget", type=float, default=20.0, help="wall seconds per reference solve")
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--hint", choices=("final", "fast"), default="final",
+                    help="the reference starts from the final plan's fill (default) or the fast path's")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     args = ap.parse_args()
     budget = None if args.no_reference else args.reference_budget
     print("| fleets | replicas wanted | fast path placed | final plan placed | final / reference | reference placed "
-          "| deployments served: final / reference (reference's not served by final) | bound (LP, any tiers) "
+          "| served per tier (critical, standard, low): final/reference | fleets where final >= reference "
+          "(per tier: served, then replicas) | reference's served not served by final | bound (LP, any tiers) "
           "| reference time (each) | final time (each, wall / CPU) | slowest fleet (wall / CPU) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     small = [fleet(seed, (2, 6), (1, 5)) for seed in range(60)]
-    row("60 small (2-6 clusters)", small, budget and min(budget, 5.0))
+    row("60 small (2-6 clusters)", small, budget and min(budget, 5.0), args.hint)
     for disaggregated in (False, True):
         for n in map(int, args.sizes.split(",")):
             cases = [fleet(10_000 * disaggregated + 100 * n + s, (n, n), (1, 5), nodes=(1, 16), disaggregated=disaggregated)
                      for s in range(args.seeds)]
             label = f"{n} clusters" + (", P/D pairs, 2-node decode" if disaggregated else "") + f" x {args.seeds}"
-            row(label, cases, budget)
+            row(label, cases, budget, args.hint)
     # unchanged inputs give byte-identical plans
     demands, clusters = fleet(3000, (30, 30), (1, 5), nodes=(1, 16))
     a, b = measure(demands, clusters, "auto")[3], measure(demands, clusters, "auto")[3]

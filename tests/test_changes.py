@@ -6,7 +6,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from helpers import cli
-from modelplane.analysis.changes import cost_delta, digests, replica_changes, resource_changes
+from modelplane.analysis.changes import cost_delta, digests, replica_changes, resource_changes, spread_text
 from modelplane.analysis.immutable import REPLACE_ON, forces_replacement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,5 +233,15 @@ def test_a_change_that_gives_up_a_services_spread_says_so_with_the_cost_of_keepi
     assert ("! spread chat/reasoning: no replica left in us-east-1 and on aws (clouds aws+gcp -> gcp, regions "
             "us-central1+us-east-1 -> us-central1): chat/deepseek-r1#0 left eks-use1; keeping it there would cost "
             f"${row['keepingSavesHourly']:,.0f}/h less") in text, text
+    # the HTML report's change view says the same (advisory)
+    report = tmp_path / "r.html"
+    assert cli("plan", "prod", "--config-file", str(changed), "--previous", str(base), "--report",
+               str(report)).returncode == 0
+    item = BeautifulSoup(report.read_text(), "html.parser").select_one("#spread-lost li[data-service='chat/reasoning']")
+    assert item["class"] == ["advisory"]
+    assert " ".join(item.text.split()) == "chat/reasoning: " + spread_text(row)
+    assert "chat/deepseek-r1#0 left eks-use1; keeping it there would cost $" in item.text
     # an unchanged stack gives up nothing
-    assert json.loads(cli("plan", "prod", "--previous", str(base), "--json").stdout)["spread"] == []
+    unchanged = cli("plan", "prod", "--previous", str(base), "--json", "--report", str(report))
+    assert json.loads(unchanged.stdout)["spread"] == []
+    assert BeautifulSoup(report.read_text(), "html.parser").select_one("#spread-lost") is None

@@ -55,6 +55,12 @@ def test_a_topology_change_names_the_surge_the_roll_and_the_traffic_move(tmp_pat
     assert "replicas: 1 surged, 1 rolled ·" in summary and "traffic: 1 service shifts" in summary, summary
     assert "**Traffic moves**" in head
     assert "- `chat/reasoning`: eks-use1 50.0% -> 0.0%, gke-usc1 50.0% -> 100.0%" in head
+    # the spread it gives up (issue 44): advisory, in the headline and unfolded, with the cost of keeping it
+    assert "· spread: 1 service leaves a region (advisory) ·" in summary, summary
+    assert "**Spread given up** (advisory)" in head
+    assert ("- `chat/reasoning`: no replica left in us-east-1 and on aws (clouds aws+gcp -> gcp, regions "
+            "us-central1+us-east-1 -> us-central1): chat/deepseek-r1#0 left eks-use1; keeping it there would cost $") \
+        in head, head
     assert "The gate fails" not in head
     assert "| `++` | surged | chat/deepseek-r1#0 |" in result.stdout and "| `-+` | rolled | chat/deepseek-r1#1 |" \
         in result.stdout

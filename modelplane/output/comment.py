@@ -2,13 +2,14 @@
 reviewer needs without unfolding anything: resources created, updated, replaced and deleted; every
 replica change by kind (added, surged, rolled, moved, resized, kept, removed, restarted by a pool
 replace); the monthly cost change (or that it is not known, with unpriced capacity); how many
-services' traffic shifts; and, when the gate fails, every reason with its fix (outcome.py). Then
-each traffic move, the resource changes folded away, replicas with their reasons, serving during
+services' traffic shifts; how many services leave a region (advisory); and, when the gate fails, every reason with its fix (outcome.py). Then
+each traffic move, each region or cloud a service's last replica leaves (advisory, with the cost
+of keeping it there), the resource changes folded away, replicas with their reasons, serving during
 the change, cost per deployment and for the stack, and policy verdicts, mandatory first."""
 from __future__ import annotations
 
 from ..analysis import outcome
-from ..analysis.changes import ACTIONS, SYMBOLS, priced, signed_money, summary, traffic_text
+from ..analysis.changes import ACTIONS, SYMBOLS, priced, signed_money, spread_text, summary, traffic_text
 from ..analysis.cost import money_span
 from ..errors import Problem
 
@@ -99,6 +100,10 @@ def _summary(doc: dict, previous: str | None) -> str:
     traffic = doc.get("trafficDelta") or []
     moves = f" · traffic: {_plural(len(traffic), 'service')} shift" + ("s" if len(traffic) == 1 else "") \
         if traffic else ""
+    spread = sorted({r["service"] for r in doc.get("spread") or []})
+    if spread:
+        moves += f" · spread: {_plural(len(spread), 'service')} leave" + ("s" if len(spread) == 1 else "") \
+            + " a region (advisory)"
     return (f"{head} · replicas: {replica_counts(doc)} · {_cost_headline(doc['costDelta']['stack'])}"
             f"{moves} · policy: {gate}")
 
@@ -117,6 +122,14 @@ def _traffic(doc: dict) -> list[str]:
     """Each service whose clusters' shares move (changes.traffic_delta), one line each, unfolded."""
     rows = doc.get("trafficDelta") or []
     return ["**Traffic moves**", "", *[f"- `{r['service']}`: {cell(traffic_text(r))}" for r in rows], ""] if rows else []
+
+
+def _spread(doc: dict) -> list[str]:
+    """Each region (and cloud) a service's last replica leaves (changes.spread_lost), unfolded:
+    advisory, with what keeping it there would cost."""
+    rows = doc.get("spread") or []
+    return ["**Spread given up** (advisory)", "", *[f"- `{r['service']}`: {cell(spread_text(r))}" for r in rows], ""] \
+        if rows else []
 
 
 def _resources(doc: dict) -> list[str]:
@@ -223,7 +236,7 @@ def _disruptions(doc: dict) -> list[str]:
 def render(doc: dict, previous: str | None, policy_file: str) -> str:
     """The comment for a plan document (`previous`: the file it was planned against, if any)."""
     title = f"### modelplane plan `{doc['stack']}`" + (f" against `{previous}`" if previous else "")
-    lines = [marker(doc["stack"]), title, "", _summary(doc, previous), "", *_failing(doc), *_traffic(doc)]
+    lines = [marker(doc["stack"]), title, "", _summary(doc, previous), "", *_failing(doc), *_traffic(doc), *_spread(doc)]
     lines += _resources(doc) + _replicas(doc, previous) + _disruptions(doc) + _cost(doc, previous)
     lines += _policy(doc["policy"]["violations"], policy_file)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -302,10 +302,11 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
     held = _hold(leaving, by_name, free)
     after_retain = dict(free)
     placements, failed_at, filled = [], {}, {d.key: {} for d in demands}
-    # Fill order: priority tier (highest first), then name; within a tier every deployment is
-    # served first (its first replica), then the rest of each in the same order, so a deployment
-    # of many small replicas never starves a bigger one of its tier. A sized deployment picks its
-    # candidate at its first turn (the one that places the most, then costs least: sizing.Choice.pick).
+    # Fill order: priority tier (highest first), then name; within a tier every deployment with
+    # nothing placed is served first (its first replica), then the rest of each (a retained
+    # deployment's missing replicas too) in the same order, so a deployment of many small replicas,
+    # or one scaled up, never starves another of its tier. A sized deployment picks its candidate
+    # at its first turn (the one that places the most, then costs least: sizing.Choice.pick).
     items = sorted([*demands, *choice.open], key=lambda d: (-d.priority, d.key))
     for tier in sorted({item.priority for item in items}, reverse=True):
         rest = []
@@ -317,11 +318,14 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
                 kept[d.key], filled[d.key] = {}, placed
             else:
                 d = item
-                placed, failed = _fill(d, dict(kept[d.key]), eligible[d.key], free, pools,
-                                       None if kept[d.key] else 1)
-                filled[d.key] = placed
-                if failed is None and not kept[d.key]:
+                if kept[d.key]:          # already served: its missing replicas wait for the second round
+                    filled[d.key], failed = {}, None
                     rest.append(d)
+                else:
+                    placed, failed = _fill(d, {}, eligible[d.key], free, pools, 1)
+                    filled[d.key] = placed
+                    if failed is None:
+                        rest.append(d)
             if failed is not None:
                 failed_at[d.key] = failed
         for d in rest:

@@ -3,22 +3,31 @@ per role), as integers, at a size that grows with the fleet and not with the rep
 
 Deployments that are interchangeable (same tier, same nodes and GPUs per role, same eligible pools
 everywhere) form one kind; a count is the number of replicas of a kind on one spot (a cluster and
-one pool per role). Three stages, each deterministic:
+one pool per role).
 
-1. LP: the relaxation, solved with GLOP (primal simplex); replicas per tier are lexicographic
-   through weights, and never fewer of a tier than the fast path placed. It bounds what any plan
-   can place and says where capacity should go.
+The objective, lexicographic (issue 44, nobody starved): per tier, highest first, deployments
+served (at least one replica), then replicas; then GPUs. A kind serves as many of its members that
+had nothing placed (`fresh`) as it places replicas, up to that number (exact.expand gives each of
+them one before any gets a second), so served is min(replicas of the kind, fresh): one bounded
+variable per kind. The plan is never worse than the fast path under this order (a higher tier may
+take room a lower tier had in the fast path: that is what the tiers mean). Three stages, each
+deterministic:
+
+1. LP: the relaxation, solved with GLOP (primal simplex), the same order through weights. It
+   bounds what any plan can place and says where capacity should go.
 2. Start: the LP's counts rounded down, the tiers short of the fast path's count topped up to it,
    then every tier topped up greedily; the same rounding one tier at a time (a higher tier topped
    up to its LP total before a lower one takes room), and so again with every tier first topped
-   up only to its floor; the same top-up from the fast path's counts. The best of these that
-   meets every floor (tier by tier, then GPUs) is the start: the closer it is, the less CP-SAT
-   has to find within its budget.
+   up only to its floor; the same top-up from the fast path's counts; and served first (one
+   replica for each fresh member of every kind, tier by tier, smallest replicas first, on the
+   spots the LP uses most; once with every tier first served and topped up only to the fast
+   path's counts, once without). The best of these (by the objective; never below the fast path)
+   is the start: the closer it is, the less CP-SAT has to find within its budget.
 3. CP-SAT on the spots the LP, the start or the fast path use (a few per kind instead of every
-   pool of every cluster), lexicographic: replicas per tier and GPUs in one solve (one weighted
-   objective), then on small models spread and quality in a second. Lexicographic levels share
-   a solve because each solve pays a presolve, a hint search and a root LP whatever its budget.
-   Every solve starts from the best solution so far, so none ends below the start.
+   pool of every cluster), lexicographic: served and replicas per tier and GPUs in one solve (one
+   weighted objective), then on small models spread and quality in a second. Lexicographic levels
+   share a solve because each solve pays a presolve, a hint search and a root LP whatever its
+   budget. Every solve starts from the best solution so far, so none ends below the start.
 """
 from __future__ import annotations
 
@@ -30,9 +39,9 @@ from dataclasses import dataclass
 from .score import _fabric_tier as fabric_tier
 
 EPS = 1e-6
-PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: replicas per tier and GPUs; spread and quality
+PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: served and replicas per tier and GPUs; spread and quality
 LINEAR = 1                           # CP-SAT's linearization level where replicas are placed (its LP bound)
-WIDE = 2 ** 50                       # a weighted objective stays below this (exact in a double), else levels split
+WIDE = 2 ** 62                       # a weighted objective stays below this (int64 with room), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
 
@@ -49,6 +58,7 @@ class Kind:
     group: str | None = None      # the sized deployment's key (its candidates share it)
     units: int = 0                # what placing the group's candidate whole is worth at its tier
     eligible: dict | None = None  # the candidate's own eligible pools (members of a group share a key)
+    fresh: int = 0                # members with nothing placed yet: served by their first replica
 
 
 class Spot:
@@ -73,8 +83,8 @@ def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
                       for c, per in sorted(eligible[d.key].items()))
         sig = (d.priority, tuple((r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles), where)
         groups.setdefault(sig, []).append(d)
-    return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds),
-                 sum(r.gpus for r in ds[0].roles)) for ds in groups.values()]
+    return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds), sum(r.gpus for r in ds[0].roles),
+                 fresh=sum(1 for d in ds if missing[d.key] == d.replicas)) for ds in groups.values()]
 
 
 def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Spot]:
@@ -101,11 +111,25 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Sp
     return out
 
 
-def _weights(kinds_: list[Kind]) -> dict[int, int]:
-    """One weight per tier so that a replica of a tier outweighs every replica of the tiers below."""
-    tiers = sorted({k.priority for k in kinds_})
-    base = sum(_worth(k) for k in kinds_) + 1
-    return {t: base ** i for i, t in enumerate(tiers)}
+def _most(kinds_: list[Kind]) -> dict[int, tuple[int, int]]:
+    """Per tier: the most deployments it can serve and the most replicas (or units) it can place."""
+    out = {}
+    for t in sorted({k.priority for k in kinds_}):
+        mine = [k for k in kinds_ if k.priority == t]
+        out[t] = (sum(k.fresh for k in mine if not k.group) + len({k.group for k in mine if k.group}),
+                  sum(_worth(k) for k in mine))
+    return out
+
+
+def _weights(kinds_: list[Kind]) -> dict[int, tuple[int, int]]:
+    """Per tier (a replica's weight, a deployment served's weight), lexicographic: per tier,
+    highest first, deployments served outweigh every replica of the tier, which outweigh
+    everything in the tiers below."""
+    out, scale = {}, 1
+    for t, (served, placed) in _most(kinds_).items():
+        out[t] = (scale, scale * (placed + 1))
+        scale *= (placed + 1) * (served + 1)
+    return out
 
 
 def _worth(k: Kind) -> int:
@@ -122,10 +146,10 @@ def groups_of(kinds_: list[Kind]) -> dict[str, list[int]]:
     return out
 
 
-def relax(kinds_, spots_, free, floors: dict[int, int], served=None) -> list[float]:
-    """The LP relaxation (GLOP; deterministic for the same model): replicas per tier,
-    lexicographic through weights, never fewer of a tier than `floors`. Values per spot. Built as
-    one model proto (whole columns and rows at once, no Python object per variable)."""
+def relax(kinds_, spots_, free) -> list[float]:
+    """The LP relaxation (GLOP; deterministic for the same model): per tier, deployments served
+    then replicas, lexicographic through weights. Values per spot. Built as one model proto (whole
+    columns and rows at once, no Python object per variable)."""
     from ortools.linear_solver import linear_solver_pb2 as mp
     from ortools.linear_solver import pywraplp
 
@@ -138,7 +162,7 @@ def relax(kinds_, spots_, free, floors: dict[int, int], served=None) -> list[flo
         v = model.variable.add()
         kind = kinds_[s.kind]
         v.lower_bound, v.upper_bound = 0.0, float(s.cap)
-        v.objective_coefficient = 0.0 if kind.group else float(weight[kind.priority])
+        v.objective_coefficient = 0.0 if kind.group else float(weight[kind.priority][0])
         for pool, n in s.need.items():
             idx, coef = rows.setdefault((s.cluster, pool), ([], []))
             idx.append(i)
@@ -146,13 +170,20 @@ def relax(kinds_, spots_, free, floors: dict[int, int], served=None) -> list[flo
     for key, (idx, coef) in rows.items():
         model.constraint.add(var_index=idx, coefficient=coef, lower_bound=-math.inf, upper_bound=float(free[key]))
     per_kind = [[] for _ in kinds_]
-    per_tier: dict[int, list] = {t: [] for t in sorted({k.priority for k in kinds_})}
     for i, s in enumerate(spots_):
         per_kind[s.kind].append(i)
-        per_tier[kinds_[s.kind].priority].append(i)
+    for k, idx in zip(kinds_, per_kind):
+        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=-math.inf, upper_bound=float(k.want))
+    # served: one variable per kind with fresh members, at most its replicas (and its fresh members)
+    srv = {}
     for j, (k, idx) in enumerate(zip(kinds_, per_kind)):
-        low = float(served[j]) if served else -math.inf
-        model.constraint.add(var_index=idx, coefficient=[1.0] * len(idx), lower_bound=low, upper_bound=float(k.want))
+        if k.fresh and idx and not k.group:
+            srv[j] = len(model.variable)
+            v = model.variable.add()
+            v.lower_bound, v.upper_bound = 0.0, float(k.fresh)
+            v.objective_coefficient = float(weight[k.priority][1])
+            model.constraint.add(var_index=[*idx, srv[j]], coefficient=[1.0] * len(idx) + [-1.0],
+                                 lower_bound=0.0, upper_bound=math.inf)
     # a group's candidate: y in [0, 1] of it placed whole (its replicas = want * y), one candidate at most
     y = {}
     for g, ks in groups_of(kinds_).items():
@@ -160,16 +191,11 @@ def relax(kinds_, spots_, free, floors: dict[int, int], served=None) -> list[flo
             y[k] = len(model.variable)
             v = model.variable.add()
             v.lower_bound, v.upper_bound = 0.0, 1.0
-            v.objective_coefficient = float(weight[kinds_[k].priority] * kinds_[k].units)
+            v.objective_coefficient = float(weight[kinds_[k].priority][0] * kinds_[k].units
+                                            + weight[kinds_[k].priority][1])
             model.constraint.add(var_index=[*per_kind[k], y[k]], coefficient=[1.0] * len(per_kind[k]) + [-float(kinds_[k].want)],
                                  lower_bound=0.0, upper_bound=0.0)
         model.constraint.add(var_index=[y[k] for k in ks], coefficient=[1.0] * len(ks), lower_bound=-math.inf, upper_bound=1.0)
-    for t, idx in per_tier.items():
-        plain = [i for i in idx if not kinds_[spots_[i].kind].group]
-        grouped = [k for k in y if kinds_[k].priority == t]
-        model.constraint.add(var_index=plain + [y[k] for k in grouped],
-                             coefficient=[1.0] * len(plain) + [float(kinds_[k].units) for k in grouped],
-                             lower_bound=float(floors.get(t, 0)), upper_bound=math.inf)
     response = mp.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(request, response)
     if response.status != mp.MPSOLVER_OPTIMAL:
@@ -277,6 +303,85 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
     return counts
 
 
+def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: dict[int, int]) -> list[int]:
+    """Served first, one tier at a time, highest first, in two rounds: first every tier only up to
+    its floors (`served` deployments, then `floors` replicas: the fast path's), so a higher tier
+    does not take the room a lower one needs to stay as good; then every tier serves all it can
+    and tops up to its LP total; then every tier is topped up, largest replicas first. Serving
+    takes one replica for a fresh member of a kind, kinds with the smallest replicas first (the
+    most deployments fit), on the spots the LP uses most."""
+    counts = [0] * len(spots_)
+    left = dict(free)
+    room = [k.want for k in kinds_]
+    placed = Counter()
+
+    def put(i, most) -> int:
+        s = spots_[i]
+        n = min(most, room[s.kind])
+        for p, m in s.need.items():
+            if n <= 0:
+                return 0
+            n = min(n, left[(s.cluster, p)] // m)
+        if n <= 0:
+            return 0
+        for p, m in s.need.items():
+            left[(s.cluster, p)] -= n * m
+        counts[i] += n
+        room[s.kind] -= n
+        placed[s.kind] += n
+        return n
+
+    by_kind, by_tier = defaultdict(list), defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_kind[s.kind].append(i)
+        by_tier[kinds_[s.kind].priority].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    frac = [v - int(v + EPS) for v in values]
+    lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
+    fresh = {t: sorted((k for k in by_kind if kinds_[k].priority == t and kinds_[k].fresh and not kinds_[k].group),
+                       key=lambda k: (kinds_[k].gpus, k)) for t in by_tier}
+
+    def serve(tier, goal):
+        done = sum(min(placed[k], kinds_[k].fresh) for k in fresh[tier])
+        for k in fresh[tier]:
+            for i in sorted(by_kind[k], key=lambda i: (-values[i], spots_[i].cost, i)):
+                if done >= goal or placed[k] >= kinds_[k].fresh:
+                    break
+                done += put(i, min(kinds_[k].fresh - placed[k], goal - done))
+
+    def top_up(tier, goal):
+        have = sum(placed[k] for k in by_kind if kinds_[k].priority == tier)
+        for i in sorted(by_tier[tier], key=lambda i: (-frac[i], -values[i], -size[i], spots_[i].cost, i)):
+            if have >= goal:
+                break
+            have += put(i, goal - have)
+
+    for tier in sorted(by_tier, reverse=True):
+        serve(tier, served.get(tier, 0))
+        top_up(tier, floors.get(tier, 0))
+    for tier in sorted(by_tier, reverse=True):
+        serve(tier, sum(kinds_[k].fresh for k in fresh[tier]))
+        top_up(tier, max(lp[tier], floors.get(tier, 0)))
+    for tier in sorted(by_tier, reverse=True):
+        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+            if room[spots_[i].kind]:
+                put(i, room[spots_[i].kind])
+    return counts
+
+
+def _served(kinds_, spots_, counts) -> Counter:
+    """Deployments served per tier: a kind serves as many of its fresh members as it places
+    replicas (exact.expand gives each one a replica before any gets a second); a group's candidate
+    serves its deployment when placed whole."""
+    per_kind, out = Counter(), Counter()
+    for s, n in zip(spots_, counts):
+        per_kind[s.kind] += n
+    for k, n in per_kind.items():
+        kind = kinds_[k]
+        out[kind.priority] += int(n == kind.want) if kind.group else min(n, kind.fresh)
+    return out
+
+
 def _tiers(kinds_, spots_, counts) -> Counter:
     """Replicas per tier; a group's candidate counts its units when placed whole, else nothing."""
     out, per_kind = Counter(), Counter()
@@ -293,11 +398,12 @@ def _tiers(kinds_, spots_, counts) -> Counter:
 
 
 def _rank(kinds_, spots_, counts) -> tuple:
-    """Replicas per tier (highest first), then GPUs, then a group's cost (lower): larger is better."""
-    per = _tiers(kinds_, spots_, counts)
+    """Per tier (highest first) deployments served, then replicas; then GPUs, then a group's cost
+    (lower): larger is better."""
+    per, srv = _tiers(kinds_, spots_, counts), _served(kinds_, spots_, counts)
     gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts) if not kinds_[s.kind].group)
     price = sum(s.price * n for s, n in zip(spots_, counts))
-    return (*(per[t] for t in sorted({k.priority for k in kinds_}, reverse=True)), gpus, -price)
+    return (*(x for t in sorted({k.priority for k in kinds_}, reverse=True) for x in (srv[t], per[t])), gpus, -price)
 
 
 def _sum(terms):
@@ -318,34 +424,42 @@ def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list
     return out if limit is None or top < limit else None
 
 
-def _levels(kinds_, spots_, use, x, y=None) -> list[tuple]:
-    """Replicas per tier (highest first), then GPUs, then what sized deployments cost: one CP-SAT
-    solve with one weighted objective (a solve costs a presolve, a hint search and a root LP
-    whatever its budget), more if the weights get too wide. A group's candidate adds its units to
-    its tier through its y, and its cost (negated) instead of its GPUs.
-    (name, terms, maximise, share of the budget, linearization level) per solve."""
+def _levels(kinds_, spots_, use, x, y=None, served=None) -> list[tuple]:
+    """Per tier (highest first) deployments served, then replicas; then GPUs, then what sized
+    deployments cost: one CP-SAT solve with one weighted objective (a solve costs a presolve, a
+    hint search and a root LP whatever its budget), more if the weights get too wide. A group's
+    candidate adds its units to its tier and serves its deployment through its y, and its cost
+    (negated) instead of its GPUs; `served`: kind -> its served variable (min of its replicas and
+    its fresh members). (name, terms, maximise, share of the budget, linearization level) per solve."""
     tiers = sorted({k.priority for k in kinds_}, reverse=True)
-    y = y or {}
-    ys = sorted(y)
-    variables = [x[i] for i in use] + [y[k] for k in ys]
+    y, served = y or {}, served or {}
+    ys, ss = sorted(y), sorted(served)
+    variables = [x[i] for i in use] + [y[k] for k in ys] + [served[k] for k in ss]
     plain = [not kinds_[spots_[i].kind].group for i in use]
-    per_tier = [[int(p and kinds_[spots_[i].kind].priority == t) for i, p in zip(use, plain)]
-                + [kinds_[k].units * int(kinds_[k].priority == t) for k in ys] for t in tiers]
-    gpus = [kinds_[spots_[i].kind].gpus * int(p) for i, p in zip(use, plain)] + [0] * len(ys)
-    parts = [(c, sum(_worth(k) for k in kinds_ if k.priority == t)) for c, t in zip(per_tier, tiers)]
+    most = _most(kinds_)
+    parts = []
+    for t in tiers:
+        parts.append(([0] * len(use) + [int(kinds_[k].priority == t) for k in ys]
+                      + [int(kinds_[k].priority == t) for k in ss], most[t][0]))
+        parts.append(([int(p and kinds_[spots_[i].kind].priority == t) for i, p in zip(use, plain)]
+                      + [kinds_[k].units * int(kinds_[k].priority == t) for k in ys] + [0] * len(ss), most[t][1]))
+    parts = [part for part in parts if part[1]]
+    top_parts = len(parts)
+    gpus = [kinds_[spots_[i].kind].gpus * int(p) for i, p in zip(use, plain)] + [0] * (len(ys) + len(ss))
     parts.append((gpus, sum(k.want * k.gpus for k in kinds_ if not k.group)))
     if ys:
         top = defaultdict(int)
         for i in use:
             top[spots_[i].kind] = max(top[spots_[i].kind], spots_[i].price)
-        parts.append(([-spots_[i].price for i in use] + [0] * len(ys), sum(kinds_[k].want * c for k, c in top.items())))
+        parts.append(([-spots_[i].price for i in use] + [0] * (len(ys) + len(ss)),
+                      sum(kinds_[k].want * c for k, c in top.items())))
     both = _merge(parts, WIDE)
     if both is not None:
-        name = "replicas per tier, GPUs and cost" if ys else "replicas per tier and GPUs"
+        name = "served and replicas per tier, GPUs and cost" if ys else "served and replicas per tier, and GPUs"
         return [(name, list(zip(both, variables)), True, PLACE, LINEAR)]
-    by_tier = _merge(parts[:len(tiers)], limit=None)      # tiers alone: as wide as they need (int64)
-    rest = parts[len(tiers):]
-    out = [("replicas per tier", list(zip(by_tier, variables)), True, PLACE / 2, LINEAR)]
+    by_tier = _merge(parts[:top_parts], limit=None)      # tiers alone: as wide as they need (int64)
+    rest = parts[top_parts:]
+    out = [("served and replicas per tier", list(zip(by_tier, variables)), True, PLACE / 2, LINEAR)]
     merged = _merge(rest, WIDE)
     if merged is not None or len(rest) == 1:
         return out + [("GPUs and cost" if ys else "GPUs", list(zip(merged or rest[0][0], variables)), True, PLACE / 2,
@@ -422,7 +536,7 @@ def _group_start(kinds_, spots_, fast) -> list[int]:
             for s, n in zip(spots_, fast)]
 
 
-def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
+def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int]]:
     """The starts (see the module's docstring) over the kinds that are not groups; the groups keep
     their fast-path candidate (a start is only a hint: CP-SAT chooses the candidates)."""
     fixed = _group_start(kinds_, spots_, fast)
@@ -434,10 +548,13 @@ def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
     sub = [spots_[i] for i in plain]
     got = _tiers(kinds_, spots_, fixed)
     rest = {t: max(0, n - got[t]) for t, n in floors.items()}
+    serving = _served(kinds_, spots_, fixed)
+    to_serve = {t: max(0, n - serving[t]) for t, n in served.items()}
     vals = [values[i] for i in plain]
     tries = [start(kinds_, sub, left, vals, rest), start_by_tier(kinds_, sub, left, vals, rest),
              start_by_tier(kinds_, sub, left, vals, rest, floors_first=True),
-             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest)]
+             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest),
+             start_served(kinds_, sub, left, vals, rest, to_serve), start_served(kinds_, sub, left, vals, {}, {})]
     out = []
     for counts in tries:
         full = list(fixed)
@@ -447,60 +564,48 @@ def _starts(kinds_, spots_, free, values, fast, floors) -> list[list[int]]:
     return out
 
 
-def _serves(kinds_, spots_, counts, served) -> bool:
-    """Each kind places at least as many replicas as it has deployments the fast path served."""
-    if not served:
-        return True
-    per = Counter()
-    for s, n in zip(spots_, counts):
-        per[s.kind] += n
-    return all(per[k] >= n for k, n in enumerate(served))
-
-
 def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int], budget: float,
-             keep_fast: bool = False, served: list[int] | None = None) -> Solved:
-    """Counts per spot, lexicographic: replicas per tier, GPUs, the cost of sized deployments,
-    spread, quality (two solves, see `_levels` and `_polish`). `fast`: the fast path's counts per
-    spot (a floor per tier and the last tie-break: an equal plan moves nothing); `keep_fast`: see
-    `_polish`."""
+             keep_fast: bool = False) -> Solved:
+    """Counts per spot, lexicographic: per tier deployments served then replicas, GPUs, the cost
+    of sized deployments, spread, quality (two solves, see `_levels` and `_polish`). `fast`: the
+    fast path's counts per spot (the least the result may be under that order, the starts' targets
+    per tier, and the last tie-break: an equal plan moves nothing); `keep_fast`: see `_polish`."""
     from ortools.sat.python import cp_model
 
-    floors = _tiers(kinds_, spots_, fast)
-    values = relax(kinds_, spots_, free, floors, served)
-    tries = _starts(kinds_, spots_, free, values, fast, floors)
-    ok = [c for c in tries if all(_tiers(kinds_, spots_, c)[t] >= n for t, n in floors.items())
-          and _serves(kinds_, spots_, c, served)]
+    floors, served = _tiers(kinds_, spots_, fast), _served(kinds_, spots_, fast)
+    values = relax(kinds_, spots_, free)
+    tries = _starts(kinds_, spots_, free, values, fast, floors, served)
+    # never worse than the fast path under the objective: a start below it is not used (and every
+    # CP-SAT solve starts from the best so far, so none ends below it)
+    least = _rank(kinds_, spots_, fast)
+    ok = [c for c in tries if _rank(kinds_, spots_, c) >= least]
     hint = max(ok, key=lambda c: _rank(kinds_, spots_, c), default=_group_start(kinds_, spots_, fast))
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
     use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
 
     model = cp_model.CpModel()
     x = {i: model.NewIntVar(0, spots_[i].cap, f"x{i}") for i in use}
-    rows, per_kind, per_tier = defaultdict(list), defaultdict(list), defaultdict(list)
+    rows, per_kind = defaultdict(list), defaultdict(list)
     for i in use:
         s = spots_[i]
         for pool, n in s.need.items():
             rows[(s.cluster, pool)].append((n, x[i]))
         per_kind[s.kind].append(x[i])
-        if not kinds_[s.kind].group:
-            per_tier[kinds_[s.kind].priority].append((1, x[i]))
     for key, terms in rows.items():
         model.Add(_sum(terms) <= free[key])
-    for k, vs in per_kind.items():
+    serves = {}          # per kind with fresh members: deployments served, min(replicas, fresh)
+    for k, vs in sorted(per_kind.items()):
         model.Add(sum(vs) <= kinds_[k].want)
-        if served and served[k]:
-            model.Add(sum(vs) >= served[k])     # no deployment the fast path served is starved
+        if kinds_[k].fresh and not kinds_[k].group:
+            serves[k] = model.NewIntVar(0, kinds_[k].fresh, f"s{k}")
+            model.Add(serves[k] <= sum(vs))
     y = {}
     for g, ks in groups_of(kinds_).items():
         for k in ks:
             y[k] = model.NewBoolVar(f"y{k}")
             model.Add(sum(per_kind.get(k, [])) == kinds_[k].want * y[k])
-            per_tier[kinds_[k].priority].append((kinds_[k].units, y[k]))
         model.Add(sum(y[k] for k in ks) <= 1)
-    for t, n in floors.items():
-        if n:
-            model.Add(_sum(per_tier[t]) >= n)
-    levels = _levels(kinds_, spots_, use, x, y)
+    levels = _levels(kinds_, spots_, use, x, y, serves)
     whole = len(use) <= SMALL
     top_of, used, paid = {}, {}, {}
     if whole:
@@ -523,12 +628,14 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 7
     solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
-    ys = sorted(y)
-    hinted = [x[i] for i in use] + [y[k] for k in ys] + list(top_of.values()) + [used[key] for key in sorted(used)]
+    ys, ss = sorted(y), sorted(serves)
+    hinted = [x[i] for i in use] + [y[k] for k in ys] + [serves[k] for k in ss] + list(top_of.values()) \
+        + [used[key] for key in sorted(used)]
     placed = Counter()
     for i in use:
         placed[spots_[i].kind] += hint[i]
-    current = [hint[i] for i in use] + [int(placed[k] == kinds_[k].want and placed[k] > 0) for k in ys]
+    current = [hint[i] for i in use] + [int(placed[k] == kinds_[k].want and placed[k] > 0) for k in ys] \
+        + [min(placed[k], kinds_[k].fresh) for k in ss]
     for k in top_of:
         current.append(max(Counter(spots_[i].cluster for i in use if spots_[i].kind == k for _ in range(hint[i])).values(),
                            default=0))
@@ -553,7 +660,7 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         if status == cp_model.FEASIBLE:
             unproven.append(name)
         current = [solver.Value(v) for v in hinted]
-        best = int(round(solver.ObjectiveValue()))
+        best = solver.Value(expr)     # exact (an int), however wide the weights
         model.Add(expr >= best) if maximize else model.Add(expr <= best)
     counts = [0] * len(spots_)
     for i, value in zip(use, current):

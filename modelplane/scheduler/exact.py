@@ -9,8 +9,10 @@ replicas the fast path placed keep their index and spot when the solution has ro
 there; the rest take the lowest free indices, clusters interleaved. Retained replicas are fixed
 before any of this (they are not in the model).
 
-The result is never worse than the fast path in any tier: the fast path's count per tier is a
-constraint of the model, and a solution that still falls short is discarded.
+The result is never worse than the fast path under the objective (per tier, highest first,
+deployments served, then replicas; then GPUs): CP-SAT starts from a solution at least as good, and
+one that still falls short is discarded. A higher tier may take room a lower tier had in the fast
+path (issue 44: a lower tier's floor kept a standard deployment unserved for a low one).
 """
 from __future__ import annotations
 
@@ -68,11 +70,9 @@ def solve(demands, eligible: dict, free: dict, missing: dict[str, int], greedy: 
     for dk, fills in greedy.items():
         for cluster, names in fills:
             fast[at[(kind_of[dk], cluster, names)]] += 1
-    # a kind may not serve fewer of its deployments than the fast path did (served first, issue 44);
-    # expand() then gives each of them a replica before any gets a second
-    served = [sum(1 for d in kind.members if greedy.get(d.key) and missing.get(d.key) == d.replicas)
-              if not kind.group else 0 for kind in kinds_]
-    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast, served)
+    # served first (issue 44): per tier deployments served, then replicas; expand() gives each
+    # deployment with nothing placed a replica before any deployment of its kind gets a second
+    solved = optimise(kinds_, spots_, free, fast, budget, keep_fast)
     phase = "exact"
     if solved.unproven:
         phase += f" (best found within the budget; not proven optimal: {', '.join(solved.unproven)})"
@@ -111,12 +111,15 @@ def expand(kinds_: list[Kind], spots_: list[Spot], counts: list[int], missing: d
                         out[key].append(spot)
                 out[key] += sorted(free.elements())
             continue
-        # served first: every member takes one spot (its fast-path spot if the counts have it)
-        # before any member takes a second; then members keep their other fast-path spots
+        # served first: every member with nothing placed takes one spot (its fast-path spot if the
+        # counts have it) before any member takes another; then members keep their other fast-path spots
         for d in kind.members:
             out[d.key] = []
-            spot = next((s for s in greedy.get(d.key, []) if free[s]), None) if missing[d.key] else None
-            spot = spot or (min((s for s, n in free.items() if n), default=None) if missing[d.key] else None)
+        for d in kind.members:
+            if not missing[d.key] or missing[d.key] != d.replicas:
+                continue
+            spot = next((s for s in greedy.get(d.key, []) if free[s]), None)
+            spot = spot or min((s for s, n in free.items() if n), default=None)
             if spot is not None:
                 free[spot] -= 1
                 out[d.key].append(spot)
@@ -209,11 +212,9 @@ def refill(demands, eligible, after_retain, kept, filled, budget, only_if_better
     fast_rank, exact_rank = ([x for t in tiers for x in (s[t], c[t])] + [g, -round(m, 6)]
                              for s, c, g, m in ((served_fast, by_tier_fast, gpus[0], cost[0]),
                                                 (served_exact, by_tier_exact, gpus[1], cost[1])))
-    # Never worse: no tier serves fewer deployments or places fewer replicas than the fast path (the
-    # model counts replicas per kind; a solution that starves a deployment it served is dropped).
-    if any(by_tier_exact[t] < n for t, n in by_tier_fast.items()) \
-            or any(served_exact[t] < n for t, n in served_fast.items()) \
-            or (only_if_better and exact_rank <= fast_rank):
+    # Never worse than the fast path under the objective (per tier, highest first, deployments
+    # served then replicas; then GPUs): a higher tier may take room a lower one had in the fast path.
+    if exact_rank < fast_rank or (only_if_better and exact_rank <= fast_rank):
         return original, fast_free, "fast path (the exact phase found no better plan)", [], {}
     swapped = {}
     for g in groups:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ...analysis.changes import priced, serving_text, signed_money, traffic_text
+from ...analysis.changes import priced, serving_text, signed_money, spread_text, traffic_text
 from ...analysis.cost import STALE_DAYS, caveats, doubtful, money, money_span, stale, stale_note
 from ...scheduler.traffic import delivered
 from .bars import colours, frontier_chart, pool_bar, progress_bar, share_bar, stable_colours
@@ -41,6 +41,7 @@ _ENV.filters["caveats"] = caveats
 _ENV.filters["signed"] = signed_money
 _ENV.filters["serving"] = serving_text
 _ENV.filters["traffic"] = traffic_text
+_ENV.filters["spread"] = spread_text
 
 
 def _side(row: dict, side: str) -> str:
@@ -115,8 +116,8 @@ def context(doc: dict) -> dict:
 
 
 def _change_view(doc: dict) -> dict | None:
-    """`plan --previous`: every reason the gate fails, replica changes by kind, traffic and cost
-    deltas first; resource actions with their counts last (a region move has dozens)."""
+    """`plan --previous`: every reason the gate fails, replica changes by kind, traffic, the spread
+    a service gives up (advisory) and cost deltas first; resource actions with their counts last (a region move has dozens)."""
     if "replicaChanges" not in doc:
         return None
     from ...analysis.changes import SYMBOLS, summary
@@ -127,6 +128,7 @@ def _change_view(doc: dict) -> dict | None:
             "failing": reasons(doc), "replica_counts": replica_counts(doc),
             "replicas": doc["replicaChanges"], "cost": doc["costDelta"], "disruptions": doc.get("disruptions") or [],
             "transitions": doc.get("transitions") or [], "traffic": doc.get("trafficDelta") or [],
+            "spread": doc.get("spread") or [],
             "order": doc.get("upOrder") or []}
 
 
