@@ -390,7 +390,8 @@ def test_a_gateway_ref_cluster_routes_one_target_directly_and_refuses_a_split(wi
 def test_health_checks_are_https_through_the_picker_and_decode_pods_only_for_pd(prod):
     checks = {r.name: r.inputs for r in prod.records if r.type == "aws:route53/healthCheck:HealthCheck"}
     for c in checks.values():
-        assert (c["type"], c["port"], c["enableSni"]) == ("HTTPS", 443, True)
+        # A P/D cluster's record names a CALCULATED check over two HTTPS ones (N4, test_single_failures).
+        assert c["type"] == "CALCULATED" or (c["type"], c["port"], c["enableSni"]) == ("HTTPS", 443, True)
     health = routes(prod)
     support = health["gke-euw4/eu-support/httproute/support-health"]["spec"]
     assert support["parentRefs"][0]["sectionName"] == "https"

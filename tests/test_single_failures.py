@@ -103,9 +103,32 @@ def test_an_unknown_down_name_lists_every_form(prod):
         trace(prod, CHAT, ["eks-use1/nothing"])
 
 
-def test_a_pd_picker_down_is_reported_broken_since_its_check_probes_decode_pods_only(prod):
-    """N4 is still open (docs/routing.md): the P/D check probes the decode pods, so DNS keeps the
-    cluster while its picker is down; the trace says so instead of reporting 0 % broken."""
+def test_a_pd_cluster_is_also_checked_through_its_picker_and_dns_ands_both(prod):
+    """N4: a P/D deployment's first check asks its decode pods (a ready prefill pod must not keep the
+    cluster in DNS); a second rule of the health route goes where clients go, the pool and its picker,
+    which answers a bodyless request with a random pod of the pool and 500 with none
+    (llm-d-router@v0.9.0 pkg/epp/handlers/request.go L41-47, L60-63; director.go L571-578) or when it
+    is down (AI Gateway's fail-closed ext_proc, ai-gateway@v1.0.0 inferencepool.go L295-315). A
+    Route 53 CALCULATED check (childHealthThreshold 2) ANDs them."""
+    rules = of(prod, "HTTPRoute")["eks-use1/chat/httproute/reasoning-health"]["spec"]["rules"]
+    assert [r["matches"][0]["path"]["value"] for r in rules] == \
+        ["/modelplane/health/chat/reasoning", "/modelplane/health/chat/reasoning/picker"]
+    assert [(b["kind"], b["name"]) for b in rules[0]["backendRefs"]] == [("Service", "deepseek-r1-decode")]
+    assert [(b["kind"], b["name"]) for b in rules[1]["backendRefs"]] == [("InferencePool", "deepseek-r1-pool")]
+    checks = of(prod, "HealthCheck")
+    assert checks["chat-reasoning-eks-use1-picker"]["resourcePath"] == "/modelplane/health/chat/reasoning/picker"
+    assert checks["chat-reasoning-eks-use1-calculated"] == {
+        "type": "CALCULATED", "childHealthThreshold": 2,
+        "childHealthchecks": ["chat-reasoning-eks-use1-id", "chat-reasoning-eks-use1-picker-id"]}
+    assert of(prod, "Record")["chat-reasoning-eks-use1"]["healthCheckId"] == "chat-reasoning-eks-use1-calculated-id"
+    # A unified deployment's check already passes through its picker: one check, one rule.
+    assert len(of(prod, "HTTPRoute")["gke-euw4/eu-support/httproute/support-health"]["spec"]["rules"]) == 1
+    assert "chat-chat-eks-use1-picker" not in checks
+
+
+def test_a_pd_picker_down_drops_its_cluster_from_dns_so_nothing_breaks(prod):
     t = trace(prod, "reasoning.inference.example.com", ["eks-use1/chat/deepseek-r1-epp"])
-    assert t.to_json()["reaches"] == {"gpu": 500, "provider": 0, "broken": 500}
-    assert "endpoint picker chat/deepseek-r1-epp is down" in t.broken[0].broken
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0}
+    dropped = next(h for h in t.hops if h.cluster == "eks-use1").path[0]
+    assert "its check through the picker: endpoint picker chat/deepseek-r1-epp is down" in dropped
+    assert t.to_json()["detectionSeconds"] == 150

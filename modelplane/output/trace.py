@@ -22,7 +22,7 @@ from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP
 from ..render.kserve import pool_ref
 from ..render.picker import WORKLOAD
 from ..render.names import DEPLOYMENT, REPLICA
-from ..render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
+from ..render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, picker_path, rule_problems
 from ..render.stack import check_host, detection_window
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
@@ -455,10 +455,23 @@ class Cluster:
         entered, listener, broken = self.listener(gateways)
         if broken:
             return False, broken
-        hops = self.follow(namespace, listener, health_path(service, namespace), [], check_host)
-        if any(h.lands for h in hops):
-            return True, ""
-        return False, next((h.broken for h in hops if h.broken), "the health route reaches nothing")
+        for path in self.probe_paths(service, namespace):
+            hops = self.follow(namespace, listener, path, [], check_host)
+            if not any(h.lands for h in hops):
+                why = next((h.broken for h in hops if h.broken), "the health route reaches nothing")
+                return False, why if path == health_path(service, namespace) else f"its check through the picker: {why}"
+        return True, ""
+
+    def probe_paths(self, service: str, namespace: str) -> list[str]:
+        """The paths DNS probes here: the health path and, where the health route has a rule for it,
+        the one through a P/D deployment's pools (Route 53 ANDs both: render/stack.py record_check)."""
+        route = self.objs.get(("HTTPRoute", namespace, f"{service}-health")) or {}
+        paths = [health_path(service, namespace)]
+        second = picker_path(service, namespace)
+        if any(m.get("path", {}).get("value") == second for r in route.get("spec", {}).get("rules") or []
+               for m in r.get("matches") or []):
+            paths.append(second)
+        return paths
 
 
 def _selects(selector: dict, workload: dict) -> bool:
