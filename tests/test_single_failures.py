@@ -132,3 +132,37 @@ def test_a_pd_picker_down_drops_its_cluster_from_dns_so_nothing_breaks(prod):
     dropped = next(h for h in t.hops if h.cluster == "eks-use1").path[0]
     assert "its check through the picker: endpoint picker chat/deepseek-r1-epp is down" in dropped
     assert t.to_json()["detectionSeconds"] == 150
+
+
+REASONING = "reasoning.inference.example.com"
+
+
+def test_a_prefill_role_down_is_served_decode_only_and_dns_keeps_the_cluster(prod):
+    """--down <ns>/<dep>#<i>/prefill: the picker's P/D profile handler keeps a decode-only result
+    (llm-d-router@v0.9.0 pkg/epp/framework/plugins/scheduling/profilehandler/disagg/
+    disagg_profile_handler.go L351-362) and the routing sidecar skips the prefill stage without its
+    header (pkg/sidecar/proxy/chat_completions.go L85-107): served, degraded; both checks still pass."""
+    t = trace(prod, REASONING, ["chat/deepseek-r1#0/prefill"])
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0, "degraded": 500}
+    eks = next(h for h in t.hops if h.cluster == "eks-use1")
+    assert eks.lands == "gpu" and eks.degraded.startswith("served decode-only (degraded)")
+    assert "detectionSeconds" not in t.to_json()
+    assert any("DNS keeps the cluster and there is no DNS detection window" in n for n in t.notes)
+    from modelplane.output.trace import render
+    assert render(t)[-1] == "  reaches GPU pods 100.0% (50.0% degraded: decode-only), providers 0.0%, broken 0.0%"
+
+
+def test_a_decode_role_down_drops_its_cluster_after_the_detection_window(prod):
+    """With its only replica's decode pods gone, the decode probe fails (a request needs a decode pod:
+    disagg_profile_handler.go L351-354), the CALCULATED check with it: the cluster leaves DNS."""
+    t = trace(prod, REASONING, ["chat/deepseek-r1#0/decode"])
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0}
+    assert "dropped from DNS" in next(h for h in t.hops if h.cluster == "eks-use1").path[0]
+    assert t.to_json()["detectionSeconds"] == 150
+
+
+def test_a_role_is_a_down_name_only_of_a_placed_pd_replica(prod):
+    with pytest.raises(TraceError, match="only of a KServe P/D deployment"):
+        trace(prod, CHAT, ["chat/llama-70b#0/prefill"])
+    with pytest.raises(TraceError, match="no placed replica chat/deepseek-r1#7"):
+        trace(prod, REASONING, ["chat/deepseek-r1#7/decode"])
