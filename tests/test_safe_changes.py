@@ -279,7 +279,7 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     assert set(deps["chat-reasoning-gke-usc1"]) == {"gke-usc1/chat/llminferenceservice/deepseek-r1-1",
                                                      "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
                                                      "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
-                                                     "chat-reasoning-gke-usc1",      # and its health check
+                                                     "chat-reasoning-gke-usc1-calculated",  # its health check (N4)
                                                      "gke-usc1/chat/httproute/reasoning",    # and its routes (C5)
                                                      "gke-usc1/chat/httproute/reasoning-health",
                                                      "gke-usc1/chat/httproute/reasoning-http"}
