@@ -199,7 +199,7 @@ def _refused(exc: InputError, fmt: str, stack: str) -> None:
                    "(prints only the trace); exit 1 if any share of it breaks on the way.")
 @click.option("--down", "down", multiple=True, metavar="NAME",
               help="With --trace: trace as if this were gone (repeatable): a cluster, a replica "
-                   "(namespace/deployment#index), a provider, an endpoint picker ([cluster/]namespace/deployment-epp), "
+                   "(namespace/deployment#index), a P/D role of one (namespace/deployment#index/prefill or /decode), a provider, an endpoint picker ([cluster/]namespace/deployment-epp), "
                    "a hop Gateway (cluster/hop) or a certificate (cluster/certificate). Health checks drop a failing "
                    "cluster from DNS (the trace prints the detection window), endpoint pickers skip dead pods.")
 @click.option("--model", "model", metavar="NAME",

@@ -305,8 +305,10 @@ def test_services_on_one_hostname_are_routed_by_the_requests_model(shared):
 def test_a_shared_hostname_has_one_record_per_cluster_checked_for_every_service(shared):
     checks = {r.name: r.inputs for r in shared.records if r.type == "aws:route53/healthCheck:HealthCheck"}
     calc = checks["chat-inference-example-com-eks-use1"]
-    assert calc["type"] == "CALCULATED" and calc["childHealthThreshold"] == 2
-    assert sorted(calc["childHealthchecks"]) == ["chat-chat-eks-use1-id", "chat-reasoning-eks-use1-id"]
+    # reasoning is P/D: its check through the picker joins the AND (N4).
+    assert calc["type"] == "CALCULATED" and calc["childHealthThreshold"] == 3
+    assert sorted(calc["childHealthchecks"]) == ["chat-chat-eks-use1-id", "chat-reasoning-eks-use1-id",
+                                                 "chat-reasoning-eks-use1-picker-id"]
     records = {r.name: r.inputs for r in shared.records if r.type == "aws:route53/record:Record"
                and r.inputs["name"] == "chat.inference.example.com"}
     assert sorted(records) == ["chat-inference-example-com-eks-use1", "chat-inference-example-com-gke-usc1"]

@@ -75,7 +75,8 @@ def test_h4_every_cluster_has_a_gateway_implementation_and_the_gateway_kserve_ro
         dep = r.inputs["metadata"]["labels"]["modelplane.ai/deployment"]
         assert r.inputs["spec"]["router"] == {
             "gateway": {"refs": [{"name": "inference", "namespace": "modelplane-gateway", "sectionName": "https"}]},
-            "route": {}, "scheduler": {"pool": {"ref": {"name": f"{dep}-pool"}}}}
+            "route": {"http": {"spec": {"hostnames": ["kserve-managed.invalid"]}}},
+            "scheduler": {"pool": {"ref": {"name": f"{dep}-pool"}}}}
 
 
 def test_m_a_envoy_gateway_starts_after_the_inference_pool_crd(gke):

@@ -281,7 +281,7 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     assert set(deps["chat-reasoning-gke-usc1"]) == {"gke-usc1/chat/llminferenceservice/deepseek-r1-1",
                                                      "gke-usc1/chat/leaderworkerset/deepseek-r1-1-kserve-mn",
                                                      "gke-usc1/chat/deployment/deepseek-r1-1-kserve-prefill",
-                                                     "chat-reasoning-gke-usc1",      # and its health check
+                                                     "chat-reasoning-gke-usc1-calculated",  # its health check (N4)
                                                      "chat-reasoning-gke-usc1-drain"}    # and its routes' drain (C5)
     # the HTTP-01 record has no drain: it cannot wait for the routes
     assert [f"{r.name}-drain" in deps for r in records] == [False] and "chat-chat-eks-use1-drain" in deps
@@ -519,9 +519,15 @@ def test_an_engine_args_change_rolls_replicas_one_at_a_time_each_awaited(tmp_pat
     result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     doc = _doc(result.output)
+    # N11: llama-70b#1 is alone on gke-usc1, so while it rolls chat's DNS share there fails until it is
+    # back or DNS drops the cluster: the view says so, with the detection window (3 x 30 s + 60 s TTL).
     assert doc["disruptions"] == [{"deployment": "chat/llama-70b", "servingBefore": 3, "servingDuring": 2, "replicas": 3,
                                    "cause": "#0, #1, #2 roll one at a time: their workload changes, each awaited Ready "
-                                            "before the next"}]
+                                            "before the next; a replica alone on its cluster takes that cluster's "
+                                            "DNS share with it while it restarts (chat/chat 33% on gke-usc1): those "
+                                            "requests fail until it is Ready again or DNS drops the cluster, about "
+                                            "150 s (3 failed checks 30 s apart, then the TTL), whichever comes first",
+                                   "detectionSeconds": 150}]
     res = {r["name"]: r for r in doc["resources"]}
     assert "eks-use1/chat/llminferenceservice/llama-70b-0" in res["gke-usc1/chat/llminferenceservice/llama-70b-1"]["dependsOn"]
     assert "gke-usc1/chat/llminferenceservice/llama-70b-1" in res["eks-use1/chat/llminferenceservice/llama-70b-2"]["dependsOn"]

@@ -103,9 +103,98 @@ def test_an_unknown_down_name_lists_every_form(prod):
         trace(prod, CHAT, ["eks-use1/nothing"])
 
 
-def test_a_pd_picker_down_is_reported_broken_since_its_check_probes_decode_pods_only(prod):
-    """N4 is still open (docs/routing.md): the P/D check probes the decode pods, so DNS keeps the
-    cluster while its picker is down; the trace says so instead of reporting 0 % broken."""
+def test_a_pd_cluster_is_also_checked_through_its_picker_and_dns_ands_both(prod):
+    """N4: a P/D deployment's first check asks its decode pods (a ready prefill pod must not keep the
+    cluster in DNS); a second rule of the health route goes where clients go, the pool and its picker,
+    which answers a bodyless request with a random pod of the pool and 500 with none
+    (llm-d-router@v0.9.0 pkg/epp/handlers/request.go L41-47, L60-63; director.go L571-578) or when it
+    is down (AI Gateway's fail-closed ext_proc, ai-gateway@v1.0.0 inferencepool.go L295-315). A
+    Route 53 CALCULATED check (childHealthThreshold 2) ANDs them."""
+    rules = of(prod, "HTTPRoute")["eks-use1/chat/httproute/reasoning-health"]["spec"]["rules"]
+    assert [r["matches"][0]["path"]["value"] for r in rules] == \
+        ["/modelplane/health/chat/reasoning", "/modelplane/health/chat/reasoning/picker"]
+    assert [(b["kind"], b["name"]) for b in rules[0]["backendRefs"]] == [("Service", "deepseek-r1-decode")]
+    assert [(b["kind"], b["name"]) for b in rules[1]["backendRefs"]] == [("InferencePool", "deepseek-r1-pool")]
+    checks = of(prod, "HealthCheck")
+    assert checks["chat-reasoning-eks-use1-picker"]["resourcePath"] == "/modelplane/health/chat/reasoning/picker"
+    assert checks["chat-reasoning-eks-use1-calculated"] == {
+        "type": "CALCULATED", "childHealthThreshold": 2,
+        "childHealthchecks": ["chat-reasoning-eks-use1-id", "chat-reasoning-eks-use1-picker-id"]}
+    assert of(prod, "Record")["chat-reasoning-eks-use1"]["healthCheckId"] == "chat-reasoning-eks-use1-calculated-id"
+    # A unified deployment's check already passes through its picker: one check, one rule.
+    assert len(of(prod, "HTTPRoute")["gke-euw4/eu-support/httproute/support-health"]["spec"]["rules"]) == 1
+    assert "chat-chat-eks-use1-picker" not in checks
+
+
+def test_a_pd_picker_down_drops_its_cluster_from_dns_so_nothing_breaks(prod):
     t = trace(prod, "reasoning.inference.example.com", ["eks-use1/chat/deepseek-r1-epp"])
-    assert t.to_json()["reaches"] == {"gpu": 500, "provider": 0, "broken": 500}
-    assert "endpoint picker chat/deepseek-r1-epp is down" in t.broken[0].broken
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0}
+    dropped = next(h for h in t.hops if h.cluster == "eks-use1").path[0]
+    assert "its check through the picker: endpoint picker chat/deepseek-r1-epp is down" in dropped
+    assert t.to_json()["detectionSeconds"] == 150
+
+
+REASONING = "reasoning.inference.example.com"
+
+
+def test_a_prefill_role_down_is_served_decode_only_and_dns_keeps_the_cluster(prod):
+    """--down <ns>/<dep>#<i>/prefill: the picker's P/D profile handler keeps a decode-only result
+    (llm-d-router@v0.9.0 pkg/epp/framework/plugins/scheduling/profilehandler/disagg/
+    disagg_profile_handler.go L351-362) and the routing sidecar skips the prefill stage without its
+    header (pkg/sidecar/proxy/chat_completions.go L85-107): served, degraded; both checks still pass."""
+    t = trace(prod, REASONING, ["chat/deepseek-r1#0/prefill"])
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0, "degraded": 500}
+    eks = next(h for h in t.hops if h.cluster == "eks-use1")
+    assert eks.lands == "gpu" and eks.degraded.startswith("served decode-only (degraded)")
+    assert "detectionSeconds" not in t.to_json()
+    assert any("DNS keeps the cluster and there is no DNS detection window" in n for n in t.notes)
+    from modelplane.output.trace import render
+    assert render(t)[-1] == "  reaches GPU pods 100.0% (50.0% degraded: decode-only), providers 0.0%, broken 0.0%"
+
+
+def test_a_decode_role_down_drops_its_cluster_after_the_detection_window(prod):
+    """With its only replica's decode pods gone, the decode probe fails (a request needs a decode pod:
+    disagg_profile_handler.go L351-354), the CALCULATED check with it: the cluster leaves DNS."""
+    t = trace(prod, REASONING, ["chat/deepseek-r1#0/decode"])
+    assert t.to_json()["reaches"] == {"gpu": 1000, "provider": 0, "broken": 0}
+    assert "dropped from DNS" in next(h for h in t.hops if h.cluster == "eks-use1").path[0]
+    assert t.to_json()["detectionSeconds"] == 150
+
+
+def test_a_role_is_a_down_name_only_of_a_placed_pd_replica(prod):
+    with pytest.raises(TraceError, match="only of a KServe P/D deployment"):
+        trace(prod, CHAT, ["chat/llama-70b#0/prefill"])
+    with pytest.raises(TraceError, match="no placed replica chat/deepseek-r1#7"):
+        trace(prod, REASONING, ["chat/deepseek-r1#7/decode"])
+
+
+def test_kserves_managed_routes_answer_only_a_host_that_never_resolves(prod):
+    """N10: each replica's managed route (kept for KServe's readiness) carries
+    route.http.spec.hostnames. KServe v0.20.0 merges the preset route and then the service's own
+    spec by a strategic merge patch (pkg/controller/v1alpha2/llmisvc/config_merge.go L218-222, L291,
+    L779-827); hostnames has no patch strategy (gateway-api v1.5.1 apis/v1/httproute_types.go
+    L117-119), so ours replace the preset's none and the preset's rules stay. A request with any other
+    Host (the load balancer's name, an address, a service hostname) no longer lands in the `*` vhost
+    where the catch-all rules reach every replica's vLLM (config-llm-router-route.yaml L283-330)."""
+    from modelplane.render.kserve import MANAGED_ROUTE_HOST
+    assert MANAGED_ROUTE_HOST.endswith(".invalid")        # RFC 6761 6.4: never resolves
+    services = of(prod, "LLMInferenceService")
+    assert services
+    for name, svc in services.items():
+        route = svc["spec"]["router"]["route"]
+        assert route == {"http": {"spec": {"hostnames": [MANAGED_ROUTE_HOST]}}}, name
+        # No parentRefs or rules of ours: KServe sets parentRefs from gateway.refs (config_merge.go
+        # L331-336) and keeps the preset's rules, which it points at our pool (L355-368).
+        # No route.group either: a routing group would make KServe inject every member's backendRef
+        # into each route (router_group.go L68-77); the ModelNameCollision warning it silences
+        # (router.go L183-194) is harmless here, since every replica's route leads to the same pool.
+        assert "group" not in route
+    # The service routes, which clients use, keep the service's hostname.
+    assert of(prod, "HTTPRoute")["eks-use1/chat/httproute/chat"]["spec"]["hostnames"] == [CHAT]
+
+
+def test_a_gateway_of_the_clusters_own_keeps_kserves_route_unbound():
+    """A gatewayRef's listeners may name hostnames: a route hostname outside them would not be accepted
+    and KServe would never report Ready, so there the route is left as KServe makes it."""
+    from modelplane.render.kserve import router
+    assert router({"name": "gw", "namespace": "infra"}, "p-pool")["route"] == {}

@@ -78,10 +78,32 @@ def _restarts(changes: list[dict], multi_node: set | frozenset = frozenset()) ->
     return out
 
 
-def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict | None = None) -> list[dict]:
+def dns_exposure(plan, key: str, routes: dict | None, window: int | None) -> dict | None:
+    """Where a deployment's replica is alone on its cluster and a DNS-weighted service sends a share
+    there: while it restarts, that share fails until it is back or DNS drops the cluster, whichever
+    comes first (review N11: the weights are static, the checks pass/fail per cluster). `window`: the
+    DNS detection window in seconds (render/stack.py detection_window), None without DNS."""
+    if not routes or window is None:
+        return None
+    alone = {c for c, n in Counter(p.cluster for p in plan.placements if p.deployment == key).items() if n == 1}
+    shares = sorted({(svc, b.cluster, r.dns.get(b.cluster, 0)) for svc, r in routes.items() for b in r.backends
+                     if b.kind == "deployment" and b.name == key and b.cluster in alone and r.dns.get(b.cluster)})
+    if not shares:
+        return None
+    where = ", ".join(f"{svc} {pct}% on {c}" for svc, c, pct in shares)
+    return {"detectionSeconds": window,
+            "text": f"a replica alone on its cluster takes that cluster's DNS share with it while it restarts "
+                    f"({where}): those requests fail until it is Ready again or DNS drops the cluster, "
+                    f"about {window} s (3 failed checks 30 s apart, then the TTL), whichever comes first"}
+
+
+def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict | None = None,
+                routes: dict | None = None, window: int | None = None) -> list[dict]:
     """Deployments whose serving replicas dip during `up`: {deployment, servingBefore,
-    servingDuring, replicas, cause, allowed}. `changes`: the resource changes against the previous
-    plan (None: the program's own view only); `specs`: deployment key -> ModelDeployment."""
+    servingDuring, replicas, cause, allowed, detectionSeconds}. `changes`: the resource changes
+    against the previous plan (None: the program's own view only); `specs`: deployment key ->
+    ModelDeployment; `routes` and `window`: the services' routes and the DNS detection window, for
+    what a restarting replica alone on its cluster costs until DNS notices (dns_exposure)."""
     before, placed = Counter(p.deployment for p in previous), Counter(p.deployment for p in plan.placements)
     multi = {(p.deployment, p.replica) for p in plan.placements if any(rp.nodes_per_worker > 1 for rp in p.roles.values())}
     extra = _restarts(changes, multi)
@@ -112,9 +134,12 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
             row["disrupted"] = row["servingDuring"] < min(row["servingBefore"], want)
         if row["disrupted"]:
             md = (specs or {}).get(key)
+            cause = "; ".join(row["causes"]) or "its replicas are replaced"
+            exposed = dns_exposure(plan, key, routes, window)
             out.append({"deployment": key, "servingBefore": row["servingBefore"], "servingDuring": row["servingDuring"],
-                        "replicas": want, "cause": "; ".join(row["causes"]) or "its replicas are replaced",
-                        **({"allowed": True} if md is not None and md.allow_disruption else {})})
+                        "replicas": want, "cause": f"{cause}; {exposed['text']}" if exposed else cause,
+                        **({"allowed": True} if md is not None and md.allow_disruption else {}),
+                        **({"detectionSeconds": exposed["detectionSeconds"]} if exposed else {})})
     return out
 
 

@@ -189,9 +189,20 @@ class Route53Solver(Model):
 
 
 class CloudDnsSolver(Model):
-    """DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity)."""
+    """DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity),
+    allowed to edit that managed zone alone (review N9)."""
 
     project: GcpProject   # the project that holds the managed zone
+    managed_zone: DnsLabel | None = None   # the managed zone's name (not its DNS name)
+
+    @model_validator(mode="after")
+    def _zone_named(self):
+        if self.managed_zone is None:
+            raise invalid("cloudDns needs managedZone: cert-manager's identity is bound to that zone alone, "
+                          "not to every zone of the project (it could otherwise rewrite the service records)",
+                          "add managedZone: <the name of the Cloud DNS managed zone that holds the hostnames> "
+                          "(gcloud dns managed-zones list --project <project>)")
+        return self
 
 
 class Dns01(Model):
@@ -203,7 +214,7 @@ class Dns01(Model):
     @model_validator(mode="after")
     def _one_zone(self):
         require_one(self, ("route53", "cloud_dns"), "dns01 needs exactly one of route53 or cloudDns",
-                    "route53: {hostedZoneId: Z...} on an EKS cluster, or cloudDns: {project: ...} on a GKE cluster")
+                    "route53: {hostedZoneId: Z...} on an EKS cluster, or cloudDns: {project: ..., managedZone: ...} on a GKE cluster")
         return self
 
 

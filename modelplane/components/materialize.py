@@ -28,6 +28,7 @@ _CLASSES = {
     "gcp:serviceaccount/account:Account": ("pulumi_gcp.serviceaccount", "Account"),
     "gcp:serviceaccount/iAMMember:IAMMember": ("pulumi_gcp.serviceaccount", "IAMMember"),
     "gcp:projects/iAMMember:IAMMember": ("pulumi_gcp.projects", "IAMMember"),
+    "gcp:dns/dnsManagedZoneIamMember:DnsManagedZoneIamMember": ("pulumi_gcp.dns", "DnsManagedZoneIamMember"),
     "pulumi:providers:gcp": ("pulumi_gcp", "Provider"),
     "aws:iam/role:Role": ("pulumi_aws.iam", "Role"),
     "aws:iam/rolePolicy:RolePolicy": ("pulumi_aws.iam", "RolePolicy"),

@@ -13,6 +13,7 @@ from ..analysis.changes import (cost_delta, digests, disrupted, encoder, replica
                                 spread_lost, traffic_delta)
 from ..analysis.disruptions import disruptions, transitions, up_order
 from ..engine.records import SIG_KEY, OfflineRun, is_unknown
+from ..render.stack import detection_window
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
 
@@ -162,7 +163,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         "scaleOrder": scale_orders(run),
         "transitions": (moved := transitions(run.result.plan, run.result.previous)),
         "upOrder": up_order(moved),
-        "disruptions": disruptions(run.result.plan, run.result.previous, None, _specs(run)),
+        "disruptions": disruptions(run.result.plan, run.result.previous, None, _specs(run), *_dns_view(run)),
         "services": (served := services(run)),
         "modelNames": models_by_hostname(served),    # per hostname: the model names it routes, by service
         "cost": cost,
@@ -249,7 +250,8 @@ def changes_against(run: OfflineRun, doc: dict, previous: dict, path: Path | Non
     return {"changes": changes,
             "replicaChanges": replica_changes(previous, doc, dict(plan.desired), moves, run.result.spec.repack,
                                               {(t["deployment"], t["replica"]): t for t in doc["transitions"]}),
-            "disruptions": disruptions(plan, run.result.previous, changes, _specs(run)) + fleet_disruptions(changes, apps),
+            "disruptions": disruptions(plan, run.result.previous, changes, _specs(run), *_dns_view(run))
+            + fleet_disruptions(changes, apps),
             "trafficDelta": traffic_delta(previous.get("services"), doc["services"],
                                           run.result.spec.dns.ttl if run.result.spec.dns else None),
             "spread": spread_lost(previous, doc, _groups(run), before_cost, doc["cost"]),
@@ -287,6 +289,12 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
 
     return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
+
+
+def _dns_view(run) -> tuple[dict, int | None]:
+    """The services' routes and the DNS detection window, for the disruption view (None: no DNS)."""
+    dns = run.result.spec.dns
+    return run.result.routes, (detection_window(dns) if dns is not None else None)
 
 
 def _specs(run: OfflineRun) -> dict:

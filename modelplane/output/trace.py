@@ -22,7 +22,7 @@ from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP
 from ..render.kserve import pool_ref
 from ..render.picker import WORKLOAD
 from ..render.names import DEPLOYMENT, REPLICA
-from ..render.routing import ENTRY_HEADER, HOP_HEADER, MODEL_HEADER, health_path, rule_problems
+from ..render.routing import ENTRY_HEADER, HEALTH_PREFIX, HOP_HEADER, MODEL_HEADER, health_path, picker_path, rule_problems
 from ..render.stack import check_host, detection_window
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
@@ -36,6 +36,7 @@ class Hop:
     path: list[str] = field(default_factory=list)
     lands: str = ""                  # gpu | provider | ""
     broken: str = ""                 # the first link that cannot be followed
+    degraded: str = ""               # served, but less well (P/D decode-only)
     weight: Fraction = Fraction(0)   # its part of the cluster's requests (before rounding)
 
 
@@ -56,10 +57,14 @@ class Trace:
     def to_json(self) -> dict:
         out = {"host": self.host, "service": self.service, "dns": self.dns,
                "hops": [{"cluster": h.cluster, "share": h.share, "path": h.path, "lands": h.lands,
-                         **({"broken": h.broken} if h.broken else {})} for h in self.hops],
+                         **({"broken": h.broken} if h.broken else {}),
+                         **({"degraded": h.degraded} if h.degraded else {})} for h in self.hops],
                "reaches": {"gpu": sum(h.share for h in self.hops if h.lands == "gpu"),
                            "provider": sum(h.share for h in self.hops if h.lands == "provider"),
                            "broken": sum(h.share for h in self.hops if h.broken)}}
+        degraded = sum(h.share for h in self.hops if h.degraded and h.lands)
+        if degraded:
+            out["reaches"]["degraded"] = degraded     # part of `gpu`
         if self.down:
             out["down"] = list(self.down)
         if self.notes:
@@ -122,7 +127,8 @@ def _rule(objs: dict, host: str, gateway: tuple[str, str], listener: str | None,
     return best
 
 
-DOWN_FORMS = ("a cluster, a replica (namespace/deployment#index), a provider, an endpoint picker "
+DOWN_FORMS = ("a cluster, a replica (namespace/deployment#index), a P/D role of one "
+              "(namespace/deployment#index/prefill or /decode), a provider, an endpoint picker "
               "([cluster/]namespace/deployment-epp), a hop Gateway (cluster/hop) or a certificate "
               "(cluster/certificate)")
 
@@ -139,6 +145,8 @@ class World:
         pickers = {f"{d.key}-epp" for d in run.result.spec.deployments if d.backend == "kserve"}
         self.clusters: set[str] = set()
         self.replicas: set[tuple[str, int]] = set()
+        self.roles: set[tuple[str, int, str]] = set()     # (namespace/deployment, index, role)
+        pd = {d.key for d in run.result.spec.deployments if d.backend == "kserve" and d.disaggregated}
         self.provider_hosts: set[str] = set()
         self.pickers: set[tuple[str | None, str]] = set()
         self.hops: set[str] = set()
@@ -151,6 +159,16 @@ class World:
                 (self.hops if tail == "hop" else self.certificates).add(head)
             elif name in pickers or (head in clusters and tail in pickers):
                 self.pickers.add((None, name) if name in pickers else (head, tail))
+            elif "#" in name and name.rpartition("/")[2] in ("prefill", "decode"):
+                replica, _, role = name.rpartition("/")
+                key, _, idx = replica.rpartition("#")
+                if key not in pd:
+                    raise TraceError(f"--down {name}: a role is a --down name only of a KServe P/D deployment "
+                                     f"(these: {', '.join(sorted(pd)) or 'none'})")
+                if not idx.isdigit() or (key, int(idx)) not in placed:
+                    known = ", ".join(f"{d}#{i}" for d, i in sorted(placed) if d == key)
+                    raise TraceError(f"--down {name}: no placed replica {replica} (replicas: {known})")
+                self.roles.add((key, int(idx), role))
             elif "#" in name:
                 key, _, idx = name.rpartition("#")
                 if not idx.isdigit() or (key, int(idx)) not in placed:
@@ -170,6 +188,16 @@ class World:
     def replica_down(self, namespace: str, labels: dict) -> bool:
         idx = labels.get(REPLICA)
         return idx is not None and (f"{namespace}/{labels.get(DEPLOYMENT)}", int(idx)) in self.replicas
+
+    def roles_up(self, namespace: str, obj: dict) -> set[str]:
+        """The GPU roles of one replica's LLMInferenceService (or workload) whose pods still serve."""
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if self.replica_down(namespace, labels):
+            return set()
+        roles = {"decode", "prefill"} if "prefill" in (obj.get("spec") or {}) else {"decode"}
+        idx = labels.get(REPLICA)
+        key = f"{namespace}/{labels.get(DEPLOYMENT)}"
+        return {r for r in roles if idx is None or (key, int(idx), r) not in self.roles}
 
 
 def _pins(obj: dict) -> list[str]:
@@ -313,7 +341,7 @@ class Cluster:
         if kind == "Service" and name == HOP_SERVICE and ns == ENVOY_NAMESPACE:
             self._hop(ref, path, hop, depth)
         elif kind == "InferencePool":
-            self._pool(ns, name, hop)
+            self._pool(ns, name, hop, path)
         elif kind == "Service":
             self._service(ns, name, hop)
         elif kind == "Backend":
@@ -390,7 +418,7 @@ class Cluster:
             return
         self._target(rule["backendRefs"][0], route["metadata"]["namespace"], path, hop, depth + 1)
 
-    def _pool(self, ns: str, name: str, hop: Hop) -> None:
+    def _pool(self, ns: str, name: str, hop: Hop, path: str = "/v1/") -> None:
         pool = self.objs.get(("InferencePool", ns, name))
         if pool is None:
             hop.broken = f"InferencePool {ns}/{name} is not rendered on this cluster"
@@ -408,8 +436,10 @@ class Cluster:
         members = [(n, svc) for (k, n_ns, n), svc in _sorted(self.objs)
                    if k == "LLMInferenceService" and n_ns == ns and pool_ref(svc.get("spec") or {}) == name]
         hop.path.append(f"InferencePool {ns}/{name} (endpoint picker {ns}/{picker}, {len(members)} replica(s))")
+        # A bodyless probe gets a random pod of the pool, any role (llm-d-router@v0.9.0
+        # pkg/epp/requestcontrol/director.go L571-578); a request needs a decode pod.
         self._serving(ns, members, "LLMInferenceService", hop,
-                      "its endpoint picker finds no ready pod (503)")
+                      "its endpoint picker finds no ready pod (503)", probe=path.startswith(HEALTH_PREFIX))
 
     def _service(self, ns: str, name: str, hop: Hop) -> None:
         svc = self.objs.get(("Service", ns, name))
@@ -429,15 +459,23 @@ class Cluster:
             return
         self._serving(ns, members, members[0][1]["kind"], hop, "the Service has no ready endpoint (503)")
 
-    def _serving(self, ns: str, members: list, kind: str, hop: Hop, none_left: str) -> None:
+    def _serving(self, ns: str, members: list, kind: str, hop: Hop, none_left: str, probe: bool = False) -> None:
+        """The members whose pods still serve: a request needs a decode pod (the picker's P/D profile
+        handler fails without one, llm-d-router@v0.9.0 pkg/epp/framework/plugins/scheduling/
+        profilehandler/disagg/disagg_profile_handler.go L351-354), a `probe` through the picker any pod.
+        With no prefill pod left it runs decode-only (L360-362: the prefill result is optional, and the
+        routing sidecar skips prefill without its header, pkg/sidecar/proxy/chat_completions.go L85-107)."""
         if not members:
             hop.broken = f"no {kind} serves it on this cluster"
             return
-        alive = [(n, obj) for n, obj in members
-                 if not self.world.replica_down(ns, (obj.get("metadata") or {}).get("labels") or {})]
+        up = {n: self.world.roles_up(ns, obj) for n, obj in members}
+        alive = [(n, obj) for n, obj in members if up[n] if probe or "decode" in up[n]]
         if not alive:
             hop.broken = f"every replica behind it is down: {none_left}"
             return
+        pd = [n for n, obj in members if "prefill" in (obj.get("spec") or {})]
+        if pd and not probe and not any("prefill" in up[n] for n in pd):
+            hop.degraded = "served decode-only (degraded): no prefill pod is left, the decode pods prefill every prompt"
         pins = []
         for n, obj in alive:
             pools = _pins(obj)
@@ -446,7 +484,8 @@ class Cluster:
                 return
             pins.append(f"{n} on {', '.join(pools)}")
         gone = len(members) - len(alive)
-        hop.path.append(f"GPU pods of {', '.join(pins)}" + (f" ({gone} replica(s) down, skipped)" if gone else ""))
+        hop.path.append(f"GPU pods of {', '.join(pins)}" + (f" ({gone} replica(s) down, skipped)" if gone else "")
+                        + (f" ({hop.degraded})" if hop.degraded else ""))
         hop.lands = "gpu"
 
     def healthy(self, service: str, namespace: str, gateways: dict, check_host: str) -> tuple[bool, str]:
@@ -455,10 +494,23 @@ class Cluster:
         entered, listener, broken = self.listener(gateways)
         if broken:
             return False, broken
-        hops = self.follow(namespace, listener, health_path(service, namespace), [], check_host)
-        if any(h.lands for h in hops):
-            return True, ""
-        return False, next((h.broken for h in hops if h.broken), "the health route reaches nothing")
+        for path in self.probe_paths(service, namespace):
+            hops = self.follow(namespace, listener, path, [], check_host)
+            if not any(h.lands for h in hops):
+                why = next((h.broken for h in hops if h.broken), "the health route reaches nothing")
+                return False, why if path == health_path(service, namespace) else f"its check through the picker: {why}"
+        return True, ""
+
+    def probe_paths(self, service: str, namespace: str) -> list[str]:
+        """The paths DNS probes here: the health path and, where the health route has a rule for it,
+        the one through a P/D deployment's pools (Route 53 ANDs both: render/stack.py record_check)."""
+        route = self.objs.get(("HTTPRoute", namespace, f"{service}-health")) or {}
+        paths = [health_path(service, namespace)]
+        second = picker_path(service, namespace)
+        if any(m.get("path", {}).get("value") == second for r in route.get("spec", {}).get("rules") or []
+               for m in r.get("matches") or []):
+            paths.append(second)
+        return paths
 
 
 def _selects(selector: dict, workload: dict) -> bool:
@@ -544,6 +596,12 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
         out.notes.append(f"DNS detection window: about {out.detection} s after the failure (3 failed checks "
                          f"30 s apart, then the {run.result.spec.dns.ttl} s TTL); until then, requests DNS still sends to "
                          "a dropped cluster fail there. The figures below are after it")
+    for key, idx, role in sorted(world.roles):
+        where = next((p.cluster for p in run.result.plan.placements if (p.deployment, p.replica) == (key, idx)), "")
+        if where not in failing:
+            out.notes.append(f"{key}#{idx}/{role} down on {where}: its health checks still pass (a decode pod "
+                             "or another replica answers), so DNS keeps the cluster and there is no DNS detection "
+                             "window; the picker stops choosing the role's pods once they are not Ready")
     weighted = [c for c, w in weights.items() if w]
     live = {c: w for c, w in weights.items() if w and c not in failing}
     if not live and weighted:
@@ -597,5 +655,7 @@ def render(t: Trace) -> list[str]:
         end = f"BROKEN: {h.broken}" if h.broken else {"gpu": "reaches GPU pods", "provider": "reaches the provider"}[h.lands]
         lines.append(f"  {h.cluster} {h.share / 10:.1f}%: " + " -> ".join(h.path) + f"  [{end}]")
     j = t.to_json()["reaches"]
-    lines.append(f"  reaches GPU pods {j['gpu'] / 10:.1f}%, providers {j['provider'] / 10:.1f}%, broken {j['broken'] / 10:.1f}%")
+    degraded = f" ({j['degraded'] / 10:.1f}% degraded: decode-only)" if j.get("degraded") else ""
+    lines.append(f"  reaches GPU pods {j['gpu'] / 10:.1f}%{degraded}, providers {j['provider'] / 10:.1f}%, "
+                 f"broken {j['broken'] / 10:.1f}%")
     return lines

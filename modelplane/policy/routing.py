@@ -119,7 +119,7 @@ def certificate_issuable(resources, config=None):
         spec = r.props["spec"]
         for problem in issuance_problems(spec.get("hostname"), _carried(r)).values():
             out.append((f"{spec['namespace']}/{spec['name']}: {problem} (fix: set tls.acme.dns01 on that cluster, "
-                        "e.g. dns01: {route53: {hostedZoneId: ...}} on EKS or {cloudDns: {project: ...}} on GKE)", r.urn))
+                        "e.g. dns01: {route53: {hostedZoneId: ...}} on EKS or {cloudDns: {project: ..., managedZone: ...}} on GKE)", r.urn))
     return out
 
 

@@ -156,7 +156,10 @@ def acme_solver(acme: dict) -> dict:
         r53 = dns01["route53"]
         return {"dns01": {"route53": {"region": r53.get("region", "us-east-1"), "hostedZoneID": r53["hostedZoneId"]}}}
     if dns01:
-        return {"dns01": {"cloudDNS": {"project": dns01["cloudDns"]["project"]}}}
+        # With hostedZoneName cert-manager looks no zone up in the project (cert-manager v1.21.1
+        # pkg/issuer/acme/dns/clouddns/clouddns.go L244-246), so a zone-level role is enough.
+        return {"dns01": {"cloudDNS": {"project": dns01["cloudDns"]["project"],
+                                       "hostedZoneName": dns01["cloudDns"]["managedZone"]}}}
     return {"http01": {"gatewayHTTPRoute": {"parentRefs": [
         {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
          "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}]}}}

@@ -204,8 +204,8 @@ def dns01_account(c: InferenceCluster) -> tuple[str, str] | None:
 
 def _dns01_identity(c: InferenceCluster, graph: Graph, parent: str) -> dict[str, list]:
     """GKE Workload Identity for cert-manager's Cloud DNS solver (cert-manager docs, "Google
-    CloudDNS", Workload Identity): a Google service account allowed to edit DNS in the zone's
-    project, which cert-manager's Kubernetes ServiceAccount may impersonate (its chart annotates
+    CloudDNS", Workload Identity): a Google service account allowed to edit DNS in the managed
+    zone alone, which cert-manager's Kubernetes ServiceAccount may impersonate (its chart annotates
     the ServiceAccount with the account's email, see render/addons.py)."""
     found = dns01_account(c)
     if found is None:
@@ -214,9 +214,13 @@ def _dns01_identity(c: InferenceCluster, graph: Graph, parent: str) -> dict[str,
     project = c.gke.project
     account = graph.add(Node("gcp:serviceaccount/account:Account", f"{c.name}-dns01", {
         "accountId": account_id, "project": project, "displayName": f"cert-manager DNS-01 on {c.name}"}, parent))
-    dns = graph.add(Node("gcp:projects/iAMMember:IAMMember", f"{c.name}-dns01-dns", {
-        "project": c.tls.acme.dns01.cloud_dns.project, "role": "roles/dns.admin", "member": f"serviceAccount:{email}"},
-        parent, depends_on=(account,)))
+    # On the managed zone, not the project (review N9): pulumi-gcp `gcp.dns.DnsManagedZoneIamMember`
+    # (managedZone, project, role, member). Cloud DNS IAM has no record-name condition, so the account
+    # can still edit any record of that zone, but no other zone of the project.
+    zone = c.tls.acme.dns01.cloud_dns
+    dns = graph.add(Node("gcp:dns/dnsManagedZoneIamMember:DnsManagedZoneIamMember", f"{c.name}-dns01-dns", {
+        "project": zone.project, "managedZone": zone.managed_zone, "role": "roles/dns.admin",
+        "member": f"serviceAccount:{email}"}, parent, depends_on=(account,)))
     ns, ksa = CERT_MANAGER_SERVICE_ACCOUNT
     bind = graph.add(Node("gcp:serviceaccount/iAMMember:IAMMember", f"{c.name}-dns01-workload-identity", {
         "serviceAccountId": Ref(account, "name"), "role": "roles/iam.workloadIdentityUser",

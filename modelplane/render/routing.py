@@ -341,8 +341,13 @@ def health_path(service: str, namespace: str) -> str:
     return f"{HEALTH_PREFIX}/{namespace}/{service}"
 
 
+def picker_path(service: str, namespace: str) -> str:
+    """The second probe of a P/D deployment's cluster: through its InferencePool and endpoint picker."""
+    return f"{health_path(service, namespace)}/picker"
+
+
 def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, targets: list[Target],
-                 hop: bool = False) -> dict:
+                 hop: bool = False, through_pickers: list[Target] | None = None) -> dict:
     """What a DNS health check asks on one cluster, on the listener clients use (so a missing
     certificate fails it): `GET <health path>` rewritten to `/health` and sent where the service's
     requests go on this cluster — a KServe deployment's InferencePool (its picker answers with a
@@ -350,7 +355,9 @@ def health_route(service: str, namespace: str, hostnames: list[str], gateway: di
     its decode pods for P/D (a ready prefill pod must not make the cluster look healthy), a native
     deployment's Service. With `hop` (the service's requests reach its pools through the hop
     Gateway here) the pools are probed through the hop too, by the same header rules, so a hop
-    Envoy that is down or a hop rule that is missing fails the check (review N3)."""
+    Envoy that is down or a hop rule that is missing fails the check (review N3).
+    `through_pickers` (a P/D deployment here, Route 53): a second rule on `picker_path`, sent where
+    client requests go (its pool, so its picker), which a second check probes (review N4)."""
     rewrite = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/health"}}}
     match = {"path": {"type": "Exact", "value": health_path(service, namespace)}}
     if targets:
@@ -358,12 +365,16 @@ def health_route(service: str, namespace: str, hostnames: list[str], gateway: di
     else:   # nothing of ours to probe here: the Gateway answers itself (gateway_health)
         rule = {"matches": [match], "filters": [{"type": "ExtensionRef", "extensionRef": {
             "group": ENVOY, "kind": "HTTPRouteFilter", "name": f"{service}-health"}}]}
+    rules = [rule]
+    if through_pickers:
+        rules.append(split_rule(through_pickers, namespace, {"path": {"type": "Exact", "value": picker_path(
+            service, namespace)}}, [rewrite], hop=hop))
     tls = bool(gateway.get("tls"))
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
               "sectionName": "https" if tls else "http"}
     return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute",
             "metadata": meta(f"{service}-health", namespace, _labels(service)),
-            "spec": {"parentRefs": [parent], "hostnames": hostnames, "rules": [rule]}}
+            "spec": {"parentRefs": [parent], "hostnames": hostnames, "rules": rules}}
 
 
 def gateway_health(service: str, namespace: str) -> dict:
@@ -487,13 +498,33 @@ def probe_targets(svc, routes, deployments: dict) -> dict[str, list[Target]]:
     return out
 
 
+def picker_probes(svc, routes, deployments: dict) -> dict[str, list[Target]]:
+    """cluster -> the targets a second check probes where the first one skips a picker: a cluster
+    with a P/D KServe deployment of the service, whose first check asks its decode pods only. The
+    second asks what clients use, the pools: a bodyless request gets a random pod of the pool, prefill
+    or decode, and 500 with none or with the picker down (llm-d-router@v0.9.0
+    pkg/epp/handlers/request.go L41-47, L60-63; pkg/epp/requestcontrol/director.go L571-578; AI
+    Gateway's ext_proc is fail-closed, ai-gateway@v1.0.0 internal/extensionserver/inferencepool.go
+    L295-315). Only a Route 53 CALCULATED check can AND the two (render/stack.py)."""
+    out: dict[str, list[Target]] = {}
+    pd = {b.cluster for b in routes.backends if b.kind == "deployment"
+          and deployments[b.name].backend == "kserve" and deployments[b.name].disaggregated}
+    for b in routes.backends:
+        if b.kind == "deployment" and b.cluster in pd:
+            out.setdefault(b.cluster, []).append(deployment_target(deployments[b.name], b.units, svc.namespace))
+    return out
+
+
 def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict,
-                    health_hosts: dict | None = None, model: str | None = None) -> dict[str, list[dict]]:
+                    health_hosts: dict | None = None, model: str | None = None,
+                    and_pickers: bool = False) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
     `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without);
-    `model`: the model name it answers to when it shares its hostname (routed by model name)."""
+    `model`: the model name it answers to when it shares its hostname (routed by model name);
+    `and_pickers`: DNS can AND two checks (Route 53), so a P/D cluster is also probed through its pools."""
     probes = probe_targets(svc, routes, deployments) if health_hosts else {}
+    pickers = picker_probes(svc, routes, deployments) if health_hosts and and_pickers else {}
     replicas: dict[str, int] = {}
     for b in routes.backends:
         replicas[b.cluster] = replicas.get(b.cluster, 0) + len(b.replicas)
@@ -508,7 +539,7 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
         # The pools are reached through the hop here; the health check takes the same way (N3).
         via_hop = bool(targets) and (needs_hop(targets) or model is not None)
         probe_hop = via_hop and bool((health_hosts or {}).get(cluster)) and \
-            any(t.own_rule for t in probes.get(cluster, []))
+            any(t.own_rule for t in [*probes.get(cluster, []), *pickers.get(cluster, [])])
         if probe_hop:
             hop_route = next(o for o in objects if o["metadata"]["name"] == f"{svc.name}-hop")
             if "hostnames" in hop_route["spec"]:      # Envoy keeps the check's Host on its way to the hop
@@ -534,7 +565,7 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
                                         name == routes.fallback)
         if (health_hosts or {}).get(cluster):
             objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateway,
-                                        probes.get(cluster, []), hop=via_hop))
+                                        probes.get(cluster, []), hop=via_hop, through_pickers=pickers.get(cluster)))
             if cluster not in probes:
                 objects.append(gateway_health(svc.name, svc.namespace))
         out[cluster] = objects

@@ -21,7 +21,7 @@ from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from .names import ROLE, SecretValue
 from .order import rank, role_edges, scale_change
 from .replica import render_cluster_entry, render_replica
-from .routing import health_path, service_objects
+from .routing import health_path, picker_path, picker_probes, service_objects
 from .substrate import model_identity, namespace, priority_classes, queues
 
 PROJECT = "modelplane"
@@ -323,7 +323,8 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     hosts = health_hosts(dns, routes) if svc.hostname else None
     # A fallback provider is reached through Envoy AI Gateway's priorities: the route matches the model.
     for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts,
-                                              model if shared or routes.fallback else None).items():
+                                              model if shared or routes.fallback else None,
+                                              and_pickers=dns is not None and dns.kind == "route53").items():
         target = targets[cluster]
         for obj in objects:
             graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
@@ -367,7 +368,8 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
             svc, routes = members[0]
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
-                check = route53_check(graph, me, provider, dns, svc, cluster, tls)
+                check = record_check(graph, me, provider, f"{svc.namespace}-{svc.name}-{cluster}",
+                                     route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls))
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
                           "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": weight}],
                           "records": [gateway_record(zone.domain, cluster)]}
@@ -379,7 +381,8 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 # records only once every non-zero one is unhealthy (developer guide, "Weighted
                 # routing", "Health checks and weighted routing"), so a standby takes clients only
                 # when no replica can; its check asks its Gateway (routing.gateway_health).
-                check = route53_check(graph, me, provider, dns, svc, cluster, tls)
+                check = record_check(graph, me, provider, f"{svc.namespace}-{svc.name}-{cluster}",
+                                     route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls))
                 graph.add(Node("aws:route53/record:Record", f"{svc.namespace}-{svc.name}-{cluster}", {
                     "zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
                     "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": 0}],
@@ -426,17 +429,36 @@ def standby(routes) -> list[str]:
     return [c for c in routes.standby if c not in routes.dns]
 
 
-def route53_check(graph: Graph, me: str, provider: str, dns, svc, cluster: str, tls: dict) -> str:
+def route53_checks(graph: Graph, me: str, provider: str, dns, svc, routes, deployments: dict, cluster: str,
+                   tls: dict) -> list[str]:
     """A cluster whose replicas, route or certificate fail loses its share until they answer again:
-    the check asks what a client's request uses, over HTTPS where the cluster terminates TLS (Route 53
+    each check asks what a client's request uses, over HTTPS where the cluster terminates TLS (Route 53
     sends the fqdn as SNI and Host; it does not validate the certificate, but a listener without one
-    refuses the connection)."""
+    refuses the connection). One check, and a second through the pools where the first asks a P/D
+    deployment's decode pods only (routing.picker_probes, review N4)."""
     https = bool(tls.get(cluster))
-    return graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{svc.namespace}-{svc.name}-{cluster}", {
+    name = f"{svc.namespace}-{svc.name}-{cluster}"
+    paths = [(name, health_path(svc.name, svc.namespace))]
+    if cluster in picker_probes(svc, routes, deployments):
+        paths.append((f"{name}-picker", picker_path(svc.name, svc.namespace)))
+    return [graph.add(Node("aws:route53/healthCheck:HealthCheck", check, {
         "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
         "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
-        "resourcePath": health_path(svc.name, svc.namespace), "requestInterval": CHECK_INTERVAL_S,
-        "failureThreshold": CHECK_FAILURES}, me, provider))
+        "resourcePath": path, "requestInterval": CHECK_INTERVAL_S,
+        "failureThreshold": CHECK_FAILURES}, me, provider)) for check, path in paths]
+
+
+def record_check(graph: Graph, me: str, provider: str, name: str, children: list[str]) -> str:
+    """The check a record names: its one check, or a Route 53 CALCULATED check healthy only while every
+    child is (`childHealthThreshold` = their number; pulumi-aws `aws.route53.HealthCheck`: `type`
+    CALCULATED, `childHealthchecks`, `childHealthThreshold`, which the API takes as the number of
+    healthy children required). Children stay plain checks, so a shared hostname ANDs all of its
+    services' checks in one (shared_records) rather than nesting calculated checks."""
+    if len(children) == 1:
+        return children[0]
+    return graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-calculated", {
+        "type": "CALCULATED", "childHealthchecks": [Ref(c, "id") for c in children],
+        "childHealthThreshold": len(children)}, me, provider))
 
 
 def shared_weights(members: list) -> dict[str, int]:
@@ -456,8 +478,8 @@ def shared_records(graph: Graph, me: str, provider: str, dns, host: str, members
     Route 53 CALCULATED health check healthy only while all its children are (childHealthThreshold)."""
     slug = host.replace(".", "-")
     for cluster, weight in sorted(shared_weights(members).items()):
-        children = [route53_check(graph, me, provider, dns, svc, cluster, tls) for svc, routes in members
-                    if cluster in routes.dns]
+        children = [c for svc, routes in members if cluster in routes.dns
+                    for c in route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls)]
         record = {"zoneId": dns.zone.zone_id, "name": host, "type": "CNAME", "ttl": dns.ttl, "setIdentifier": cluster,
                   "weightedRoutingPolicies": [{"weight": weight}], "records": [gateway_record(dns.zone.domain, cluster)]}
         if children:

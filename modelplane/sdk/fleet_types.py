@@ -361,10 +361,12 @@ class Route53Solver(TypedDict):
 
 
 class CloudDnsSolver(TypedDict):
-    "DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity)."
+    "DNS-01 in a Cloud DNS zone, with the cluster's own Google identity (GKE Workload Identity),\nallowed to edit that managed zone alone (review N9)."
 
     project: str
     'the project that holds the managed zone'
+    managedZone: NotRequired[str]
+    "the managed zone's name (not its DNS name)"
 
 
 class Dns01(TypedDict):
