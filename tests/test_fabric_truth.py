@@ -62,12 +62,10 @@ def test_moe_dp_across_nodes_is_refused_on_tcpxo_with_or_without_expert():
     assert all_to_all_problem(dense, pool("gpudirect-tcpxo")) is None
 
 
-def test_expert_parallelism_across_nodes_on_efa_is_refused_naming_deepep():
-    """G2: DeepEP's inter-node kernels need NVSHMEM IBGDA, mlx5 only (deepseek-ai/DeepEP#369, open;
-    awslabs/ai-on-eks#198); llm-d's wide-EP guide asks for InfiniBand or RoCE (guides/wide-ep-lws/README.md
-    @ 00b06e46)."""
-    why = all_to_all_problem(r1(True), pool("efa"))
-    assert "IBGDA" in why and "drop `expert`" in why
+def test_expert_parallelism_across_nodes_on_efa_passes_the_all_to_all_rule():
+    """G2: EFA counts as RDMA with vLLM's default all-to-all; DeepEP backends and images without the
+    aws-ofi-nccl plugin are refused through the role's refused_fabrics (tests/test_efa_nccl.py)."""
+    assert all_to_all_problem(r1(True), pool("efa")) is None
     assert all_to_all_problem(r1(False), pool("efa")) is None
     assert all_to_all_problem(r1(True), pool("roce")) is None
     assert all_to_all_problem(r1(True), pool("efa", domain=18)) is None    # one NVLink domain carries it

@@ -26,14 +26,15 @@ The scheduler scores the *effective* fabric, the renderers add the wiring, and t
   EFA's OS-bypass traffic stays within one subnet (AWS ParallelCluster efa-v3: "with other instances
   in the same subnet"), so a node group over several subnets is TCP between nodes, and eksctl
   refuses EFA groups with more than one subnet (eksctl@99984adb pkg/apis/eksctl.io/v1alpha5/
-  validation.go L882-885).
+  validation.go L882-885). NCCL reaches EFA only through the aws-ofi-nccl plugin, so multi-node
+  engines pin NCCL_NET to it (catalog/netplugins.yaml) and images known not to carry it are refused.
 - Existing clusters: the owner built the fabric the class declares.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, GpuDirectRelease, InferenceClass
+from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, GpuDirectRelease, InferenceClass, NetPlugin
 
 GKE_DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
 RDMA_DEVICE_CLASS = "mrdma.google.com"
@@ -51,6 +52,7 @@ class FabricWiring:
     gpudirect: str | None = None  # tcpx | tcpxo: pods carry the GPUDirect networks and daemon
     recipe: GpuDirectRecipe | None = None
     release: GpuDirectRelease | None = None   # the recipe's release for the cluster's GKE minor
+    plugin: NetPlugin | None = None   # the NCCL net plugin multi-node engines pin (catalog/netplugins.yaml)
 
     @property
     def wired(self) -> bool:
@@ -69,7 +71,44 @@ class FabricWiring:
             rel = self.release
             out["gpudirect"] = {"kind": self.gpudirect, **engine_facts(self.recipe), "released": rel.released.isoformat(),
                                 "daemonImage": rel.daemon_image, "ncclEnv": dict(rel.nccl_env)}
+        if self.plugin and self.wired:
+            out["netPlugin"] = plugin_facts(self.plugin)
         return out
+
+
+def plugin_facts(plugin: NetPlugin) -> dict:
+    """What a fabric's NCCL net plugin asks of a multi-node engine (the pool's fabric.netPlugin)."""
+    out = {"ncclNet": plugin.nccl_net}
+    if plugin.nccl_env:
+        out["ncclEnv"] = dict(plugin.nccl_env)
+    if plugin.kserve_image:
+        out["kserveImage"] = plugin.kserve_image
+    if plugin.refused_images:
+        out["refusedImages"] = dict(plugin.refused_images)
+    if plugin.refused_backends:
+        out["refusedBackends"] = dict(plugin.refused_backends)
+    return out
+
+
+def all2all_backend(engine) -> str | None:
+    """The vLLM all-to-all backend an engine asks for: `--all2all-backend` in its args (newer vLLM)
+    or VLLM_ALL2ALL_BACKEND in its env; None: vLLM's default (NCCL collectives)."""
+    args = list(engine.args)
+    for i, arg in enumerate(args):
+        if arg == "--all2all-backend" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--all2all-backend="):
+            return arg.split("=", 1)[1]
+    return next((e.value for e in engine.env if e.name == "VLLM_ALL2ALL_BACKEND" and e.value), None)
+
+
+def all2all_refusal(plugin: dict, backend: str | None) -> str | None:
+    """Why a fabric's multi-node workers cannot run `backend` (`plugin`: plugin_facts), or None."""
+    if not backend:
+        return None
+    why = next((w for prefix, w in sorted((plugin.get("refusedBackends") or {}).items())
+                if backend.startswith(prefix)), None)
+    return f"all-to-all backend {backend} cannot run across nodes here: {why}" if why else None
 
 
 def engine_facts(recipe: GpuDirectRecipe) -> dict:
@@ -103,10 +142,11 @@ def gpudirect_version_gap(recipe: GpuDirectRecipe, version: str) -> str | None:
 
 
 def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDirectRecipe] | None = None,
-                  version: str | None = None, subnets: int = 1) -> FabricWiring:
+                  version: str | None = None, subnets: int = 1,
+                  plugins: dict[str, NetPlugin] | None = None) -> FabricWiring:
     """The wiring a pool of `cls` gets on a `gke`, `eks` or `existing` cluster. `gpudirect`: the
     catalog's TCPX/TCPXO recipes; `version`: the GKE control-plane version; `subnets`: how many
-    subnets an EKS node group spans."""
+    subnets an EKS node group spans; `plugins`: the catalog's NCCL net plugins by fabric."""
     declared = cls.capabilities.network.fabric
     if declared not in MULTI_NODE_FABRICS:
         return FabricWiring(declared, declared, "none")
@@ -133,7 +173,8 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
                             note=f"EFA traffic stays within one subnet and this node group spans {subnets}; "
                                  "give the pool one subnet (subnetIds) to wire it")
     if declared == "efa" and eks.efa_interfaces:
-        return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces)
+        return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces,
+                            plugin=(plugins or {}).get("efa"))
     return FabricWiring(declared, "tcp", "none", note="the class attaches no EFA interfaces")
 
 
@@ -147,8 +188,8 @@ def carries(fabric: dict, multi_node: bool, disaggregated: bool) -> bool:
 
 
 def image_refusal(gpudirect: dict, image: str | None, kserve_default: str | None = None) -> str | None:
-    """Why an engine image cannot load a GPUDirect pool's NCCL plugin (`gpudirect`: the pool's
-    fabric.gpudirect or engine_facts), or None. `image` None: KServe's presets choose it, and the
+    """Why an engine image cannot load a pool's NCCL plugin (`gpudirect`: the pool's fabric.gpudirect
+    or fabric.netPlugin, or engine_facts / plugin_facts), or None. `image` None: KServe's presets choose it, and the
     pool replaces their `kserve_default` with its kserveImage where it has one."""
     if image is None:
         image = gpudirect.get("kserveImage") or kserve_default
@@ -160,5 +201,6 @@ def image_refusal(gpudirect: dict, image: str | None, kserve_default: str | None
     why = (gpudirect.get("refusedImages") or {}).get(repository)
     if why is None:
         return None
-    fix = f"; use {gpudirect['kserveImage']}" if gpudirect.get("kserveImage") else ""
+    fix = (f"; use {gpudirect['kserveImage']}" if gpudirect.get("kserveImage") else
+           "; set engine.image to one that carries it")
     return f"image {image} cannot load the {gpudirect['ncclNet']} NCCL plugin: {why}{fix}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..api import Catalog, InferenceCluster, ModelDeployment
 from ..api.deployment import PRIORITY_CLASSES
-from ..api.fabric import engine_facts, fabric_wiring, image_refusal
+from ..api.fabric import all2all_backend, all2all_refusal, engine_facts, fabric_wiring, image_refusal, plugin_facts
 from ..api.rules import capacity_block_gap
 from ..analysis.cost import pool_price
 from ..scheduler.bindings import resolve
@@ -34,7 +34,8 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
             "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version,
-                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1).to_json(),
+                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1,
+                                    catalog.net_plugins).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
@@ -145,7 +146,9 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
 
 
 def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:
-    """GPUDirect fabrics whose NCCL plugin this role's engine image cannot load, and why."""
+    """Fabrics a multi-node worker of this role cannot use, and why: GPUDirect ones whose NCCL plugin
+    its engine image cannot load, and those whose net plugin (catalog/netplugins.yaml) its image does
+    not carry or whose all-to-all backend it asks for cannot run there."""
     if catalog is None:
         return {}
     image = engine.image if engine.image or md.backend != "kserve" else None
@@ -155,6 +158,12 @@ def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dic
         why = image_refusal(engine_facts(recipe), image, default)
         if why:
             out[f"gpudirect-{kind}"] = why
+    backend = all2all_backend(engine)
+    for fabric, plugin in sorted(catalog.net_plugins.items()):
+        facts = plugin_facts(plugin)
+        why = all2all_refusal(facts, backend) or image_refusal(facts, image, default)
+        if why:
+            out[fabric] = why
     return out
 
 

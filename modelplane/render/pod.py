@@ -37,6 +37,7 @@ class GpuWiring:
     gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
     channel_claim_template: str | None = None   # an IMEX channel of the role's ComputeDomain (multi-node NVLink)
     arm64: bool = False                # the pool's hosts are Arm (Grace)
+    net_plugin: dict | None = None     # a multi-node worker's NCCL net plugin to pin (the pool's fabric.netPlugin)
 
     @property
     def wired(self) -> bool:
@@ -108,6 +109,8 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["args"] = list(args)
     if gpu.gpudirect:
         env = gd.engine_env(gpu.gpudirect, env)
+    elif gpu.net_plugin:   # NCCL_NET pinned: an image without the plugin stops instead of using TCP
+        env = gd.engine_env(gpu.net_plugin, env, lib_dir=None)
     if env:
         out["env"] = list(env)
     if port is not None:
