@@ -5,7 +5,8 @@ when the pool and the pods are wired for it; otherwise they talk over the primar
 The scheduler scores the *effective* fabric, the renderers add the wiring, and the
 `fabric-wired` policy checks that every multi-node or disaggregated replica got it.
 
-- GKE A3 Ultra / A4 (GPUDirect RDMA over RoCE): GKE managed DRANET. The cluster runs Dataplane
+- GKE A3 Ultra / A4 / A4X (GPUDirect RDMA over RoCE): GKE managed DRANET, and Google's gIB NCCL
+  plugin installed on the nodes and pinned in multi-node engines (catalog/netplugins.yaml). The cluster runs Dataplane
   V2, the node pool sets `network_config.accelerator_network_profile: auto` (GKE creates the RDMA
   VPC and subnets) and the label `cloud.google.com/gke-networking-dra-driver=true`; pods claim
   the RDMA NICs through DRA (device class `mrdma.google.com`, allocation mode All). Recipe:
@@ -53,6 +54,7 @@ class FabricWiring:
     recipe: GpuDirectRecipe | None = None
     release: GpuDirectRelease | None = None   # the recipe's release for the cluster's GKE minor
     plugin: NetPlugin | None = None   # the NCCL net plugin multi-node engines pin (catalog/netplugins.yaml)
+    plugin_name: str = ""             # its catalog key (efa | gib)
 
     @property
     def wired(self) -> bool:
@@ -72,7 +74,7 @@ class FabricWiring:
             out["gpudirect"] = {"kind": self.gpudirect, **engine_facts(self.recipe), "released": rel.released.isoformat(),
                                 "daemonImage": rel.daemon_image, "ncclEnv": dict(rel.nccl_env)}
         if self.plugin and self.wired:
-            out["netPlugin"] = plugin_facts(self.plugin)
+            out["netPlugin"] = {"name": self.plugin_name, **plugin_facts(self.plugin)}
         return out
 
 
@@ -87,6 +89,10 @@ def plugin_facts(plugin: NetPlugin) -> dict:
         out["refusedImages"] = dict(plugin.refused_images)
     if plugin.refused_backends:
         out["refusedBackends"] = dict(plugin.refused_backends)
+    if plugin.env_script:
+        out["envScript"] = plugin.env_script
+    if plugin.host_paths:
+        out["hostPaths"] = dict(plugin.host_paths)
     return out
 
 
@@ -155,7 +161,8 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
     if source == "gke":
         gke = cls.provisioning.gke
         if gke.gpudirect == "rdma":
-            return FabricWiring(declared, declared, "gke-dranet", nic_device_class=RDMA_DEVICE_CLASS)
+            return FabricWiring(declared, declared, "gke-dranet", nic_device_class=RDMA_DEVICE_CLASS,
+                                plugin=(plugins or {}).get("gib"), plugin_name="gib")
         kind = gke.gpudirect
         recipe = (gpudirect or {}).get(kind)
         if recipe is None:
@@ -174,7 +181,7 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
                                  "give the pool one subnet (subnetIds) to wire it")
     if declared == "efa" and eks.efa_interfaces:
         return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces,
-                            plugin=(plugins or {}).get("efa"))
+                            plugin=(plugins or {}).get("efa"), plugin_name="efa")
     return FabricWiring(declared, "tcp", "none", note="the class attaches no EFA interfaces")
 
 

@@ -15,7 +15,7 @@ from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HO
 from ..render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from ..render.dra import CHANNEL_DEVICE_CLASS
 from ..scheduler import Cluster, Demand, Pool, Role, allocate
-from ..scheduler.model import domain_nodes, topology_of
+from ..scheduler.model import PLUGIN_KEY, domain_nodes, topology_of
 
 INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -97,7 +97,8 @@ def cluster_from_inventory(inv: dict) -> Cluster:
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
                        int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
                        domain_nodes(p["capabilities"]), (p.get("price") or {}).get("hourly"),
-                       p.get("capacityType", "on-demand"), int(p.get("minNodes", 0)), dict(p.get("labels") or {}))
+                       p.get("capacityType", "on-demand"), int(p.get("minNodes", 0)), dict(p.get("labels") or {}),
+                       (p["fabric"].get("netPlugin") or {}).get("name", ""))
                   for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues, inv.get("region", ""), inv.get("cloud", ""))
@@ -159,11 +160,11 @@ def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dic
         if why:
             out[f"gpudirect-{kind}"] = why
     backend = all2all_backend(engine)
-    for fabric, plugin in sorted(catalog.net_plugins.items()):
+    for name, plugin in sorted(catalog.net_plugins.items()):
         facts = plugin_facts(plugin)
         why = all2all_refusal(facts, backend) or image_refusal(facts, image, default)
-        if why:
-            out[fabric] = why
+        if why:   # keyed apart from fabric names: only pools wired with the plugin refuse (scheduler/filter.py)
+            out[f"{PLUGIN_KEY}{name}"] = why
     return out
 
 

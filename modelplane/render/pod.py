@@ -110,7 +110,7 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
     if gpu.gpudirect:
         env = gd.engine_env(gpu.gpudirect, env)
     elif gpu.net_plugin:   # NCCL_NET pinned: an image without the plugin stops instead of using TCP
-        env = gd.engine_env(gpu.net_plugin, env, lib_dir=None)
+        env = gd.engine_env(plugin_env(gpu.net_plugin), env, lib_dir=None)
     if env:
         out["env"] = list(env)
     if port is not None:
@@ -124,7 +124,33 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
     out["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if gpu.gpudirect:
         out["volumeMounts"] += gd.engine_mounts(gpu.gpudirect["kind"])
+    out["volumeMounts"] += [{"name": name, "mountPath": mount} for name, _, mount in plugin_paths(gpu)]
     return out
+
+
+def plugin_env(plugin: dict) -> dict:
+    """NCCL_NET and the settings a net plugin asks for; its env script through BASH_ENV, which every
+    non-interactive bash sources first (KServe v0.20.0's presets run `/bin/bash -c`:
+    config/llmisvcconfig/config-llm-worker-data-parallel.yaml L16-18, L298-300; llm-d's GKE wide-EP
+    manifests set BASH_ENV to gIB's script). Native commands run /bin/sh and source it themselves."""
+    env = dict(plugin.get("ncclEnv") or {})
+    if plugin.get("envScript"):
+        env["BASH_ENV"] = plugin["envScript"]
+    return {"ncclNet": plugin["ncclNet"], "ncclEnv": env}
+
+
+def plugin_paths(gpu: GpuWiring) -> list[tuple[str, str, str]]:
+    """(volume name, node path, mount path) of each directory the pinned net plugin needs."""
+    paths = sorted(((gpu.net_plugin or {}).get("hostPaths") or {}).items())
+    return [(f"net-plugin-{i}", host, mount) for i, (host, mount) in enumerate(paths)]
+
+
+def sourcing(command: list[str], gpu: GpuWiring) -> list[str]:
+    """A `/bin/sh -c` command that first sources the pinned net plugin's env script, if it has one."""
+    script = (gpu.net_plugin or {}).get("envScript")
+    if not script or len(command) < 3:
+        return list(command)
+    return [command[0], command[1], f". {script}; {command[2]}", *command[3:]]
 
 
 def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
@@ -147,6 +173,7 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]
     if gpu.gpudirect:
         spec["volumes"] += gd.volumes(gpu.gpudirect["kind"])
+    spec["volumes"] += [{"name": name, "hostPath": {"path": host}} for name, host, _ in plugin_paths(gpu)]
     return spec
 
 

@@ -10,7 +10,7 @@ from ..scheduler.model import TOPOLOGY_AXES
 from . import kai, keda, kserve, native, picker, presets
 from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, await_ready, labels, meta, replica_name, workload_name
-from .pod import GpuWiring, container, env_list, pod_spec, token_env
+from .pod import GpuWiring, container, env_list, pod_spec, sourcing, token_env
 from .pod import pod_annotations as wiring_annotations
 
 
@@ -195,6 +195,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         if topology.nodes_per_worker > 1:
             lead_cmd, work_cmd = (native.ray_commands(args) if native.uses_ray(topology) else
                                   native.data_parallel_commands(args, topology.data_local))
+            lead_cmd, work_cmd = sourcing(lead_cmd, gpu), sourcing(work_cmd, gpu)
             leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
                                         port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from .cel import CelError, Matcher, cluster_place, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
+                    PLUGIN_KEY,
                     QUEUE, RDMA_FABRICS, SHAPE, SIZED, SPOT, Demand, Rejection)
 
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
@@ -89,8 +90,10 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
         return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
                         f"over {pool.fabric}")
-    if role.nodes_per_worker > 1 and pool.fabric in role.refused_fabrics:
-        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {role.refused_fabrics[pool.fabric]}"
+    refused = role.refused_fabrics.get(pool.fabric) or (
+        role.refused_fabrics.get(PLUGIN_KEY + pool.net_plugin) if pool.net_plugin else None)
+    if role.nodes_per_worker > 1 and refused:
+        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {refused}"
     problem = all_to_all_problem(role, pool)
     if problem:
         return FABRIC, problem
