@@ -84,3 +84,22 @@ def test_p6e_keeps_its_instance_store_and_secondary_bandwidth_unconfirmed():
     assert cls.capabilities.network.bandwidth_gbps == 1600
     assert cls.provisioning.eks.instance_store_gb == 22500
     assert {"capabilities.network", "provisioning.eks.instanceStoreGb"} <= set(cls.unconfirmed)
+
+
+# ---- the catalog's KV facts against the models' own config.json (issue 46, point 4) ----------
+
+@pytest.mark.parametrize("uri,layers,heads,kv_heads,head_dim,kv_lora", [
+    # ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/model_configs/<org>--<name>_config.json
+    ("hf://deepseek-ai/DeepSeek-R1", 61, 128, None, None, 512 + 64),
+    ("hf://moonshotai/Kimi-K2-Instruct", 61, 64, None, None, 512 + 64),
+    ("hf://Qwen/Qwen3-32B", 64, 64, 8, 128, None),
+    ("hf://Qwen/Qwen3-8B", 36, 32, 8, 128, None),
+    ("hf://openai/gpt-oss-20b", 24, 64, 8, 64, None),
+    # aiconfigurator@f577ab84 src/aiconfigurator/model_configs/meta-llama--Llama-3.3-70B-Instruct_config.json
+    ("hf://meta-llama/Llama-3.3-70B-Instruct", 80, 64, 8, 8192 // 64, None),
+])
+def test_kv_facts_read_from_the_models_config_json_are_confirmed(uri, layers, heads, kv_heads, head_dim, kv_lora):
+    facts = load_catalog().models[uri]
+    assert (facts.layers, facts.attention_heads, facts.kv_heads, facts.head_dim, facts.kv_lora_rank) == \
+        (layers, heads, kv_heads, head_dim, kv_lora)
+    assert not {"kv", "attentionHeads"} & set(facts.unconfirmed)

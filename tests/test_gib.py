@@ -50,6 +50,8 @@ def test_multi_node_pods_on_roce_pin_gib_and_mount_it(run, name):
         (engine,) = pod["containers"]
         env = {e["name"]: e.get("value") for e in engine["env"]}
         assert env["NCCL_NET"] == "gIB" and env["BASH_ENV"] == "/usr/local/gib/scripts/set_nccl_env.sh"
+        # G5: vLLM expert_parallel_deployment.md @01702569, GLOO_SOCKET_IFNAME=eth0 against init hangs
+        assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == "eth0"
         volumes = {v["name"]: v for v in pod["volumes"]}
         mounts = {m["mountPath"]: m["name"] for m in engine["volumeMounts"]}
         assert volumes[mounts["/usr/local/gib"]]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
