@@ -72,3 +72,14 @@ def test_deepep_is_refused_across_nodes_on_gke_roce(run):
     [why] = [r.detail for r in unplaced.reasons if r.reason == "fabric"]
     assert "all-to-all backend deepep_low_latency cannot run across nodes here" in why
     assert "privileged engine for GPU-initiated RDMA" in why
+
+
+def test_a4x_clusters_get_the_arm64_gib_installer():
+    """gpudirect-rdma/nccl-rdma-installer-a4x.yaml @992db812: nccl-plugin-gib-arm64:v1.1.0 on nvidia-gb200 arm64 nodes."""
+    from helpers import planned
+
+    run = planned("example-wide-ep")
+    files = {r.name: r.inputs["file"] for r in run.records
+             if r.type == "kubernetes:yaml/v2:ConfigFile" and "gib" in r.name}
+    arm = load_catalog().substrate["gibInstallerArm64"]["manifests"]
+    assert arm in files.values() and arm.endswith("gpudirect-rdma/nccl-rdma-installer-a4x.yaml")
