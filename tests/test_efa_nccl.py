@@ -116,3 +116,19 @@ def test_an_efa_image_of_ones_own_from_catalog_dir_is_what_kserve_runs(tmp_path)
         (engine,) = pod["containers"]
         env = {e["name"]: e.get("value") for e in engine["env"]}
         assert engine["image"] == OWN_IMAGE and env["NCCL_NET"] == "Libfabric"
+
+
+def test_fabric_wired_fails_a_rendered_deepep_backend_or_a_missing_pin_on_efa(efa_run):
+    """The pack re-checks rendered pods with the same rule (policy/serving.py fabric-wired)."""
+    from helpers import stack_policy_args
+    from modelplane.policy.serving import fabric_wired
+
+    args = stack_policy_args(efa_run)
+    assert fabric_wired(args) == []
+    for r in args:
+        if r.resource_type.endswith(":LeaderWorkerSet") and "r1-native" in r.props["metadata"]["name"]:
+            for t in r.props["spec"]["leaderWorkerTemplate"].values():
+                if isinstance(t, dict) and "spec" in t:
+                    t["spec"]["containers"][0]["env"].append({"name": "VLLM_ALL2ALL_BACKEND", "value": "deepep_low_latency"})
+    [(msg, _)] = fabric_wired(args)
+    assert "lack vLLM's default all-to-all (all-to-all backend deepep_low_latency cannot run" in msg

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..api.deployment import ModelDeployment
-from ..api.fabric import EFA_RESOURCE, carries, image_refusal
+from ..api.fabric import EFA_RESOURCE, all2all_refusal, carries, image_refusal
 from ..api.parallelism import check_engine_args
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
@@ -69,6 +69,13 @@ def _plugin_missing(pod: dict, plugin: dict) -> str | None:
         why = image_refusal(plugin, c.get("image") or KSERVE_PRESET_IMAGE)
         if why:
             return f"an engine image that carries the plugin ({why})"
+        args = [str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
+        backend = env.get("VLLM_ALL2ALL_BACKEND") or next(
+            (a.split("--all2all-backend", 1)[1].lstrip("= ").split()[0] for a in args
+             if "--all2all-backend" in a and a.split("--all2all-backend", 1)[1].lstrip("= ")), None)
+        why = all2all_refusal(plugin, backend)
+        if why:
+            return f"vLLM's default all-to-all ({why})"
     return None
 
 
