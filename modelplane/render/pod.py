@@ -133,7 +133,7 @@ def plugin_env(plugin: dict) -> dict:
     non-interactive bash sources first (KServe v0.20.0's presets run `/bin/bash -c`:
     config/llmisvcconfig/config-llm-worker-data-parallel.yaml L16-18, L298-300; llm-d's GKE wide-EP
     manifests set BASH_ENV to gIB's script). Native commands run /bin/sh and source it themselves."""
-    env = dict(plugin.get("ncclEnv") or {})
+    env = dict(sorted((plugin.get("ncclEnv") or {}).items()))   # by name: the engines pass dicts in any order
     if plugin.get("envScript"):
         env["BASH_ENV"] = plugin["envScript"]
     return {"ncclNet": plugin["ncclNet"], "ncclEnv": env}
