@@ -98,8 +98,8 @@ def _missing(pod_meta: dict, pod: dict, fabric: dict, multi_node: bool = False) 
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
         "NICs (GKE DRANET), request its EFA interfaces or, for multi-node workers on GPUDirect-TCPX(O), attach its "
-        "networks and daemon; multi-node workers on GPUDirect or EFA pin NCCL_NET to the fabric's plugin and run "
-        "an image that can load it.", "stack",
+        "networks and daemon; multi-node workers on GPUDirect, EFA or GKE RoCE pools pin NCCL_NET to the fabric's "
+        "plugin, run an image that can load it and no all-to-all backend refused there.", "stack",
         fix="place multi-node or disaggregated workers on a pool whose class's fabric modelplane wires "
             "(nodeSelector), or make each worker fit one node (workers.topology)")
 def fabric_wired(resources, config=None):

@@ -146,11 +146,12 @@ def plugin_paths(gpu: GpuWiring) -> list[tuple[str, str, str]]:
 
 
 def sourcing(command: list[str], gpu: GpuWiring) -> list[str]:
-    """A `/bin/sh -c` command that first sources the pinned net plugin's env script, if it has one."""
+    """A `/bin/sh -c` command that first sources the pinned net plugin's env script, if it has one.
+    A missing script is skipped, not fatal: without its node files the pinned NCCL_NET fails anyway."""
     script = (gpu.net_plugin or {}).get("envScript")
     if not script or len(command) < 3:
         return list(command)
-    return [command[0], command[1], f". {script}; {command[2]}", *command[3:]]
+    return [command[0], command[1], f"if [ -r {script} ]; then . {script}; fi; {command[2]}", *command[3:]]
 
 
 def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
