@@ -62,12 +62,10 @@ def test_moe_dp_across_nodes_is_refused_on_tcpxo_with_or_without_expert():
     assert all_to_all_problem(dense, pool("gpudirect-tcpxo")) is None
 
 
-def test_expert_parallelism_across_nodes_on_efa_is_refused_naming_deepep():
-    """G2: DeepEP's inter-node kernels need NVSHMEM IBGDA, mlx5 only (deepseek-ai/DeepEP#369, open;
-    awslabs/ai-on-eks#198); llm-d's wide-EP guide asks for InfiniBand or RoCE (guides/wide-ep-lws/README.md
-    @ 00b06e46)."""
-    why = all_to_all_problem(r1(True), pool("efa"))
-    assert "IBGDA" in why and "drop `expert`" in why
+def test_expert_parallelism_across_nodes_on_efa_passes_the_all_to_all_rule():
+    """G2: EFA counts as RDMA with vLLM's default all-to-all; DeepEP backends and images without the
+    aws-ofi-nccl plugin are refused through the role's refused_fabrics (tests/test_efa_nccl.py)."""
+    assert all_to_all_problem(r1(True), pool("efa")) is None
     assert all_to_all_problem(r1(False), pool("efa")) is None
     assert all_to_all_problem(r1(True), pool("roce")) is None
     assert all_to_all_problem(r1(True), pool("efa", domain=18)) is None    # one NVLink domain carries it
@@ -86,3 +84,22 @@ def test_p6e_keeps_its_instance_store_and_secondary_bandwidth_unconfirmed():
     assert cls.capabilities.network.bandwidth_gbps == 1600
     assert cls.provisioning.eks.instance_store_gb == 22500
     assert {"capabilities.network", "provisioning.eks.instanceStoreGb"} <= set(cls.unconfirmed)
+
+
+# ---- the catalog's KV facts against the models' own config.json (issue 46, point 4) ----------
+
+@pytest.mark.parametrize("uri,layers,heads,kv_heads,head_dim,kv_lora", [
+    # ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/model_configs/<org>--<name>_config.json
+    ("hf://deepseek-ai/DeepSeek-R1", 61, 128, None, None, 512 + 64),
+    ("hf://moonshotai/Kimi-K2-Instruct", 61, 64, None, None, 512 + 64),
+    ("hf://Qwen/Qwen3-32B", 64, 64, 8, 128, None),
+    ("hf://Qwen/Qwen3-8B", 36, 32, 8, 128, None),
+    ("hf://openai/gpt-oss-20b", 24, 64, 8, 64, None),
+    # aiconfigurator@f577ab84 src/aiconfigurator/model_configs/meta-llama--Llama-3.3-70B-Instruct_config.json
+    ("hf://meta-llama/Llama-3.3-70B-Instruct", 80, 64, 8, 8192 // 64, None),
+])
+def test_kv_facts_read_from_the_models_config_json_are_confirmed(uri, layers, heads, kv_heads, head_dim, kv_lora):
+    facts = load_catalog().models[uri]
+    assert (facts.layers, facts.attention_heads, facts.kv_heads, facts.head_dim, facts.kv_lora_rank) == \
+        (layers, heads, kv_heads, head_dim, kv_lora)
+    assert not {"kv", "attentionHeads"} & set(facts.unconfirmed)

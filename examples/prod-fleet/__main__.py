@@ -28,7 +28,8 @@ deployments: list[mp.ModelDeployment] = [
      "model": {"uri": "hf://deepseek-ai/DeepSeek-R1", "tokenSecret": "hfToken"},
      "clusterSelector": {"matchLabels": US}, "nodeSelector": {"cel": BIG},
      "workers": {"count": 1, "topology": {"tensor": 8, "data": 2, "dataLocal": 1}},
-     "engine": {"args": ["--max-model-len=131072", PD]},
+     # acme's llm-d build with aws-ofi-nccl: EFA pins NCCL to it across nodes (docs/cloud-recipes.md)
+     "engine": {"args": ["--max-model-len=131072", PD], "image": "registry.acme.io/ml/llm-d-aws-ofi-nccl:v0.8.0"},
      "prefill": {"nodeSelector": {"cel": BIG}, "workers": {"count": 2, "topology": {"tensor": 8}},
                  "engine": {"args": ["--max-model-len=131072", PD]}}},
     {"name": "qwen3-32b", "namespace": "search", "model": {"uri": "hf://Qwen/Qwen3-32B"}, "replicas": 3,

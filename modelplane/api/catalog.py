@@ -317,9 +317,27 @@ class GpuDirectRecipe(Model):
         return next((r for r in ordered if r.from_gke is None or minor(r.from_gke) <= minor(version)), ordered[-1])
 
 
+class NetPlugin(Model):
+    """The NCCL net plugin a wired fabric's multi-node engines must load, by the name it registers, and
+    what the engine may run with it (catalog/netplugins.yaml says where each fact comes from)."""
+
+    nccl_net: str = Field(min_length=1)     # the plugin's registered name: engines pin NCCL_NET to it
+    nccl_env: dict[str, str] = {}           # more settings the plugin's owner publishes for workloads
+    kserve_image: str | None = None         # the engine image KServe runs here when the deployment names none
+    refused_images: dict[str, str] = {}     # image repository -> why it does not carry the plugin
+    refused_backends: dict[str, str] = {}    # vLLM all-to-all backend (prefix) -> why it cannot run here
+    env_script: str | None = None           # a script of NCCL settings the engine sources before it starts
+    host_paths: dict[str, str] = {}         # node path -> where the engine mounts it (the plugin's files)
+    installers: dict[str, str] = {}         # node arch (amd64, arm64) -> substrate.yaml entry installing it
+    unconfirmed: list[str] = []             # facts no primary source confirmed, each with its reason
+    source: str = Field(min_length=1)
+    as_of: date
+
+
 class CatalogFile(Model):
     classes: list[InferenceClass] = []
     gpudirect: dict[Literal["tcpx", "tcpxo"], GpuDirectRecipe] = {}
+    net_plugins: dict[Literal["efa", "gib"], NetPlugin] = {}
     models: list[ModelFacts] = []
     prices: list[Price] = []
     sources: dict[str, dict] = {}   # YAML anchors for a source and date that many prices share

@@ -5,7 +5,8 @@ when the pool and the pods are wired for it; otherwise they talk over the primar
 The scheduler scores the *effective* fabric, the renderers add the wiring, and the
 `fabric-wired` policy checks that every multi-node or disaggregated replica got it.
 
-- GKE A3 Ultra / A4 (GPUDirect RDMA over RoCE): GKE managed DRANET. The cluster runs Dataplane
+- GKE A3 Ultra / A4 / A4X (GPUDirect RDMA over RoCE): GKE managed DRANET, and Google's gIB NCCL
+  plugin installed on the nodes and pinned in multi-node engines (catalog/netplugins.yaml). The cluster runs Dataplane
   V2, the node pool sets `network_config.accelerator_network_profile: auto` (GKE creates the RDMA
   VPC and subnets) and the label `cloud.google.com/gke-networking-dra-driver=true`; pods claim
   the RDMA NICs through DRA (device class `mrdma.google.com`, allocation mode All). Recipe:
@@ -26,14 +27,15 @@ The scheduler scores the *effective* fabric, the renderers add the wiring, and t
   EFA's OS-bypass traffic stays within one subnet (AWS ParallelCluster efa-v3: "with other instances
   in the same subnet"), so a node group over several subnets is TCP between nodes, and eksctl
   refuses EFA groups with more than one subnet (eksctl@99984adb pkg/apis/eksctl.io/v1alpha5/
-  validation.go L882-885).
+  validation.go L882-885). NCCL reaches EFA only through the aws-ofi-nccl plugin, so multi-node
+  engines pin NCCL_NET to it (catalog/netplugins.yaml) and images known not to carry it are refused.
 - Existing clusters: the owner built the fabric the class declares.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, GpuDirectRelease, InferenceClass
+from .catalog import MULTI_NODE_FABRICS, GpuDirectRecipe, GpuDirectRelease, InferenceClass, NetPlugin
 
 GKE_DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
 RDMA_DEVICE_CLASS = "mrdma.google.com"
@@ -51,6 +53,8 @@ class FabricWiring:
     gpudirect: str | None = None  # tcpx | tcpxo: pods carry the GPUDirect networks and daemon
     recipe: GpuDirectRecipe | None = None
     release: GpuDirectRelease | None = None   # the recipe's release for the cluster's GKE minor
+    plugin: NetPlugin | None = None   # the NCCL net plugin multi-node engines pin (catalog/netplugins.yaml)
+    plugin_name: str = ""             # its catalog key (efa | gib)
 
     @property
     def wired(self) -> bool:
@@ -69,7 +73,48 @@ class FabricWiring:
             rel = self.release
             out["gpudirect"] = {"kind": self.gpudirect, **engine_facts(self.recipe), "released": rel.released.isoformat(),
                                 "daemonImage": rel.daemon_image, "ncclEnv": dict(rel.nccl_env)}
+        if self.plugin and self.wired:
+            out["netPlugin"] = {"name": self.plugin_name, **plugin_facts(self.plugin)}
         return out
+
+
+def plugin_facts(plugin: NetPlugin) -> dict:
+    """What a fabric's NCCL net plugin asks of a multi-node engine (the pool's fabric.netPlugin)."""
+    out = {"ncclNet": plugin.nccl_net}
+    if plugin.nccl_env:
+        out["ncclEnv"] = dict(plugin.nccl_env)
+    if plugin.kserve_image:
+        out["kserveImage"] = plugin.kserve_image
+    if plugin.refused_images:
+        out["refusedImages"] = dict(plugin.refused_images)
+    if plugin.refused_backends:
+        out["refusedBackends"] = dict(plugin.refused_backends)
+    if plugin.env_script:
+        out["envScript"] = plugin.env_script
+    if plugin.host_paths:
+        out["hostPaths"] = dict(plugin.host_paths)
+    return out
+
+
+def all2all_backend(engine) -> str | None:
+    """The vLLM all-to-all backend an engine asks for: `--all2all-backend` in its args (newer vLLM)
+    or VLLM_ALL2ALL_BACKEND in its env; None: vLLM's default (NCCL collectives)."""
+    args = list(engine.args)
+    for i, arg in enumerate(args):
+        if arg == "--all2all-backend" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--all2all-backend="):
+            return arg.split("=", 1)[1]
+    return next((e.value for e in engine.env if e.name == "VLLM_ALL2ALL_BACKEND" and e.value), None)
+
+
+def all2all_refusal(plugin: dict, backend: str | None) -> str | None:
+    """Why a fabric's multi-node workers cannot run `backend` (`plugin`: plugin_facts), or None."""
+    if not backend:
+        return None
+    why = next((w for prefix, w in sorted((plugin.get("refusedBackends") or {}).items())
+                if backend.startswith(prefix)), None)
+    return f"all-to-all backend {backend} cannot run across nodes here: {why}" if why else None
 
 
 def engine_facts(recipe: GpuDirectRecipe) -> dict:
@@ -103,10 +148,11 @@ def gpudirect_version_gap(recipe: GpuDirectRecipe, version: str) -> str | None:
 
 
 def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDirectRecipe] | None = None,
-                  version: str | None = None, subnets: int = 1) -> FabricWiring:
+                  version: str | None = None, subnets: int = 1,
+                  plugins: dict[str, NetPlugin] | None = None) -> FabricWiring:
     """The wiring a pool of `cls` gets on a `gke`, `eks` or `existing` cluster. `gpudirect`: the
     catalog's TCPX/TCPXO recipes; `version`: the GKE control-plane version; `subnets`: how many
-    subnets an EKS node group spans."""
+    subnets an EKS node group spans; `plugins`: the catalog's NCCL net plugins by fabric."""
     declared = cls.capabilities.network.fabric
     if declared not in MULTI_NODE_FABRICS:
         return FabricWiring(declared, declared, "none")
@@ -115,7 +161,8 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
     if source == "gke":
         gke = cls.provisioning.gke
         if gke.gpudirect == "rdma":
-            return FabricWiring(declared, declared, "gke-dranet", nic_device_class=RDMA_DEVICE_CLASS)
+            return FabricWiring(declared, declared, "gke-dranet", nic_device_class=RDMA_DEVICE_CLASS,
+                                plugin=(plugins or {}).get("gib"), plugin_name="gib")
         kind = gke.gpudirect
         recipe = (gpudirect or {}).get(kind)
         if recipe is None:
@@ -133,7 +180,8 @@ def fabric_wiring(cls: InferenceClass, source: str, gpudirect: dict[str, GpuDire
                             note=f"EFA traffic stays within one subnet and this node group spans {subnets}; "
                                  "give the pool one subnet (subnetIds) to wire it")
     if declared == "efa" and eks.efa_interfaces:
-        return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces)
+        return FabricWiring(declared, declared, "efa-device-plugin", efa_interfaces=eks.efa_interfaces,
+                            plugin=(plugins or {}).get("efa"), plugin_name="efa")
     return FabricWiring(declared, "tcp", "none", note="the class attaches no EFA interfaces")
 
 
@@ -147,8 +195,8 @@ def carries(fabric: dict, multi_node: bool, disaggregated: bool) -> bool:
 
 
 def image_refusal(gpudirect: dict, image: str | None, kserve_default: str | None = None) -> str | None:
-    """Why an engine image cannot load a GPUDirect pool's NCCL plugin (`gpudirect`: the pool's
-    fabric.gpudirect or engine_facts), or None. `image` None: KServe's presets choose it, and the
+    """Why an engine image cannot load a pool's NCCL plugin (`gpudirect`: the pool's fabric.gpudirect
+    or fabric.netPlugin, or engine_facts / plugin_facts), or None. `image` None: KServe's presets choose it, and the
     pool replaces their `kserve_default` with its kserveImage where it has one."""
     if image is None:
         image = gpudirect.get("kserveImage") or kserve_default
@@ -160,5 +208,6 @@ def image_refusal(gpudirect: dict, image: str | None, kserve_default: str | None
     why = (gpudirect.get("refusedImages") or {}).get(repository)
     if why is None:
         return None
-    fix = f"; use {gpudirect['kserveImage']}" if gpudirect.get("kserveImage") else ""
+    fix = (f"; use {gpudirect['kserveImage']}" if gpudirect.get("kserveImage") else
+           "; set engine.image to one that carries it")
     return f"image {image} cannot load the {gpudirect['ncclNet']} NCCL plugin: {why}{fix}"

@@ -89,6 +89,7 @@ class Catalog:
     classes: dict[str, InferenceClass] = field(default_factory=dict)
     substrate: dict = field(default_factory=dict)
     gpudirect: dict[str, GpuDirectRecipe] = field(default_factory=dict)   # tcpx | tcpxo (catalog/gpudirect.yaml)
+    net_plugins: dict[str, NetPlugin] = field(default_factory=dict)   # by fabric (catalog/netplugins.yaml)
     models: dict[str, ModelFacts] = field(default_factory=dict)     # by model uri
     prices: dict[tuple[str, str, str], Price] = field(default_factory=dict)   # by (class, region, capacity type)
     overrides: list[dict] = field(default_factory=list)   # {kind, name, file}: the user's entries that replace built-ins
@@ -231,6 +232,7 @@ def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple
             catalog.models[model.uri] = model
             seen_models[model.uri] = mine
         catalog.gpudirect |= parsed.gpudirect
+        catalog.net_plugins |= parsed.net_plugins
         priced.append((src, parsed.prices, mine))
     for src, prices, mine in priced:    # after every file, so a price may name a class of another file
         for i, price in enumerate(prices):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..api import Catalog, InferenceCluster, ModelDeployment
 from ..api.deployment import PRIORITY_CLASSES
-from ..api.fabric import engine_facts, fabric_wiring, image_refusal
+from ..api.fabric import all2all_backend, all2all_refusal, engine_facts, fabric_wiring, image_refusal, plugin_facts
 from ..api.rules import capacity_block_gap
 from ..analysis.cost import pool_price
 from ..scheduler.bindings import resolve
@@ -15,7 +15,7 @@ from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HO
 from ..render.presets import IMAGE as KSERVE_PRESET_IMAGE
 from ..render.dra import CHANNEL_DEVICE_CLASS
 from ..scheduler import Cluster, Demand, Pool, Role, allocate
-from ..scheduler.model import domain_nodes, topology_of
+from ..scheduler.model import PLUGIN_KEY, domain_nodes, topology_of
 
 INVENTORY_VERSION = 3
 DRA_DRIVERS = ("gpu.nvidia.com",)   # the substrate's draDriver chart (catalog/substrate.yaml)
@@ -34,7 +34,8 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             "capabilities": cls.capabilities.model_dump(by_alias=True, exclude_none=True),
             "device": cls.device.model_dump(by_alias=True),
             "fabric": fabric_wiring(cls, cluster.source, catalog.gpudirect, cluster.version,
-                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1).to_json(),
+                                    len(pool.subnet_ids or cluster.eks.subnet_ids) if cluster.eks else 1,
+                                    catalog.net_plugins).to_json(),
             # Ephemeral storage of one node (local SSD / instance store / boot disk); unknown for
             # clusters modelplane does not build.
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
@@ -96,7 +97,8 @@ def cluster_from_inventory(inv: dict) -> Cluster:
                        p["fabric"]["effective"], int(p["device"]["memoryMiB"]),
                        int(p["diskGiB"]) if p.get("diskGiB") is not None else None,
                        domain_nodes(p["capabilities"]), (p.get("price") or {}).get("hourly"),
-                       p.get("capacityType", "on-demand"), int(p.get("minNodes", 0)), dict(p.get("labels") or {}))
+                       p.get("capacityType", "on-demand"), int(p.get("minNodes", 0)), dict(p.get("labels") or {}),
+                       (p["fabric"].get("netPlugin") or {}).get("name", ""))
                   for p in inv["pools"])
     queues = tuple(inv["kai"]["queues"]) if inv["kai"]["enabled"] else None
     return Cluster(inv["name"], pools, dict(inv["labels"]), queues, inv.get("region", ""), inv.get("cloud", ""))
@@ -145,7 +147,9 @@ def demand_from(md: ModelDeployment, catalog: Catalog | None = None) -> Demand:
 
 
 def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dict[str, str]:
-    """GPUDirect fabrics whose NCCL plugin this role's engine image cannot load, and why."""
+    """Fabrics a multi-node worker of this role cannot use, and why: GPUDirect ones whose NCCL plugin
+    its engine image cannot load, and those whose net plugin (catalog/netplugins.yaml) its image does
+    not carry or whose all-to-all backend it asks for cannot run there."""
     if catalog is None:
         return {}
     image = engine.image if engine.image or md.backend != "kserve" else None
@@ -155,6 +159,12 @@ def refused_fabrics(md: ModelDeployment, engine, catalog: Catalog | None) -> dic
         why = image_refusal(engine_facts(recipe), image, default)
         if why:
             out[f"gpudirect-{kind}"] = why
+    backend = all2all_backend(engine)
+    for name, plugin in sorted(catalog.net_plugins.items()):
+        facts = plugin_facts(plugin)
+        why = all2all_refusal(facts, backend) or image_refusal(facts, image, default)
+        if why:   # keyed apart from fabric names: only pools wired with the plugin refuse (scheduler/filter.py)
+            out[f"{PLUGIN_KEY}{name}"] = why
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..api.deployment import ModelDeployment
-from ..api.fabric import EFA_RESOURCE, carries, image_refusal
+from ..api.fabric import EFA_RESOURCE, all2all_refusal, carries, image_refusal
 from ..api.parallelism import check_engine_args
 from ..api.rules import check_engines
 from ..render.dra import NIC_CLAIM_NAME
@@ -59,9 +59,33 @@ def _gpudirect_missing(pod_meta: dict, pod: dict, gpudirect: dict) -> str | None
     return None
 
 
-def _missing(pod_meta: dict, pod: dict, fabric: dict) -> str | None:
+def _plugin_missing(pod: dict, plugin: dict) -> str | None:
+    """What a multi-node pod on a pool with an NCCL net plugin (EFA's aws-ofi-nccl) lacks: NCCL pinned
+    to it, and an image not known to lack it."""
+    for c in pod.get("containers") or []:
+        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+        if env.get("NCCL_NET") != plugin["ncclNet"]:
+            return f"NCCL_NET={plugin['ncclNet']} in container {c.get('name')} (NCCL would fall back to TCP silently)"
+        why = image_refusal(plugin, c.get("image") or KSERVE_PRESET_IMAGE)
+        if why:
+            return f"an engine image that carries the plugin ({why})"
+        args = [str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
+        backend = env.get("VLLM_ALL2ALL_BACKEND") or next(
+            (a.split("--all2all-backend", 1)[1].lstrip("= ").split()[0] for a in args
+             if "--all2all-backend" in a and a.split("--all2all-backend", 1)[1].lstrip("= ")), None)
+        why = all2all_refusal(plugin, backend)
+        if why:
+            return f"vLLM's default all-to-all ({why})"
+    return None
+
+
+def _missing(pod_meta: dict, pod: dict, fabric: dict, multi_node: bool = False) -> str | None:
     if fabric.get("gpudirect"):
         return _gpudirect_missing(pod_meta, pod, fabric["gpudirect"])
+    if multi_node and fabric.get("netPlugin"):
+        why = _plugin_missing(pod, fabric["netPlugin"])
+        if why:
+            return why
     if fabric.get("nicDeviceClass"):
         if not any(c.get("name") == NIC_CLAIM_NAME for c in pod.get("resourceClaims") or []):
             return f"a claim on {fabric['nicDeviceClass']}"
@@ -74,7 +98,8 @@ def _missing(pod_meta: dict, pod: dict, fabric: dict) -> str | None:
 @policy("fabric-wired", "Multi-node and disaggregated replicas rely only on fabrics their pools wire: a multi-node "
         "worker never on a pool whose GPUDirect/RDMA/EFA fabric is not built, and pods on a wired pool claim its "
         "NICs (GKE DRANET), request its EFA interfaces or, for multi-node workers on GPUDirect-TCPX(O), attach its "
-        "networks and daemon, pin NCCL_NET to its plugin and run an image that can load it.", "stack",
+        "networks and daemon; multi-node workers on GPUDirect, EFA or GKE RoCE pools pin NCCL_NET to the fabric's "
+        "plugin, run an image that can load it and no all-to-all backend refused there.", "stack",
         fix="place multi-node or disaggregated workers on a pool whose class's fabric modelplane wires "
             "(nodeSelector), or make each worker fit one node (workers.topology)")
 def fabric_wired(resources, config=None):
@@ -97,7 +122,7 @@ def fabric_wired(resources, config=None):
                 continue
             index = _pods_by_replica(resources) if index is None else index
             pods = index.get((spec["namespace"], spec["name"], str(int(p["replica"]))), {})
-            missing = [why for pod_meta, pod in pods.get(role, []) if (why := _missing(pod_meta, pod, fabric))]
+            missing = [why for pod_meta, pod in pods.get(role, []) if (why := _missing(pod_meta, pod, fabric, multi_node))]
             if missing:
                 out.append((f"{where}: {len(missing)} pod template(s) lack {missing[0]}, so the {fabric['effective']} "
                             "fabric carries none of its traffic", r.urn))

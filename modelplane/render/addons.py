@@ -64,6 +64,7 @@ class ClusterFacts:
     driver_root: str = "/"               # existing clusters: where the host's NVIDIA driver lives
     latest_driver: bool = False          # GKE DRA: some pool's GPU needs GKE's LATEST driver (H200, B200)
     gpudirect_installers: tuple[tuple[str, str], ...] = ()   # GKE: (tcpx | tcpxo, substrate key of its installer)
+    plugin_installers: tuple[str, ...] = ()   # substrate keys of NCCL net plugin installers (GKE gIB)
     gpu_nics: int = 0                    # GKE: GPUDirect VPCs (Network objects vpc1..vpcN)
     tls: dict | None = None              # the cluster's GatewayTls (camelCase), when HTTPS is on
     dns01_account: str = ""              # GKE: the Google service account cert-manager uses for DNS-01
@@ -368,6 +369,9 @@ def add_drivers(facts: ClusterFacts, versions: dict, add) -> None:
         for kind, key in facts.gpudirect_installers:   # the release for the cluster's GKE minor
             add(Addon(f"nccl-{kind}-installer", "manifests", "installs the GPUDirect NCCL "
                       "plugin into /home/kubernetes/bin/nvidia/lib64 on the A3 nodes", key=key))
+    for key in facts.plugin_installers:   # Google's gIB installer DaemonSets (x86, Arm)
+        add(Addon("nccl-gib-installer" + ("-arm64" if key.endswith("Arm64") else ""), "manifests",
+                  "installs Google's gIB NCCL plugin into /home/kubernetes/bin/gib on the RDMA (RoCE) nodes", key=key))
     if facts.source == "eks" and facts.efa:
         add(Addon("efa-device-plugin", "release", "advertises the EFA interfaces as vpc.amazonaws.com/efa",
                   key="efaDevicePlugin", values={"tolerations": TOLERATE_ALL}))

@@ -39,7 +39,8 @@ def uses_dra(c: InferenceCluster) -> bool:
 
 
 def wiring_of(c: InferenceCluster, catalog: Catalog, pool):
-    return fabric_wiring(catalog.classes[pool.class_], "gke", catalog.gpudirect, c.gke.version)
+    return fabric_wiring(catalog.classes[pool.class_], "gke", catalog.gpudirect, c.gke.version,
+                         plugins=catalog.net_plugins)
 
 
 def gpu_nics(c: InferenceCluster, catalog: Catalog) -> int:

@@ -123,20 +123,21 @@ DEBUG_DEFAULTS = {"NCCL_DEBUG": "WARN"}
 DEBUG_VARS = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")
 
 
-def engine_env(gpudirect: dict, env) -> list[dict]:
+def engine_env(gpudirect: dict, env, lib_dir: str | None = LIB_DIR) -> list[dict]:
     """The engine's env on a GPUDirect pool: NCCL pinned to the plugin (NCCL_NET: a plugin that does
     not load stops NCCL instead of leaving it on TCP sockets), the release's NCCL settings (they
     replace same-named entries of `env`), NCCL_DEBUG unless `env` sets it. The image's
     LD_LIBRARY_PATH is kept: NCCL finds the plugin there because every known engine image lists
-    LIB_DIR (docs/cloud-recipes.md); an LD_LIBRARY_PATH the deployment sets gets LIB_DIR first."""
-    nccl = {"NCCL_NET": gpudirect["ncclNet"], **gpudirect["ncclEnv"]}
+    LIB_DIR (docs/cloud-recipes.md); an LD_LIBRARY_PATH the deployment sets gets LIB_DIR first.
+    Other fabrics' net plugins (`fabric.netPlugin`) pass `lib_dir` None: the image carries them."""
+    nccl = {"NCCL_NET": gpudirect["ncclNet"], **gpudirect.get("ncclEnv", {})}
     forced = {k: v for k, v in nccl.items() if k not in DEBUG_VARS}
     mine = [e for e in env if e["name"] not in forced]
     names = {e["name"] for e in mine}
     out = []
     for e in mine:
-        if e["name"] == "LD_LIBRARY_PATH" and "value" in e and LIB_DIR not in e["value"].split(":"):
-            e = {**e, "value": f"{LIB_DIR}:{e['value']}" if e["value"] else LIB_DIR}
+        if lib_dir and e["name"] == "LD_LIBRARY_PATH" and "value" in e and lib_dir not in e["value"].split(":"):
+            e = {**e, "value": f"{lib_dir}:{e['value']}" if e["value"] else lib_dir}
         out.append(e)
     out += [{"name": k, "value": v} for k, v in forced.items()]
     defaults = {**DEBUG_DEFAULTS, **{k: v for k, v in nccl.items() if k in DEBUG_VARS}}

@@ -37,6 +37,7 @@ class GpuWiring:
     gpudirect: dict | None = None      # GKE TCPX/TCPXO: the pool's fabric.gpudirect (kind, nics, daemonImage, ncclEnv)
     channel_claim_template: str | None = None   # an IMEX channel of the role's ComputeDomain (multi-node NVLink)
     arm64: bool = False                # the pool's hosts are Arm (Grace)
+    net_plugin: dict | None = None     # a multi-node worker's NCCL net plugin to pin (the pool's fabric.netPlugin)
 
     @property
     def wired(self) -> bool:
@@ -108,6 +109,8 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
         out["args"] = list(args)
     if gpu.gpudirect:
         env = gd.engine_env(gpu.gpudirect, env)
+    elif gpu.net_plugin:   # NCCL_NET pinned: an image without the plugin stops instead of using TCP
+        env = gd.engine_env(plugin_env(gpu.net_plugin), env, lib_dir=None)
     if env:
         out["env"] = list(env)
     if port is not None:
@@ -121,7 +124,34 @@ def container(name: str, image: str | None, gpu: GpuWiring, weights_gib: float, 
     out["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if gpu.gpudirect:
         out["volumeMounts"] += gd.engine_mounts(gpu.gpudirect["kind"])
+    out["volumeMounts"] += [{"name": name, "mountPath": mount} for name, _, mount in plugin_paths(gpu)]
     return out
+
+
+def plugin_env(plugin: dict) -> dict:
+    """NCCL_NET and the settings a net plugin asks for; its env script through BASH_ENV, which every
+    non-interactive bash sources first (KServe v0.20.0's presets run `/bin/bash -c`:
+    config/llmisvcconfig/config-llm-worker-data-parallel.yaml L16-18, L298-300; llm-d's GKE wide-EP
+    manifests set BASH_ENV to gIB's script). Native commands run /bin/sh and source it themselves."""
+    env = dict(sorted((plugin.get("ncclEnv") or {}).items()))   # by name: the engines pass dicts in any order
+    if plugin.get("envScript"):
+        env["BASH_ENV"] = plugin["envScript"]
+    return {"ncclNet": plugin["ncclNet"], "ncclEnv": env}
+
+
+def plugin_paths(gpu: GpuWiring) -> list[tuple[str, str, str]]:
+    """(volume name, node path, mount path) of each directory the pinned net plugin needs."""
+    paths = sorted(((gpu.net_plugin or {}).get("hostPaths") or {}).items())
+    return [(f"net-plugin-{i}", host, mount) for i, (host, mount) in enumerate(paths)]
+
+
+def sourcing(command: list[str], gpu: GpuWiring) -> list[str]:
+    """A `/bin/sh -c` command that first sources the pinned net plugin's env script, if it has one.
+    A missing script is skipped, not fatal: without its node files the pinned NCCL_NET fails anyway."""
+    script = (gpu.net_plugin or {}).get("envScript")
+    if not script or len(command) < 3:
+        return list(command)
+    return [command[0], command[1], f"if [ -r {script} ]; then . {script}; fi; {command[2]}", *command[3:]]
 
 
 def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
@@ -144,6 +174,7 @@ def pod_spec(main: dict, gpu: GpuWiring, pool: str, kai: bool) -> dict:
     spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(gpu.gpus_per_node)}}]
     if gpu.gpudirect:
         spec["volumes"] += gd.volumes(gpu.gpudirect["kind"])
+    spec["volumes"] += [{"name": name, "hostPath": {"path": host}} for name, host, _ in plugin_paths(gpu)]
     return spec
 
 

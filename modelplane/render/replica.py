@@ -10,7 +10,7 @@ from ..scheduler.model import TOPOLOGY_AXES
 from . import kai, keda, kserve, native, picker, presets
 from .dra import CHANNEL_DEVICE_CLASS, claim_template, compute_domain, nic_claim_template
 from .names import DEPLOYMENT, REPLICA, ROLE, await_ready, labels, meta, replica_name, workload_name
-from .pod import GpuWiring, container, env_list, pod_spec, token_env
+from .pod import GpuWiring, container, env_list, pod_spec, sourcing, token_env
 from .pod import pod_annotations as wiring_annotations
 
 
@@ -109,7 +109,10 @@ def wiring(md: ModelDeployment, inv: dict, pool: dict, idx: int, role: str, gpus
         channel = f"{base}-{role}-imex"
         objects.append(compute_domain(f"{base}-{role}-nvlink", md.namespace, lbls, channel))
     arm64 = caps.get("arch") == "arm64"
-    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect, channel, arm64), objects
+    # NCCL's net plugin matters only between nodes: single-node pods (NIXL's KV transfer) are not pinned.
+    plugin = fabric.get("netPlugin") if nodes_per_worker > 1 else None
+    return GpuWiring(gpus_per_node, device["driver"], gpu_claim, nic_claim, efa, gpudirect, channel, arm64,
+                     plugin), objects
 
 
 def _kserve_env(md: ModelDeployment, engine, gpu: GpuWiring) -> list[dict]:
@@ -173,8 +176,9 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
             if len(served) > 1:   # the presets serve model.name; later flags win, so list them all
                 args += kserve.quote_args(["--served-model-name", *served,
                                            f"publishers/{md.namespace}/models/{served[0]}"])
-            # On a GPUDirect pool, an image that can load the plugin (the presets' cannot load TCPXO's)
-            image = engine.image or (gpu.gpudirect or {}).get("kserveImage")
+            # On a GPUDirect or net-plugin pool, an image that can load the plugin (the presets' cannot load
+            # TCPXO's, nor carry EFA's)
+            image = engine.image or (gpu.gpudirect or gpu.net_plugin or {}).get("kserveImage")
             main = container(kserve.CONTAINER, image, gpu, weights_gib, args=args, env=_kserve_env(md, engine, gpu),
                              capabilities=presets.WORKER_CAPABILITIES)
             pod = pod_spec(main, gpu, rp.pool, use_kai)
@@ -191,6 +195,7 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
         if topology.nodes_per_worker > 1:
             lead_cmd, work_cmd = (native.ray_commands(args) if native.uses_ray(topology) else
                                   native.data_parallel_commands(args, topology.data_local))
+            lead_cmd, work_cmd = sourcing(lead_cmd, gpu), sourcing(work_cmd, gpu)
             leader = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=lead_cmd, env=env,
                                         port=engine.port, health_path=engine.health_path), gpu, rp.pool, use_kai)
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),

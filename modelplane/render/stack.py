@@ -119,16 +119,23 @@ def facts_of(c: ClusterSpec, catalog: Catalog) -> ClusterFacts:
     efa = c.source == "eks" and any(catalog.classes[p.class_].provisioning.eks.efa_interfaces for p in c.node_pools)
     root = c.existing.nvidia_driver_root if c.existing else "/"
     latest = gpudirect = nics = None
+    plugin_installers: set[str] = set()
     if c.source == "gke":
         gkes = [catalog.classes[p.class_].provisioning.gke for p in c.node_pools]
         latest = any(g.gpu_driver == "LATEST" for g in gkes)
         wired = [w for p in c.node_pools if (w := gke.wiring_of(c, catalog, p)).release]
         gpudirect = tuple(sorted({(w.gpudirect, w.release.installer) for w in wired}))
         nics = gke.gpu_nics(c, catalog)
+        for p in c.node_pools:   # a net plugin's installer per node architecture (gIB: x86 and A4X's Arm)
+            if (w := gke.wiring_of(c, catalog, p)).plugin:
+                arch = catalog.classes[p.class_].capabilities.arch or "amd64"
+                if w.plugin.installers.get(arch):
+                    plugin_installers.add(w.plugin.installers[arch])
     tls = c.tls.model_dump(by_alias=True, exclude_none=True) if c.tls else None
     account = gke.dns01_account(c)
     return ClusterFacts(c.name, c.source, c.region, c.dra and c.substrate.dra_driver.enabled, toggles(c.substrate),
                         efa, root, latest_driver=bool(latest), gpudirect_installers=gpudirect or (),
+                        plugin_installers=tuple(sorted(plugin_installers)),
                         gpu_nics=nics or 0, tls=tls, dns01_account=account[1] if account else "",
                         overrides=overrides(c.substrate), preinstalled=preinstalled(c.substrate),
                         compute_domains=any(catalog.classes[p.class_].domain_nodes for p in c.node_pools))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from .cel import CelError, Matcher, cluster_place, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
+                    PLUGIN_KEY,
                     QUEUE, RDMA_FABRICS, SHAPE, SIZED, SPOT, Demand, Rejection)
 
 # A model loads only if its weights take at most this share of the GPUs' usable memory (vLLM's
@@ -89,8 +90,10 @@ def fit_problem(role, pool) -> tuple[str, str] | None:
     if role.nodes_per_worker > 1 and pool.fabric not in MULTI_NODE_FABRICS:
         return FABRIC, (f"{role.name} spans {role.nodes_per_worker} nodes per worker; pods on this pool talk "
                         f"over {pool.fabric}")
-    if role.nodes_per_worker > 1 and pool.fabric in role.refused_fabrics:
-        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {role.refused_fabrics[pool.fabric]}"
+    refused = role.refused_fabrics.get(pool.fabric) or (
+        role.refused_fabrics.get(PLUGIN_KEY + pool.net_plugin) if pool.net_plugin else None)
+    if role.nodes_per_worker > 1 and refused:
+        return FABRIC, f"{role.name} spans {role.nodes_per_worker} nodes per worker, but its {refused}"
     problem = all_to_all_problem(role, pool)
     if problem:
         return FABRIC, problem
@@ -131,11 +134,9 @@ def all_to_all_problem(role, pool) -> str | None:
     guides/wide-ep-lws/README.md @ 00b06e46, "Hardware Requirements"), GPUDirect-TCPX(O) and TCP
     have no documented all-to-all backend (cloud review G4: refused for performance, not function).
 
-    Expert parallelism over EFA is refused too: vLLM's multi-node EP runs DeepEP
-    (expert_parallel_deployment.md @ 01702569, "Multi-Node Deployment"), whose inter-node kernels need
-    NVSHMEM IBGDA, which is mlx5-only (deepseek-ai/DeepEP#369 "DeepEP over EFA", open;
-    awslabs/ai-on-eks#198), and llm-d's CUDA image carries no EFA (cloud review G2). A MoE without
-    `expert` (NCCL collectives only) runs over EFA."""
+    EFA counts as RDMA here only with vLLM's default all-to-all (NCCL collectives over the aws-ofi-nccl
+    plugin the engine is pinned to): DeepEP backends and images without the plugin are refused on EFA
+    by the role's refused_fabrics (catalog/netplugins.yaml; engine/fleet.py refused_fabrics)."""
     tensor, _, data = (role.topology + (1, 1, 1))[:3] if role.topology else (1, 1, 1)
     moe = role.expert or (role.expert_gib > 0 and data > 1)
     if not moe or role.nodes_per_worker <= 1 or pool.domain_nodes:
@@ -147,9 +148,6 @@ def all_to_all_problem(role, pool) -> str | None:
     if pool.fabric not in RDMA_FABRICS:
         return (f"{role.name}: {what} on every MoE layer, which needs RDMA (InfiniBand, RoCE) or one NVLink "
                 f"domain; pods on this pool talk over {pool.fabric}")
-    if role.expert and pool.fabric == "efa":
-        return (f"{role.name}: {what} (DeepEP over NVSHMEM IBGDA, which EFA does not offer, and the KServe "
-                f"image carries no EFA); drop `expert` to run the experts as a DP x TP group over NCCL on EFA")
     return None
 
 

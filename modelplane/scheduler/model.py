@@ -53,6 +53,9 @@ def domain_nodes(capabilities: Mapping) -> int:
     return int(((capabilities.get("interconnect") or {}).get("nvlinkDomain") or {}).get("nodes", 0))
 
 
+PLUGIN_KEY = "plugin:"   # refused_fabrics keys naming an NCCL net plugin (Pool.net_plugin), not a fabric
+
+
 @dataclass(frozen=True)
 class Pool:
     name: str
@@ -71,6 +74,7 @@ class Pool:
     capacity: str = field(default="on-demand", compare=False)
     paid_nodes: int = field(default=0, compare=False)
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    net_plugin: str = field(default="", compare=False)   # the NCCL net plugin pods are pinned to (efa, gib; "": none)
 
     @property
     def paid_gpus(self) -> int:
@@ -102,7 +106,8 @@ class Role:
     expert_gpus: int = 0         # GPUs the routed experts are sharded over (tensor x pipeline x data)
     expert: bool = False         # expert parallelism: all-to-all between every rank of a worker
     # Multi-node fabrics this role's engine cannot use, and why (e.g. an image that cannot load the
-    # GPUDirect-TCPXO plugin): Filter refuses its multi-node workers there.
+    # GPUDirect-TCPXO plugin), by fabric or by PLUGIN_KEY + a pool's net_plugin: Filter refuses its
+    # multi-node workers there.
     refused_fabrics: Mapping[str, str] = field(default_factory=dict, compare=False)
     topology: tuple = ()         # topology_of(the worker topology); (): not known
     attention_heads: int = 0     # the model's attention heads (0: unknown, not checked)
