@@ -300,3 +300,16 @@ def test_amd_pods_tolerate_the_amd_taint():
     run = offline.run("lab")
     pod = next(r for r in kinds(run, "Deployment") if "llama-405b" in r.name).inputs["spec"]["template"]["spec"]
     assert pod["tolerations"] == [{"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_namespace_objects_every_apps_stack_declares_are_kept_on_delete(prod):
+    """The model ServiceAccount, HF token Secret, pickers' RBAC (and ReferenceGrants) carry the
+    namespace's names, so two apps stacks deploying into one namespace declare the same objects; a
+    destroy of one must leave them to the other's running pods (found on the real control plane,
+    docs/e2e.md g4/g5). The replicas' own objects are deleted as usual."""
+    namespaces = {r.urn for r in prod.records if r.type == "modelplane:index:ModelNamespace"}
+    shared = [r for r in prod.records if r.parent in namespaces]
+    assert {r.type.rsplit(":", 1)[1] for r in shared} >= {"ServiceAccount", "Secret", "Role", "RoleBinding",
+                                                           "ClusterRoleBinding"}
+    assert all(r.retain_on_delete for r in shared), [r.name for r in shared if not r.retain_on_delete]
+    assert not any(r.retain_on_delete for r in kinds(prod, "LLMInferenceService"))

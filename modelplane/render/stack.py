@@ -235,10 +235,19 @@ def remote_cluster(graph: Graph, inventory: dict, ref: str) -> ClusterNodes:
 def model_namespace(graph: Graph, cluster: str, ns: str, token_key: str | None, target: ClusterNodes,
                     extra: list[dict]) -> str:
     """Per cluster and team namespace: the model ServiceAccount and, if needed, the HF token
-    Secret, and the ReferenceGrants services of other namespaces need to route to it."""
+    Secret, and the ReferenceGrants services of other namespaces need to route to it.
+
+    Their names are the namespace's, not the stack's, so every apps stack deploying into the
+    namespace declares the same objects (the provider's server-side apply adopts an existing one).
+    Each is kept on delete: one stack's destroy, or an `up` that leaves the namespace, must not take
+    the account and RBAC from another stack's running pods there (found on the real control plane:
+    e2e g4's destroy took `modelplane-models` from g1's replicas, and KServe stopped reconciling
+    them). Once no stack deploys into the namespace, they are the user's to delete (docs/stacks.md)."""
     me = graph.add(Node(MODEL_NAMESPACE, f"{cluster}-{ns}", custom=False, outputs={}))
     for obj in [*model_identity(ns, token_key), *extra]:
-        graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(ns)))
+        node = k8s_node(cluster, obj, me, target.provider, target.ready_in(ns))
+        node.retain_on_delete = True
+        graph.add(node)
     return me
 
 
