@@ -123,6 +123,26 @@ def start_lws(c) -> None:
     c.apply(lws_webhooks(port, (certs / "ca.crt").read_bytes()))
 
 
+def start_cert_manager(c) -> None:
+    """cert-manager's own control loops for CA-issued certificates (mods/cert-manager: our main over
+    the root module, since the proxy serves no controller binary); its CRDs are the cluster's
+    already (crds.toml)."""
+    loopback._start(c, "cert-manager", [str(loopback.need("cert-manager-controller")), "--kubeconfig",
+                                        str(c.kubeconfig), "--cluster-resource-namespace", "cert-manager"])
+
+
+def ca_issuer(c, name: str = "e2e-ca") -> list[dict]:
+    """A ClusterIssuer signing with the cluster's own CA (its pair as a cert-manager `ca` Secret)."""
+    import base64
+
+    pki = c.dir / "pki"
+    data = {k: base64.b64encode((pki / f).read_bytes()).decode() for k, f in (("tls.crt", "ca.crt"), ("tls.key", "ca.key"))}
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+             "metadata": {"name": name, "namespace": "cert-manager"}, "data": data},
+            {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": name},
+             "spec": {"ca": {"secretName": name}}}]
+
+
 def gateways_possible() -> str | None:
     """Why the gateway controllers cannot run on this machine, or None."""
     if os.geteuid() != 0:
