@@ -49,26 +49,33 @@ def _gpudirect_missing(pod_meta: dict, pod: dict, gpudirect: dict) -> str | None
     if len(interfaces) != gpudirect["nics"] + 1 or DAEMON[gpudirect["kind"]] not in names:
         return f"the GPU networks and the {DAEMON[gpudirect['kind']]} sidecar"
     for c in pod.get("containers") or []:
-        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
-        if env.get("NCCL_NET") != gpudirect["ncclNet"]:
-            return f"NCCL_NET={gpudirect['ncclNet']} in container {c.get('name')} (NCCL would fall back to TCP silently)"
-        # no image: KServe's presets choose theirs
-        why = image_refusal(gpudirect, c.get("image") or KSERVE_PRESET_IMAGE)
+        why = _unpinned(c, _env(c), gpudirect, "loads")
         if why:
-            return f"an engine image that loads the plugin ({why})"
+            return why
     return None
+
+
+def _env(c: dict) -> dict:
+    return {e.get("name"): e.get("value") for e in c.get("env") or []}
+
+
+def _unpinned(c: dict, env: dict, facts: dict, verb: str) -> str | None:
+    """A container not pinned to the fabric's NCCL net, or whose image is known to lack its plugin
+    (no image: KServe's presets choose theirs)."""
+    if env.get("NCCL_NET") != facts["ncclNet"]:
+        return f"NCCL_NET={facts['ncclNet']} in container {c.get('name')} (NCCL would fall back to TCP silently)"
+    why = image_refusal(facts, c.get("image") or KSERVE_PRESET_IMAGE)
+    return f"an engine image that {verb} the plugin ({why})" if why else None
 
 
 def _plugin_missing(pod: dict, plugin: dict) -> str | None:
     """What a multi-node pod on a pool with an NCCL net plugin (EFA's aws-ofi-nccl) lacks: NCCL pinned
     to it, and an image not known to lack it."""
     for c in pod.get("containers") or []:
-        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
-        if env.get("NCCL_NET") != plugin["ncclNet"]:
-            return f"NCCL_NET={plugin['ncclNet']} in container {c.get('name')} (NCCL would fall back to TCP silently)"
-        why = image_refusal(plugin, c.get("image") or KSERVE_PRESET_IMAGE)
+        env = _env(c)
+        why = _unpinned(c, env, plugin, "carries")
         if why:
-            return f"an engine image that carries the plugin ({why})"
+            return why
         args = [str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
         backend = env.get("VLLM_ALL2ALL_BACKEND") or next(
             (a.split("--all2all-backend", 1)[1].lstrip("= ").split()[0] for a in args

@@ -203,28 +203,43 @@ def relax(kinds_, spots_, free) -> list[float]:
     return list(response.variable_value)[:len(spots_)]
 
 
+class _Fill:
+    """Whole replicas put on spots against the free GPUs per (cluster, pool) and each kind's room."""
+
+    def __init__(self, kinds_, spots_, free):
+        self.spots, self.left = spots_, dict(free)
+        self.counts = [0] * len(spots_)
+        self.room = [k.want for k in kinds_]
+        self.placed = Counter()
+
+    def put(self, i, most) -> int:
+        """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
+        s = self.spots[i]
+        n = min(most, self.room[s.kind])
+        for p, m in s.need.items():
+            if n <= 0:
+                return 0
+            n = min(n, self.left[(s.cluster, p)] // m)
+        if n <= 0:
+            return 0
+        for p, m in s.need.items():
+            self.left[(s.cluster, p)] -= n * m
+        self.counts[i] += n
+        self.room[s.kind] -= n
+        self.placed[s.kind] += n
+        return n
+
+
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
     on the spots the LP used most fractionally, then on the lowest quality cost."""
-    counts = [0] * len(spots_)
-    left = dict(free)
-    room = [k.want for k in kinds_]                   # replicas each kind may still place
+    fill = _Fill(kinds_, spots_, free)
+    counts, room = fill.counts, fill.room             # room: replicas each kind may still place
     per_tier = Counter()
 
     def put(i, most):
-        s = spots_[i]
-        n = min(most, room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return
-            n = min(n, left[(s.cluster, p)] // m)
-        if n > 0:
-            for p, m in s.need.items():
-                left[(s.cluster, p)] -= n * m
-            counts[i] += n
-            room[s.kind] -= n
-            per_tier[kinds_[s.kind].priority] += n
+        per_tier[kinds_[spots_[i].kind].priority] += fill.put(i, most)
 
     by_tier = defaultdict(list)
     for i, s in enumerate(spots_):
@@ -255,24 +270,8 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
     replicas first. Where rounding costs a higher tier replicas, this start keeps them (`start`
     rounds every tier down first). It may leave a lower tier short of its floor (and is then not
     used); `floors_first` tops every tier up to its floor first, then to its LP total."""
-    counts = [0] * len(spots_)
-    left = dict(free)
-    room = [k.want for k in kinds_]
-
-    def put(i, most) -> int:
-        s = spots_[i]
-        n = min(most, room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return 0
-            n = min(n, left[(s.cluster, p)] // m)
-        if n <= 0:
-            return 0
-        for p, m in s.need.items():
-            left[(s.cluster, p)] -= n * m
-        counts[i] += n
-        room[s.kind] -= n
-        return n
+    fill = _Fill(kinds_, spots_, free)
+    counts, room, put = fill.counts, fill.room, fill.put
 
     by_tier = defaultdict(list)
     for i, s in enumerate(spots_):
@@ -310,26 +309,8 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     and tops up to its LP total; then every tier is topped up, largest replicas first. Serving
     takes one replica for a fresh member of a kind, kinds with the smallest replicas first (the
     most deployments fit), on the spots the LP uses most."""
-    counts = [0] * len(spots_)
-    left = dict(free)
-    room = [k.want for k in kinds_]
-    placed = Counter()
-
-    def put(i, most) -> int:
-        s = spots_[i]
-        n = min(most, room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return 0
-            n = min(n, left[(s.cluster, p)] // m)
-        if n <= 0:
-            return 0
-        for p, m in s.need.items():
-            left[(s.cluster, p)] -= n * m
-        counts[i] += n
-        room[s.kind] -= n
-        placed[s.kind] += n
-        return n
+    fill = _Fill(kinds_, spots_, free)
+    counts, room, placed, put = fill.counts, fill.room, fill.placed, fill.put
 
     by_kind, by_tier = defaultdict(list), defaultdict(list)
     for i, s in enumerate(spots_):
