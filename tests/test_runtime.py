@@ -75,8 +75,7 @@ def test_h4_every_cluster_has_a_gateway_implementation_and_the_gateway_kserve_ro
         dep = r.inputs["metadata"]["labels"]["modelplane.ai/deployment"]
         assert r.inputs["spec"]["router"] == {
             "gateway": {"refs": [{"name": "inference", "namespace": "modelplane-gateway", "sectionName": "https"}]},
-            "route": {"http": {"spec": {"hostnames": ["kserve-managed.invalid"]}}},
-            "scheduler": {"pool": {"ref": {"name": f"{dep}-pool"}}}}
+            "route": {}, "scheduler": {"pool": {"ref": {"name": f"{dep}-pool"}}}}
 
 
 def test_m_a_envoy_gateway_starts_after_the_inference_pool_crd(gke):
@@ -313,3 +312,15 @@ def test_namespace_objects_every_apps_stack_declares_are_kept_on_delete(prod):
                                                            "ClusterRoleBinding"}
     assert all(r.retain_on_delete for r in shared), [r.name for r in shared if not r.retain_on_delete]
     assert not any(r.retain_on_delete for r in kinds(prod, "LLMInferenceService"))
+
+
+def test_kserves_managed_route_keeps_the_presets_rules(prod):
+    """No `router.route.http.spec` of ours: KServe v0.20.0's CRD defaults its absent `rules` to one
+    rule matching `/` with no backend (config/crd/full/llmisvc/serving.kserve.io_llminferenceservices.yaml
+    L8056-8061), which then replaces the preset's rules and their backendRef to the pool; on the real
+    control plane no service became Ready (docs/routing.md, N10)."""
+    services = kinds(prod, "LLMInferenceService")
+    assert services
+    for r in services:
+        router = r.inputs["spec"]["router"]
+        assert router.get("route") == {}, (r.name, router)

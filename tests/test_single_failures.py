@@ -166,35 +166,3 @@ def test_a_role_is_a_down_name_only_of_a_placed_pd_replica(prod):
         trace(prod, CHAT, ["chat/llama-70b#0/prefill"])
     with pytest.raises(TraceError, match="no placed replica chat/deepseek-r1#7"):
         trace(prod, REASONING, ["chat/deepseek-r1#7/decode"])
-
-
-def test_kserves_managed_routes_answer_only_a_host_that_never_resolves(prod):
-    """N10: each replica's managed route (kept for KServe's readiness) carries
-    route.http.spec.hostnames. KServe v0.20.0 merges the preset route and then the service's own
-    spec by a strategic merge patch (pkg/controller/v1alpha2/llmisvc/config_merge.go L218-222, L291,
-    L779-827); hostnames has no patch strategy (gateway-api v1.5.1 apis/v1/httproute_types.go
-    L117-119), so ours replace the preset's none and the preset's rules stay. A request with any other
-    Host (the load balancer's name, an address, a service hostname) no longer lands in the `*` vhost
-    where the catch-all rules reach every replica's vLLM (config-llm-router-route.yaml L283-330)."""
-    from modelplane.render.kserve import MANAGED_ROUTE_HOST
-    assert MANAGED_ROUTE_HOST.endswith(".invalid")        # RFC 6761 6.4: never resolves
-    services = of(prod, "LLMInferenceService")
-    assert services
-    for name, svc in services.items():
-        route = svc["spec"]["router"]["route"]
-        assert route == {"http": {"spec": {"hostnames": [MANAGED_ROUTE_HOST]}}}, name
-        # No parentRefs or rules of ours: KServe sets parentRefs from gateway.refs (config_merge.go
-        # L331-336) and keeps the preset's rules, which it points at our pool (L355-368).
-        # No route.group either: a routing group would make KServe inject every member's backendRef
-        # into each route (router_group.go L68-77); the ModelNameCollision warning it silences
-        # (router.go L183-194) is harmless here, since every replica's route leads to the same pool.
-        assert "group" not in route
-    # The service routes, which clients use, keep the service's hostname.
-    assert of(prod, "HTTPRoute")["eks-use1/chat/httproute/chat"]["spec"]["hostnames"] == [CHAT]
-
-
-def test_a_gateway_of_the_clusters_own_keeps_kserves_route_unbound():
-    """A gatewayRef's listeners may name hostnames: a route hostname outside them would not be accepted
-    and KServe would never report Ready, so there the route is left as KServe makes it."""
-    from modelplane.render.kserve import router
-    assert router({"name": "gw", "namespace": "infra"}, "p-pool")["route"] == {}

@@ -58,36 +58,19 @@ def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_
     return out
 
 
-# The only Host KServe's managed routes answer on our Gateway: `.invalid` is reserved and never
-# resolves (RFC 6761 section 6.4), so no client that follows DNS, the load balancer's name or an
-# address reaches them. They exist for KServe's readiness, not for traffic: requests take the
-# service routes (render/routing.py), through the weights and the pool's picker.
-MANAGED_ROUTE_HOST = "kserve-managed.invalid"
-
-
 def router(gateway: dict | None, pool: str) -> dict:
     """The deployment's shared InferencePool on the cluster's inference Gateway (render/picker.py).
     KServe becomes Ready only once a route on a Gateway reaches the pool (router.go L706-729), so
     its managed route stays, on the listener clients use: `https` where the Gateway terminates TLS,
     so nothing of a replica answers in cleartext on :80 (KServe attaches a route without
-    sectionName to every listener, config_merge.go L566-580). On our Gateway the route answers only
-    MANAGED_ROUTE_HOST (review N10), so a request with any other Host cannot reach a replica's vLLM
-    past the weights and the picker. A cluster without a Gateway keeps KServe's own per-service
-    scheduler (reachable inside the cluster only)."""
+    sectionName to every listener, config_merge.go L566-580). A cluster without a Gateway keeps
+    KServe's own per-service scheduler (reachable inside the cluster only)."""
     if not runs_picker("kserve", gateway):
         return {"scheduler": {}}
     ref = {"name": gateway["name"], "namespace": gateway["namespace"]}
-    route: dict = {}
     if is_own_gateway(gateway):   # we know our Gateway's listeners (a gatewayRef's we do not)
         ref["sectionName"] = "https" if gateway.get("tls") else "http"
-        # KServe v0.20.0 merges the preset route (config-llm-router-route: parentRefs and rules) with
-        # the service's own spec last (config_merge.go L218-222, L291), by a strategic merge patch made
-        # from the fields the service sets (L779-827); HTTPRouteSpec.hostnames carries no patch
-        # strategy (gateway-api v1.5.1 apis/v1/httproute_types.go L117-119), so ours replaces the
-        # preset's empty list and its rules stay. Our listeners name no hostname, so the route is
-        # still accepted and KServe still reports Ready (router.go L706-729).
-        route = {"http": {"spec": {"hostnames": [MANAGED_ROUTE_HOST]}}}
-    return {"gateway": {"refs": [ref]}, "route": route, "scheduler": {"pool": {"ref": {"name": pool}}}}
+    return {"gateway": {"refs": [ref]}, "route": {}, "scheduler": {"pool": {"ref": {"name": pool}}}}
 
 
 def pool_ref(spec: dict) -> str | None:
