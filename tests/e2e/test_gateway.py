@@ -369,6 +369,16 @@ SERVICE = """  modelplane:services:
 RECORD, DRAIN = "aws:route53/record:Record", "pulumi-python:dynamic/modelplane:DnsDrain"
 
 
+def _with_config(stack_text: str, extra: str) -> str:
+    """The stack file with `extra` config keys added: into its `config:` block, not at its end
+    (Pulumi writes `encryptionsalt:` below the config of a stack that holds secrets)."""
+    import yaml
+
+    doc = yaml.safe_load(stack_text)
+    doc["config"].update(yaml.safe_load("config:\n" + extra)["config"])
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_routes(ws, gateway_cluster, report):
     """C5 on the real engine: between the service's Route 53 record and its routes on e2e-a stands
     a drain (render/drain.py), a Pulumi Python dynamic resource whose delete waits the TTL + 5 s.
@@ -382,7 +392,7 @@ def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_ro
     path = ws.root / "stacks" / f"Pulumi.{STACK}.yaml"
     base = path.read_text()
     try:
-        path.write_text(base + DNS + SERVICE)
+        path.write_text(_with_config(base, DNS + SERVICE))
         made = ws.operate("up", STACK)
         report.scenario("g6-dns-drain", made={"ok": made.ok, "seconds": made.seconds, "summary": made.summary,
                                               "error": made.error[-3000:]})
@@ -396,7 +406,7 @@ def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_ro
         assert len(route_keys) == 2 and drain in done and record in done, sorted(done)
         assert max(done[k] for k in route_keys) <= sent[drain] and done[drain] <= sent[record]
 
-        path.write_text(base + DNS)        # the service leaves e2e-a
+        path.write_text(_with_config(base, DNS))        # the service leaves e2e-a
         out = ws.operate("up", STACK)
     finally:
         path.write_text(base)       # g9 destroys the rest (the DNS provider among it)
