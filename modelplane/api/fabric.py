@@ -81,18 +81,12 @@ class FabricWiring:
 def plugin_facts(plugin: NetPlugin) -> dict:
     """What a fabric's NCCL net plugin asks of a multi-node engine (the pool's fabric.netPlugin)."""
     out = {"ncclNet": plugin.nccl_net}
-    if plugin.nccl_env:
-        out["ncclEnv"] = dict(plugin.nccl_env)
-    if plugin.kserve_image:
-        out["kserveImage"] = plugin.kserve_image
-    if plugin.refused_images:
-        out["refusedImages"] = dict(plugin.refused_images)
-    if plugin.refused_backends:
-        out["refusedBackends"] = dict(plugin.refused_backends)
-    if plugin.env_script:
-        out["envScript"] = plugin.env_script
-    if plugin.host_paths:
-        out["hostPaths"] = dict(plugin.host_paths)
+    for key, attr in (("ncclEnv", "nccl_env"), ("kserveImage", "kserve_image"), ("refusedImages", "refused_images"),
+                      ("refusedBackends", "refused_backends"), ("envScript", "env_script"),
+                      ("hostPaths", "host_paths")):
+        value = getattr(plugin, attr)
+        if value:
+            out[key] = dict(value) if isinstance(value, dict) else value
     return out
 
 
