@@ -426,13 +426,26 @@ def test_health_checks_are_https_through_the_picker_and_decode_pods_only_for_pd(
                       "llm-d.ai/role": "decode"}
 
 
-# ---- R8: KServe's managed route stays off plain HTTP ------------------------------------------------------
+# ---- R8 and N10: KServe's managed route stays off the public listeners ------------------------------------
 
-def test_kserve_routes_on_tls_clusters_name_the_https_listener(prod):
+def test_kserve_managed_routes_attach_to_the_hop_gateway_whatever_the_tls(prod):
+    """N10: KServe's managed route matches `/<ns>/<name>/v1/...` on any Host; on the hop Gateway
+    (ClusterIP only) no client outside the cluster reaches it. Its ref is the same with and without
+    TLS: Envoy Gateway v1.8.1 keeps a parent's status after a route stops naming it
+    (internal/provider/kubernetes/status.go L661-676) and KServe v0.20.0 counts that stale parent as
+    not ready (router_discovery.go L682-705), so a ref that moved with TLS left services NotReady."""
     for name, svc in kind(prod, "LLMInferenceService").items():
-        # kserve/kserve@v0.20.0 GatewayObjectReference.SectionName, config_merge.go L562-584.
         assert svc["spec"]["router"]["gateway"]["refs"] == [
-            {"name": "inference", "namespace": "modelplane-gateway", "sectionName": "https"}], name
+            {"name": "inference-hop", "namespace": "modelplane-gateway", "sectionName": "kserve"}], name
+    from modelplane.render.addons import hop_gateway_objects   # the infra stacks render it
+    hop = next(x for x in hop_gateway_objects() if x["kind"] == "Gateway")
+    kserve = [x for x in hop["spec"]["listeners"] if x["name"] == "kserve"]
+    # a Host of its own: a request the hop carries for a service (its client's Host, or AI Gateway's
+    # Backend's) never reaches KServe's `/<ns>/<name>/v1/...` or model-header rules
+    assert kserve == [{"name": "kserve", "protocol": "HTTP", "port": 80, "hostname": "kserve.modelplane.internal",
+                       "allowedRoutes": {"namespaces": {"from": "All"}}}]
+    service = next(x for x in hop_gateway_objects() if x["kind"] == "Service")
+    assert service["spec"]["type"] == "ClusterIP"
 
 
 # ---- R9, R10, R11: inputs ---------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_h4_every_cluster_has_a_gateway_implementation_and_the_gateway_kserve_ro
     for r in kinds(prod, "LLMInferenceService"):   # the deployment's shared pool (docs/routing.md)
         dep = r.inputs["metadata"]["labels"]["modelplane.ai/deployment"]
         assert r.inputs["spec"]["router"] == {
-            "gateway": {"refs": [{"name": "inference", "namespace": "modelplane-gateway", "sectionName": "https"}]},
+            "gateway": {"refs": [{"name": "inference-hop", "namespace": "modelplane-gateway", "sectionName": "kserve"}]},
             "route": {}, "scheduler": {"pool": {"ref": {"name": f"{dep}-pool"}}}}
 
 

@@ -4,6 +4,7 @@ place one at a time beyond that; removed replicas hold their nodes until `up` en
 for the workloads it reaches; outages are reported and refused in production; unpriced capacity
 is never $0; production clusters and pools are protected; an unplaceable deployment moves nobody."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -828,3 +829,24 @@ def test_an_install_on_per_replica_pools_moves_to_the_shared_pools_in_two_ups(tm
     assert second.exit_code != 2 and "perReplicaPools" not in second.output
     updated = {c["name"] for c in _doc(second.output)["changes"] if c["type"].endswith(":LLMInferenceService")}
     assert updated == {r.name for r in services}
+
+
+def test_a_deployments_await_seconds_bounds_every_await_of_its_replicas(tmp_path):
+    """`awaitSeconds` is the `pulumi.com/timeoutSeconds` of the replica's LLMInferenceService and of
+    the observers of what KServe rolls (pulumi-kubernetes v4.32.0 provider/pkg/metadata/overrides.go):
+    a replica that cannot serve fails `up` after it, not after the default hour. Others, and the
+    deployment's endpoint picker (shared, quick to start), keep 3600."""
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    anchor = "    - name: deepseek-r1\n      namespace: chat\n"
+    assert anchor in text
+    (tmp_path / "Pulumi.prod.yaml").write_text(text.replace(anchor, anchor + "      awaitSeconds: 900\n"))
+    run = direct.run("prod", tmp_path / "Pulumi.prod.yaml")
+    timeouts = {r.name: r.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] for r in run.records
+                if r.type.startswith("kubernetes:") and "pulumi.com/timeoutSeconds" in
+                (r.inputs.get("metadata", {}).get("annotations") or {}) and "/chat/" in r.name}
+    deepseek = {n: t for n, t in timeouts.items() if re.search(r"/deepseek-r1-\d", n)}
+    # per replica: the service, its decode LeaderWorkerSet and its prefill Deployment (KServe's children)
+    assert {n.split("/", 2)[2] for n in deepseek} == {f"{k}/deepseek-r1-{i}{s}" for i in (0, 1) for k, s in (
+        ("llminferenceservice", ""), ("leaderworkerset", "-kserve-mn"), ("deployment", "-kserve-prefill"))}, deepseek
+    assert set(deepseek.values()) == {"900"}
+    assert {t for n, t in timeouts.items() if n not in deepseek} == {"3600"}

@@ -371,6 +371,9 @@ class ModelDeployment(Model):
     # replica's PodGroup carries the tier's PriorityClass (render.names.PRIORITY_CLASSES).
     priority: Literal["low", "standard", "critical"] = "standard"
     allow_disruption: bool = False   # a change may leave it serving no replica for a while (policy no-outage)
+    # How long `up` waits for each replica's workloads to serve (weights loaded, Ready) before it
+    # fails: `pulumi.com/timeoutSeconds` on them (render/names.py await_ready).
+    await_seconds: int = Field(default=3600, ge=60, le=86_400)
     # May its replicas run on spot nodes (reclaimed at the cloud's will)? Unset: yes, except for
     # critical and SLO-sized deployments (`spot_refusal`; Filter reason `spot`, policy spot-allowed).
     allow_spot: bool | None = None

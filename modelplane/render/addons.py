@@ -27,6 +27,11 @@ ENVOY_NAMESPACE = "envoy-gateway-system"     # the envoyGateway release's namesp
 HOP_GATEWAY = "inference-hop"
 HOP_SERVICE = "modelplane-hop"
 HOP_PORT = 80
+# KServe's managed routes (render/kserve.py `router`) attach to a listener of the hop Gateway of their
+# own, under a Host no request through the inference Gateway carries (the service routes keep the
+# client's Host, AI Gateway sets its Backend's), so none of the hop's traffic can reach them.
+KSERVE_LISTENER = "kserve"
+KSERVE_HOST = "kserve.modelplane.internal"
 # Envoy Gateway v1.8.1 binds a listener on a privileged port 10000 higher in the proxy container
 # (internal/gatewayapi/listener.go, wellKnownPortShift in translator.go).
 ENVOY_HTTP_CONTAINER_PORT = 80 + 10000
@@ -226,12 +231,15 @@ def _proxy_ref(name: str) -> dict:
 
 def hop_gateway_objects() -> list[dict]:
     """A second Gateway for the hop, on an Envoy of its own whose Service is ClusterIP only: no
-    client outside the cluster reaches it, and none of its routes sends anything back to it."""
+    client outside the cluster reaches it, and none of its routes sends anything back to it. Its
+    `kserve` listener carries KServe's managed routes under a Host of their own."""
     hop = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
            "metadata": meta(HOP_GATEWAY, GATEWAY_NAMESPACE, MANAGED_BY),
            "spec": {"gatewayClassName": GATEWAY_CLASS, "infrastructure": _proxy_ref(HOP_GATEWAY),
                     "listeners": [{"name": "http", "protocol": "HTTP", "port": HOP_PORT,
-                                   "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
+                                   "allowedRoutes": {"namespaces": {"from": "All"}}},
+                                  {"name": KSERVE_LISTENER, "protocol": "HTTP", "port": HOP_PORT,
+                                   "hostname": KSERVE_HOST, "allowedRoutes": {"namespaces": {"from": "All"}}}]}}
     return [envoy_proxy(HOP_GATEWAY, "ClusterIP"), hop, hop_service()]
 
 

@@ -8,7 +8,7 @@ into; they supply the image (llm-d, non-root), the command, ports and probes. Wh
   split JSON such as --kv-transfer-config into several broken flags;
 - `worker` for multi-node roles, the same pod (KServe's data-parallel worker presets, and our
   pipeline-parallel one in presets.py, run the engine headless and give the worker no probes);
-- the router: our Gateway (refs, on the listener clients use), KServe's managed HTTPRoute and
+- the router: our hop Gateway (refs; no client outside the cluster reaches it), KServe's managed HTTPRoute and
   the deployment's shared InferencePool on this cluster (`scheduler.pool.ref`, render/picker.py),
   which the service routes point at.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 
 from ..api.deployment import Topology
-from .addons import is_own_gateway
+from .addons import GATEWAY_NAMESPACE, HOP_GATEWAY, KSERVE_LISTENER, is_own_gateway
 from .picker import runs_picker
 
 CONTAINER = "main"
@@ -61,15 +61,21 @@ def workload(workers: int, topology: Topology, pod: dict, pod_labels: dict, pod_
 def router(gateway: dict | None, pool: str) -> dict:
     """The deployment's shared InferencePool on the cluster's inference Gateway (render/picker.py).
     KServe becomes Ready only once a route on a Gateway reaches the pool (router.go L706-729), so
-    its managed route stays, on the listener clients use: `https` where the Gateway terminates TLS,
-    so nothing of a replica answers in cleartext on :80 (KServe attaches a route without
-    sectionName to every listener, config_merge.go L566-580). A cluster without a Gateway keeps
-    KServe's own per-service scheduler (reachable inside the cluster only)."""
+    its managed route stays. On a Gateway of ours it attaches to the hop Gateway's `kserve`
+    listener (ClusterIP only, a Host of its own): KServe's paths (`/<ns>/<name>/v1/...`) and its
+    model header never answer on a public listener (a route without sectionName attaches to every
+    listener, config_merge.go L566-580), nor to a request the hop carries for a service, and the
+    ref never changes when a cluster gains TLS. That matters: Envoy Gateway
+    v1.8.1 keeps the status of a parent a route no longer names (internal/provider/kubernetes/
+    status.go L661-676), and KServe counts any stale parent as not ready (router_discovery.go
+    L682-705), so moving a managed route between listeners leaves its service NotReady for good
+    (seen on the real operators: tests/e2e g5). A cluster without a Gateway keeps KServe's own
+    per-service scheduler (reachable inside the cluster only)."""
     if not runs_picker("kserve", gateway):
         return {"scheduler": {}}
     ref = {"name": gateway["name"], "namespace": gateway["namespace"]}
-    if is_own_gateway(gateway):   # we know our Gateway's listeners (a gatewayRef's we do not)
-        ref["sectionName"] = "https" if gateway.get("tls") else "http"
+    if is_own_gateway(gateway):   # we know our Gateways' listeners (a gatewayRef's we do not)
+        ref = {"name": HOP_GATEWAY, "namespace": GATEWAY_NAMESPACE, "sectionName": KSERVE_LISTENER}
     return {"gateway": {"refs": [ref]}, "route": {}, "scheduler": {"pool": {"ref": {"name": pool}}}}
 
 

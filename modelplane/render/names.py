@@ -35,8 +35,9 @@ GPU_RESOURCE = {"gpu.nvidia.com": "nvidia.com/gpu", "gpu.amd.com": "amd.com/gpu"
 #   rollout is complete), the two conditions pulumi-kubernetes' own Deployment await checks
 #   (provider/pkg/await/deployment.go); `Available` alone is true at once for one replica with
 #   maxUnavailable 1.
-# Weights take long to load, so the await gets an hour (`pulumi.com/timeoutSeconds`, the same
-# overrides.go; the default is 10 minutes) before `up` fails.
+# Weights take long to load, so the await gets an hour by default (`pulumi.com/timeoutSeconds`, the
+# same overrides.go; the provider's default is 10 minutes) before `up` fails; a deployment's
+# `awaitSeconds` sets its own.
 WAIT_FOR = {
     "LLMInferenceService": "condition=Ready",
     "LeaderWorkerSet": "condition=Available",
@@ -44,12 +45,14 @@ WAIT_FOR = {
                               'jsonpath={.status.conditions[?(@.type=="Progressing")].reason}=NewReplicaSetAvailable']),
 }
 AWAIT_SECONDS = 3600
+TIMEOUT = "pulumi.com/timeoutSeconds"
 WORKLOAD_KINDS = tuple(WAIT_FOR)
 
 
-def await_ready(kind: str) -> dict:
-    """The annotations that make `up` wait until a workload of this kind serves."""
-    return {"pulumi.com/waitFor": WAIT_FOR[kind], "pulumi.com/timeoutSeconds": str(AWAIT_SECONDS)}
+def await_ready(kind: str, seconds: int = AWAIT_SECONDS) -> dict:
+    """The annotations that make `up` wait until a workload of this kind serves (a deployment's
+    `awaitSeconds` for its replicas)."""
+    return {"pulumi.com/waitFor": WAIT_FOR[kind], TIMEOUT: str(seconds)}
 
 # Per team namespace on every cluster a model lands on: the ServiceAccount its model pods run as,
 # and the Secret holding the Hugging Face token (KServe's storage initializer reads secrets

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 
 from ..api.deployment import Topology
-from .names import await_ready, meta
+from .names import AWAIT_SECONDS, await_ready, meta
 
 CONTAINER = "engine"
 RAY_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"   # in the vllm/vllm-openai image
@@ -76,18 +76,19 @@ def _template(lbls: dict, pod_labels: dict, pod_annotations: dict, pod: dict) ->
 
 
 def deployment(name: str, namespace: str, lbls: dict, selector: dict, workers: int, pod_labels: dict,
-               pod_annotations: dict, pod: dict) -> dict:
+               pod_annotations: dict, pod: dict, await_seconds: int = AWAIT_SECONDS) -> dict:
     """Single-node workers. Rolling updates never surge: the plan booked exactly these GPUs."""
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, namespace, lbls, await_ready("Deployment")),
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(name, namespace, lbls, await_ready("Deployment", await_seconds)),
             "spec": {"replicas": workers, "selector": {"matchLabels": dict(selector)},
                      "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
                      "template": _template(lbls, pod_labels, pod_annotations, pod)}}
 
 
 def leader_worker_set(name: str, namespace: str, lbls: dict, workers: int, nodes_per_worker: int,
-                      pod_labels: dict, pod_annotations: dict, leader: dict, worker: dict) -> dict:
+                      pod_labels: dict, pod_annotations: dict, leader: dict, worker: dict,
+                      await_seconds: int = AWAIT_SECONDS) -> dict:
     return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-            "metadata": meta(name, namespace, lbls, await_ready("LeaderWorkerSet")),
+            "metadata": meta(name, namespace, lbls, await_ready("LeaderWorkerSet", await_seconds)),
             "spec": {"replicas": workers, "startupPolicy": "LeaderCreated",
                      "leaderWorkerTemplate": {
                          "size": nodes_per_worker, "restartPolicy": "RecreateGroupOnPodRestart",

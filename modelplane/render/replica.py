@@ -67,7 +67,7 @@ def _extra_role(md: ModelDeployment, base: str, idx: int, role: ExtraRole, repli
     main["ports"] = [{"name": "http", "containerPort": role.port, "protocol": "TCP"}]
     main["resources"] = {"requests": {"cpu": role.cpu, "memory": role.memory}}
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
-                  "metadata": meta(name, md.namespace, lbls, await_ready("Deployment")),
+                  "metadata": meta(name, md.namespace, lbls, await_ready("Deployment", md.await_seconds)),
                   "spec": {"replicas": role.replicas if replicas is None else replicas,
                            "selector": {"matchLabels": selector},
                            "template": {"metadata": {"labels": lbls}, "spec": {"containers": [main]}}}}
@@ -201,18 +201,18 @@ def render_replica(md: ModelDeployment, placement: Placement, inv: dict, weights
             worker = pod_spec(container(native.CONTAINER, engine.image, gpu, weights_gib, command=work_cmd, env=env),
                               gpu, rp.pool, use_kai)
             work = native.leader_worker_set(work_name, md.namespace, lbls, rp.workers, topology.nodes_per_worker,
-                                            pod_labels, pod_annotations, leader, worker)
+                                            pod_labels, pod_annotations, leader, worker, md.await_seconds)
         else:
             main = container(native.CONTAINER, engine.image, gpu, weights_gib, args=args, env=env, port=engine.port,
                              health_path=engine.health_path)
             work = native.deployment(work_name, md.namespace, lbls, selector, rp.workers, pod_labels, pod_annotations,
-                                     pod_spec(main, gpu, rp.pool, use_kai))
+                                     pod_spec(main, gpu, rp.pool, use_kai), md.await_seconds)
         objects += _autoscaled(work, autos[role], lbls, rp.workers) if role in autos else [work]
         objects.append(native.service(name, md.namespace, lbls, selector, engine.port,
                                       leader_only=topology.nodes_per_worker > 1))
     if md.backend == "kserve":
         objects.append(kserve.llm_inference_service(meta(workload_name(md, idx, placement.cluster), md.namespace,
-                                                         labels(md.name, idx), await_ready("LLMInferenceService")),
+                                                         labels(md.name, idx), await_ready("LLMInferenceService", md.await_seconds)),
                                                     md.model.uri,
                                                     served[0], workloads["decode"], workloads.get("prefill"),
                                                     inv.get("gateway"), picker.pool_name(md.name)))

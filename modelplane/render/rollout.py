@@ -39,7 +39,7 @@ import json
 from .drain import DRAIN_TYPE, drain_inputs, drain_name
 from .graph import Graph, Node
 from .kserve import children, pool_ref
-from .names import DEPLOYMENT, REPLICA, WORKLOAD_KINDS, await_ready
+from .names import DEPLOYMENT, REPLICA, TIMEOUT, WORKLOAD_KINDS, await_ready
 from .routing import SERVICE_LABEL
 from .stack import k8s_type, logical_name
 
@@ -251,7 +251,8 @@ def await_children(graph: Graph) -> None:
             obj = {"apiVersion": api_version, "kind": kind,
                    "metadata": {"name": name, "namespace": meta.get("namespace"),
                                 "labels": {DEPLOYMENT: lbls[DEPLOYMENT], REPLICA: lbls[REPLICA]},
-                                "annotations": {**await_ready(kind), SPEC_DIGEST: _digest(spec)}}}
+                                "annotations": {**await_ready(kind, int(meta["annotations"][TIMEOUT])),
+                                                SPEC_DIGEST: _digest(spec)}}}
             order.append(Node(k8s_type(obj) + "Patch", logical_name(node.cluster, obj), obj, node.parent,
                               node.provider, (node.key,), retain_on_delete=True, cluster=node.cluster))
     graph.nodes = {}

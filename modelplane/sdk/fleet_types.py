@@ -671,6 +671,8 @@ class ModelDeployment(TypedDict):
     'Default: "standard".'
     allowDisruption: NotRequired[bool]
     'a change may leave it serving no replica for a while (policy no-outage). Default: false.'
+    awaitSeconds: NotRequired[int]
+    'Default: 3600.'
     allowSpot: NotRequired[bool]
 
 

@@ -122,10 +122,15 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
             assert node["metadata"]["labels"]["modelplane.ai/pool"] in {r["pool"] for r in roles}
         if any(r["nodes"] > 1 for r in roles):
             assert len({pod["spec"]["nodeName"] for pod in pods}) == len(pods), name
+    # N10: KServe's managed routes only on the hop Gateway's `kserve` listener, so the pools' one
+    # parent is the hop Gateway (this stack has no service routes on the inference Gateway).
+    for route in c.get("httproutes", "-n", NS, "-l", "app.kubernetes.io/component=llminferenceservice-router")["items"]:
+        refs = [(x["name"], x.get("sectionName")) for x in route["spec"]["parentRefs"]]
+        assert refs == [("inference-hop", "kserve")], (route["metadata"]["name"], refs)
     for pool in c.get("inferencepools.inference.networking.k8s.io", "-n", NS)["items"]:
         parents = pool["status"]["parents"]
         assert [(x["parentRef"]["namespace"], x["parentRef"]["name"]) for x in parents] == \
-            [("modelplane-gateway", "inference")], pool["metadata"]["name"]
+            [("modelplane-gateway", "inference-hop")], pool["metadata"]["name"]
         assert conditions(parents[0]) == {"Accepted": "True", "ResolvedRefs": "True"}, pool["metadata"]["name"]
     lws = c.get("leaderworkersets", "-n", NS)["items"]
     assert [conditions(x).get("Available") for x in lws] == ["True"], [x.get("status") for x in lws]
@@ -318,6 +323,12 @@ def test_g4_models_on_one_hostname_with_a_fallback_provider(ws, gateway_cluster,
     got = settled(envoy_config, timeout=120, every=3)
     assert got, "the Gateway's proxy is never served a route per model name"
     d, vh = got
+    # N10: none of KServe's managed routes (`/<ns>/<name>/v1/...`, or its model header) is served on
+    # the inference Gateway; they are on the hop Gateway, under their own Host only.
+    public = [m for m in xds.matches(d) if m[1].startswith(f"/{NS}/") or "x-gateway-model-name" in m[2]]
+    assert public == [], public
+    hop = [m for m in xds.matches(xds.dump(c, "modelplane-gateway", "inference-hop")) if m[1].startswith(f"/{NS}/")]
+    assert hop and all(x.split(":")[0] == "kserve.modelplane.internal" for m in hop for x in m[0]), hop
     routes = vh["routes"]
     by_model = {xds.header_value(r, MODEL_HEADER): (i, r) for i, r in enumerate(routes)}
     not_found = [i for i, r in enumerate(routes) if r.get("directResponse", {}).get("status") == 404]
@@ -437,8 +448,8 @@ def test_g5_https_once_cert_manager_issues(ws, gateway_cluster, report):
     """N2 on the real operators (after g6: its service's hostname is not under this certificate, which
     the loader refuses once the cluster has `tls`): with `tls` on the cluster, modelplane's Certificate is issued by
     cert-manager v1.21.1's own control loops (a CA ClusterIssuer: no ACME server here), Envoy
-    Gateway programs the `https` listener from its Secret, and KServe's managed routes, which name
-    that listener (`sectionName: https`), are accepted, so every service reports Ready."""
+    Gateway programs the `https` listener from its Secret, and the apps stack's next `up` changes no
+    LLMInferenceService (their managed routes stay on the hop Gateway), so every service stays Ready."""
     c = gateway_cluster
     built = build.build("cert-manager")
     report.data["components"]["cert-manager"] = built
@@ -469,11 +480,18 @@ def test_g5_https_once_cert_manager_issues(ws, gateway_cluster, report):
         out = ws.operate("up", STACK)
         report.scenario("g5-https", ok=out.ok, seconds=out.seconds, summary=out.summary, error=out.error[-3000:])
         assert out.ok, out.error
+        # The managed routes' ref does not follow the listener, so TLS changes no service: Envoy
+        # Gateway keeps a dropped parent's status and KServe then never reports the service Ready
+        # (what this scenario found while the ref named `https`; docs/routing.md).
+        touched = [(e.op, e.name) for e in out.events if e.phase == "pre" and "/llminferenceservice/" in e.name
+                   and e.op not in ("same", "read")]
+        assert touched == [], touched
         plan = json.loads(ws.modelplane("plan", STACK, "--json").stdout)
         names = [f"{p['deployment'].split('/')[1]}-{p['replica']}" for p in plan["placements"]]
         for name in names:
             svc = c.get("llminferenceservice", "-n", NS, name)
-            assert svc["spec"]["router"]["gateway"]["refs"][0].get("sectionName") == "https", svc["spec"]["router"]
+            assert svc["spec"]["router"]["gateway"]["refs"] == [
+                {"name": "inference-hop", "namespace": "modelplane-gateway", "sectionName": "kserve"}], svc["spec"]["router"]
         ready = settled(lambda: all(conditions(c.get("llminferenceservice", "-n", NS, n)).get("HTTPRoutesReady") == "True"
                                     and conditions(c.get("llminferenceservice", "-n", NS, n)).get("Ready") == "True"
                                     for n in names), timeout=180, every=3)

@@ -76,3 +76,15 @@ def endpoint_hosts_by_priority(cl: dict) -> dict[int, list[str]]:
             sock = lb.get("endpoint", {}).get("address", {}).get("socketAddress", {})
             out.setdefault(int(group.get("priority", 0)), []).append(f"{sock.get('address')}:{sock.get('portValue')}")
     return out
+
+
+def matches(d: dict) -> list[tuple[tuple[str, ...], str, tuple[str, ...]]]:
+    """Every route match served: (its virtual host's domains, its path or prefix, its header names)."""
+    out = []
+    for rc in d["routes"]:
+        for vh in rc.get("virtualHosts", []):
+            for r in vh.get("routes", []):
+                m = r.get("match", {})
+                path = m.get("prefix", m.get("path", m.get("pathSeparatedPrefix", m.get("safeRegex", {}).get("regex", ""))))
+                out.append((tuple(vh.get("domains", [])), path, tuple(h.get("name", "").lower() for h in m.get("headers", []))))
+    return out
