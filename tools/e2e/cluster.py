@@ -82,6 +82,9 @@ def inline_kubeconfig(path: Path) -> str:
     return json.dumps(cfg)
 
 
+TRANSIENT = ("Please retry", "Client.Timeout", "TLS handshake timeout", "connection refused")
+
+
 @dataclass
 class Cluster:
     name: str
@@ -92,8 +95,14 @@ class Cluster:
         return self.dir / "kubeconfig"
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        run = subprocess.run([str(need("kubectl")), "--kubeconfig", str(self.kubeconfig), *args],
-                             input=input, capture_output=True, text=True)
+        for attempt in range(3):
+            run = subprocess.run([str(need("kubectl")), "--kubeconfig", str(self.kubeconfig), *args],
+                                 input=input, capture_output=True, text=True)
+            # A loaded 2-core machine: the API server answers a request (often kubectl's OpenAPI
+            # fetch for validation) after kubectl's client timeout, and kubectl says to retry.
+            if run.returncode == 0 or not any(x in run.stderr for x in TRANSIENT):
+                break
+            time.sleep(2 * (attempt + 1))
         if check and run.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {run.stderr.strip()}")
         return run.stdout
