@@ -217,6 +217,49 @@ def cluster_place(name: str, labels, region: str = "", cloud: str = "") -> dict:
     return {"name": name, "labels": dict(labels), "region": region or "", "cloud": cloud or ""}
 
 
+# What an expression gave on the values it reads, for every Matcher of the process: the loader
+# checks each nodeSelector on every catalog class, the scheduler on the classes of the pools, once
+# per stack of a fleet, and classes share GPU, network or interconnect blocks. An outcome is True,
+# False or (whole, message): a CelError's text, without its subject unless `whole`.
+_OUTCOMES: dict[tuple, bool | tuple[bool, str]] = {}
+_OUTCOMES_MAX = 1 << 16
+
+
+@lru_cache(maxsize=None)
+def _identifiers(expr: str) -> frozenset[str]:
+    """Every identifier in the expression's syntax tree (variables, fields, macro variables): a
+    variable it does not name cannot change what it gives (CEL has no dynamic variable lookup)."""
+    from lark import Token
+
+    tree = compile_expr(expr).ast
+    return frozenset(str(t) for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "IDENT"))
+
+
+def _read_values(expr: str, source: dict) -> tuple:
+    """The values of the variables `expr` names, as text that tells 1, 1.0 and true apart and keeps
+    key order (a macro walks a map in its order)."""
+    names = _identifiers(expr)
+    return tuple((name, repr(source[name]) if name in source else None) for name in sorted(names))
+
+
+def _outcome(expr: str, act: dict, variables: str) -> bool | tuple[bool, str]:
+    import celpy
+    from celpy import celtypes
+
+    program = compile_expr(expr)
+    try:
+        result = program.evaluate(act)
+    except celpy.CELEvalError as exc:
+        return (False, explain(str(exc.args[0]), variables))
+    except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
+        return (False, "cannot be evaluated")
+    if isinstance(result, celpy.CELEvalError):
+        return (False, explain(str(result.args[0]), variables))
+    if not isinstance(result, celtypes.BoolType):
+        return (True, f"yields {_type_name(type(result).__name__)}, not true or false")
+    return bool(result)
+
+
 class Matcher:
     """Evaluates each (expression, class) pair once."""
 
@@ -230,7 +273,7 @@ class Matcher:
             return True
         at = class_name if context is None else (class_name, context["cluster"]["name"], context["pool"]["name"])
         return self._evaluate(expr, at, lambda: activation(capabilities, context), f"on class {class_name!r}",
-                              NODE_VARIABLES)
+                              NODE_VARIABLES, {"capabilities": capabilities, **capabilities, **(context or {})})
 
     def selects(self, expr: str, cluster: dict) -> bool:
         """A clusterSelector.cel on one cluster (`cluster`: cluster_place); it sees `cluster` only."""
@@ -241,29 +284,24 @@ class Matcher:
             import celpy
             return {"cluster": celpy.json_to_cel(cluster)}
         return self._evaluate(expr, ("cluster", cluster["name"]), act, f"on cluster {cluster['name']!r}",
-                              CLUSTER_VARIABLES)
+                              CLUSTER_VARIABLES, {"cluster": cluster})
 
-    def _evaluate(self, expr: str, at, make_act, subject: str, variables: str) -> bool:
+    def _evaluate(self, expr: str, at, make_act, subject: str, variables: str, source: dict) -> bool:
         key = (expr, at)
         if key not in self._cache:
-            import celpy
-            from celpy import celtypes
-
-            program = compile_expr(expr)
-            act = self._acts.get(at)
-            if act is None:
-                act = self._acts[at] = make_act()
-            try:
-                result = program.evaluate(act)
-            except celpy.CELEvalError as exc:
-                raise CelError(f"{subject}: {explain(str(exc.args[0]), variables)}") from None
-            except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
-                raise CelError(f"{subject}: cannot be evaluated") from None
-            if isinstance(result, celpy.CELEvalError):
-                raise CelError(f"{subject}: {explain(str(result.args[0]), variables)}")
-            if not isinstance(result, celtypes.BoolType):
-                raise CelError(f"yields {_type_name(type(result).__name__)}, not true or false")
-            self._cache[key] = bool(result)
+            shared = (expr, variables, _read_values(expr, source))
+            outcome = _OUTCOMES.get(shared)
+            if outcome is None:
+                act = self._acts.get(at)
+                if act is None:
+                    act = self._acts[at] = make_act()
+                outcome = _outcome(expr, act, variables)
+                if len(_OUTCOMES) >= _OUTCOMES_MAX:
+                    _OUTCOMES.clear()
+                _OUTCOMES[shared] = outcome
+            if not isinstance(outcome, bool):
+                raise CelError(outcome[1] if outcome[0] else f"{subject}: {outcome[1]}")
+            self._cache[key] = outcome
         return self._cache[key]
 
     def why(self, expr: str, class_name: str, capabilities: dict, context: dict | None = None) -> str:
