@@ -9,7 +9,6 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out,  # noqa: F401  (re-exported)
                       project_options)
@@ -66,6 +65,8 @@ def _previous_document(path: Path) -> dict:
 
 
 def _explain(run, key: str) -> None:
+    from rich.table import Table
+
     from .scheduler.explain import explain_rows
 
     result = run.result
@@ -490,6 +491,8 @@ def classes():
         catalog = catalog_of({})
     except InputError as exc:
         _refuse(exc)
+    from rich.table import Table
+
     table = Table(title="InferenceClasses", title_justify="left")
     for col in ("name", "clouds", "machine", "GPU", "count", "fabric", "from"):
         table.add_column(col)

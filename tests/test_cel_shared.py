@@ -6,6 +6,15 @@ from modelplane.scheduler import cel
 from modelplane.scheduler.cel import CelError, Matcher
 
 
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch, tmp_path):
+    """No outcome from an earlier test or run: this process's and the kept ones start empty."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cel, "_OUTCOMES", {})
+    monkeypatch.setattr(cel, "_store", {})
+    cel._identifiers.cache_clear()
+
+
 def _caps(memory, fabric="none"):
     return {"gpu": {"product": "H100", "memoryGiB": memory, "count": 8}, "network": {"fabric": fabric}}
 

@@ -229,10 +229,100 @@ _OUTCOMES_MAX = 1 << 16
 def _identifiers(expr: str) -> frozenset[str]:
     """Every identifier in the expression's syntax tree (variables, fields, macro variables): a
     variable it does not name cannot change what it gives (CEL has no dynamic variable lookup)."""
+    kept = _kept()["names"].get(expr)
+    if kept is not None:
+        return frozenset(kept)
     from lark import Token
 
     tree = compile_expr(expr).ast
-    return frozenset(str(t) for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "IDENT"))
+    names = frozenset(str(t) for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "IDENT"))
+    _keep("names", expr, sorted(names))
+    return names
+
+
+def check_syntax(expr: str) -> None:
+    """CelError if `expr` does not compile: without cel-python when it compiled in an earlier run."""
+    if expr not in _kept()["names"]:
+        _identifiers(expr)
+
+
+# Outcomes and identifiers kept across runs in the user's cache directory, so a plan whose
+# selectors were all seen before imports neither cel-python nor Lark (~0.1 s) and evaluates
+# nothing. Named for what they depend on: this module's code and cel-python's files; a missing,
+# unreadable or foreign file only means evaluating again.
+_KEEP_MAX = 4096
+_store: dict = {}
+
+
+def _kept_file() -> Path | None:
+    import hashlib
+    from importlib.util import find_spec
+
+    from ..usercache import cache_dir
+
+    folder = cache_dir()
+    specs = [find_spec("celpy"), find_spec("lark")]
+    if folder is None or not all(s is not None and s.origin for s in specs):
+        return None
+    try:
+        digest = hashlib.sha256(Path(__file__).read_bytes() + f"{sys.version_info[:2]}".encode())
+        for spec in specs:
+            where = Path(spec.origin).parent
+            for f in sorted(where.glob("*.py")) + sorted(where.glob("*.lark")):
+                st = f.stat()
+                digest.update(f"{f} {st.st_size} {st.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    return folder / f"cel-outcomes-{digest.hexdigest()[:16]}.json"
+
+
+def _kept() -> dict:
+    """{"names": {expr: [identifier]}, "outcomes": {(expr, variables, values): outcome}}, read once."""
+    if not _store:
+        import json
+
+        _store.update(names={}, outcomes={}, file=None, new=0)
+        path = _store["file"] = _kept_file()
+        try:
+            doc = json.loads(path.read_text()) if path is not None else {}
+            _store["names"] = {str(k): [str(n) for n in v] for k, v in doc.get("names", {}).items()}
+            _store["outcomes"] = {(e, v, tuple((n, r) for n, r in values)): o if isinstance(o, bool) else (o[0], o[1])
+                                  for e, v, values, o in doc.get("outcomes", [])}
+        except Exception:  # noqa: BLE001  (absent or not ours: start empty)
+            _store.update(names={}, outcomes={})
+    return _store
+
+
+def _keep(kind: str, key, value) -> None:
+    store = _kept()
+    if len(store[kind]) >= _KEEP_MAX:
+        store[kind].clear()
+    store[kind][key] = value
+    if not store["new"]:
+        import atexit
+        atexit.register(_save)
+    store["new"] += 1
+
+
+def _save() -> None:
+    """Write what this run added, whole or not at all (another run may be reading the file)."""
+    import json
+    import os
+    from contextlib import suppress
+
+    path = _store.get("file")
+    if path is None or not _store.get("new"):
+        return
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        doc = {"names": _store["names"],
+               "outcomes": [[e, v, [list(x) for x in values], o if isinstance(o, bool) else list(o)]
+                            for (e, v, values), o in _store["outcomes"].items()]}
+        tmp.write_text(json.dumps(doc, sort_keys=True))
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001  (no cache: the next run evaluates again)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def _read_values(expr: str, source: dict) -> tuple:
@@ -292,13 +382,16 @@ class Matcher:
             shared = (expr, variables, _read_values(expr, source))
             outcome = _OUTCOMES.get(shared)
             if outcome is None:
+                outcome = _kept()["outcomes"].get(shared)
+            if outcome is None:
                 act = self._acts.get(at)
                 if act is None:
                     act = self._acts[at] = make_act()
                 outcome = _outcome(expr, act, variables)
-                if len(_OUTCOMES) >= _OUTCOMES_MAX:
-                    _OUTCOMES.clear()
-                _OUTCOMES[shared] = outcome
+                _keep("outcomes", shared, outcome)
+            if len(_OUTCOMES) >= _OUTCOMES_MAX:
+                _OUTCOMES.clear()
+            _OUTCOMES[shared] = outcome
             if not isinstance(outcome, bool):
                 raise CelError(outcome[1] if outcome[0] else f"{subject}: {outcome[1]}")
             self._cache[key] = outcome
