@@ -1,5 +1,7 @@
 """CEL outcomes are shared by every Matcher of a process, keyed by the values an expression names:
 the sharing must never give one class another's answer or error."""
+import json
+
 import pytest
 
 from modelplane.scheduler import cel
@@ -51,3 +53,22 @@ def test_a_variable_absent_from_one_class_is_an_error_there_only():
     assert Matcher().matches(expr, "efa", _caps(80, "efa")) is True
     with pytest.raises(CelError, match="^on class 'bare': unknown name 'network'"):
         Matcher().matches(expr, "bare", {"gpu": {"memoryGiB": 80}})
+
+
+def test_a_kept_file_not_of_outcomes_is_ignored():
+    expr = "gpu.memoryGiB >= 80 && 5 == 5"
+    values = cel._read_values(expr, {"gpu": _caps(40)["gpu"]})
+    path = cel._kept_file()
+    path.write_text(json.dumps({"names": {}, "outcomes": [[expr, cel.NODE_VARIABLES, values, "yes"]]}))
+    cel._store.clear()
+    assert Matcher().matches(expr, "small", _caps(40)) is False
+
+
+def test_outcomes_kept_by_one_run_answer_the_next(monkeypatch):
+    expr = "gpu.memoryGiB >= 80 && 6 == 6"
+    assert Matcher().matches(expr, "big", _caps(80)) is True
+    cel._save()
+    cel._store.clear()
+    monkeypatch.setattr(cel, "_OUTCOMES", {})
+    monkeypatch.setattr(cel, "_outcome", lambda *a: pytest.fail("evaluated again"))
+    assert Matcher().matches(expr, "big-too", _caps(80, "efa")) is True

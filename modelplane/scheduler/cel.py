@@ -1,5 +1,6 @@
 """nodeSelector CEL over class capabilities (and the pool and cluster), clusterSelector CEL over
-the cluster, with cel-python: compiled once, cached per class (or pool, or cluster).
+the cluster, with cel-python: compiled once, each outcome kept per expression and the values of
+the variables it names (shared by every Matcher, and across runs in the user's cache).
 
 cel-python is imported, and its parser built, on the first expression: a stack without
 nodeSelectors never pays for them. The parser Lark builds from the CEL grammar (~0.2 s) is kept
@@ -250,7 +251,7 @@ def check_syntax(expr: str) -> None:
 # selectors were all seen before imports neither cel-python nor Lark (~0.1 s) and evaluates
 # nothing. Named for what they depend on: this module's code and cel-python's files; a missing,
 # unreadable or foreign file only means evaluating again.
-_KEEP_MAX = 4096
+_KEEP_MAX = 1024      # entries of each kind: the file stays a few hundred KiB, read in a few ms
 _store: dict = {}
 
 
@@ -286,8 +287,12 @@ def _kept() -> dict:
         try:
             doc = json.loads(path.read_text()) if path is not None else {}
             _store["names"] = {str(k): [str(n) for n in v] for k, v in doc.get("names", {}).items()}
-            _store["outcomes"] = {(e, v, tuple((n, r) for n, r in values)): o if isinstance(o, bool) else (o[0], o[1])
-                                  for e, v, values, o in doc.get("outcomes", [])}
+            outcomes = {(e, v, tuple((n, r) for n, r in values)): o if isinstance(o, bool) else (o[0], o[1])
+                        for e, v, values, o in doc.get("outcomes", [])}
+            if not all(isinstance(o, bool) or (isinstance(o[0], bool) and isinstance(o[1], str))
+                       for o in outcomes.values()):
+                raise ValueError("not an outcome")
+            _store["outcomes"] = outcomes
         except Exception:  # noqa: BLE001  (absent or not ours: start empty)
             _store.update(names={}, outcomes={})
     return _store
