@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..api.loader import NAMESPACE, read_yaml
+from ..api.loader import NAMESPACE, read_yaml, stack_source
 from .changes import POOL_TYPES
 from ..errors import InputError
 from ..policy.serving import quota_subject
@@ -82,7 +82,7 @@ def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:
     if path is None:
         return [dict(v) for v in violations]
     try:
-        src = read_yaml(Path(path))
+        src = stack_source(Path(path))
         infra = [read_yaml(infra_file(name, Path(path).parent)) for name in run.result.spec.fleet]
     except InputError:      # the files were read once already; a change under our feet keeps the bare verdicts
         return [dict(v) for v in violations]

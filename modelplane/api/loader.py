@@ -79,6 +79,23 @@ def read_yaml(path: Path, display: str | None = None) -> Source:
     return Source(display, data, node)
 
 
+# The stack file `plan` checked, by path: its bytes and what they parsed to (stack_source).
+_CHECKED: dict[str, tuple[bytes, Source]] = {}
+
+
+def stack_source(path: Path) -> Source:
+    """The stack file as check_stack read it, when its bytes are still the same, else read anew:
+    a large fleet's file is parsed once, not once per reader. For lines and reading only: its data
+    is shared, so a caller must not change it."""
+    kept = _CHECKED.get(str(path))
+    try:
+        if kept is not None and Path(path).read_bytes() == kept[0]:
+            return kept[1]
+    except OSError:
+        pass
+    return read_yaml(path)
+
+
 def display_path(path: Path) -> str:
     """A path as problems show it: relative to the project when inside it."""
     return current().display(path)
@@ -180,14 +197,52 @@ def _catalog_file(path: Path) -> Source:
     return Source(display, copy.deepcopy(data), node)
 
 
+# Catalogs loaded in this process, by what they were loaded from (_catalog_key): a plan loads the
+# catalog once per stack (an apps stack and each infra stack of its fleet).
+_CATALOGS: dict[tuple, Catalog] = {}
+
+
+def _catalog_key(directory: Path, user: list) -> tuple | None:
+    """Every file a catalog is read from, with its bytes, and the project root its problems and
+    sources are shown against; None if one cannot be read (the load says why)."""
+    try:
+        paths = sorted(directory.glob("*.yaml"))
+        for more in map(Path, user):
+            paths += sorted(more.glob("*.yaml")) if more.is_dir() else [more]
+        return (str(directory), tuple(map(str, user)), str(current().root),
+                tuple((str(p), p.read_bytes()) for p in paths))
+    except OSError:
+        return None
+
+
+def _copied(catalog: Catalog) -> Catalog:
+    """A catalog a caller may change: its own containers over the shared (frozen) entries."""
+    return Catalog(classes=dict(catalog.classes), substrate=copy.deepcopy(catalog.substrate),
+                   gpudirect=dict(catalog.gpudirect), net_plugins=dict(catalog.net_plugins),
+                   models=dict(catalog.models), prices=dict(catalog.prices),
+                   overrides=[dict(o) for o in catalog.overrides], sources=dict(catalog.sources),
+                   profile_dirs=list(catalog.profile_dirs))
+
+
 def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple | None = None) -> Catalog:
     """The package's catalog (`directory`, default the built-in one), then the user's: `extra`, one or
     more directories of YAML files or single files (the project's catalog/, modelplane:catalogDir,
     --catalog). A user's class, model or price replaces the built-in one of that name (listed in
     `overrides`); a name the user's files define twice is an error that names both files."""
     directory = directory or data_dir("catalog")
-    problems, catalog, origin, priced = [], Catalog(), {}, []
     user = [] if extra is None else [extra] if isinstance(extra, (str, Path)) else list(extra)
+    key = _catalog_key(directory, user)
+    if key is None or key not in _CATALOGS:
+        catalog = _load_catalog(directory, user)
+        if key is not None:
+            if len(_CATALOGS) >= 8:
+                _CATALOGS.clear()
+            _CATALOGS[key] = catalog
+    return _copied(_CATALOGS[key] if key is not None else catalog)
+
+
+def _load_catalog(directory: Path, user: list) -> Catalog:
+    problems, catalog, origin, priced = [], Catalog(), {}, []
     paths = [(p, False) for p in sorted(directory.glob("*.yaml"))]
     catalog.profile_dirs = [directory / "profiles"]      # sizing profiles: the user's folders first
     for more in map(Path, user):
@@ -462,9 +517,10 @@ def _model_credentials(spec: StackSpec, catalog: Catalog, secret_keys, add) -> N
                 f"use tokenSecret: {first[1]}, or move this deployment to another namespace", "model-credentials")
 
 
-def load_stack(path: Path, catalog: Catalog | None = None) -> StackSpec:
+def load_stack(path: Path, catalog: Catalog | None = None, src: Source | None = None) -> StackSpec:
+    """The stack file's validated spec; `src`: the file as the caller has just read it."""
     catalog = catalog or load_catalog()
-    src = read_yaml(path)
+    src = src or read_yaml(path)
     data = src.data or {}
     if not isinstance(data, dict):
         raise InputError([Problem(src.file, "(file)", f"the file holds {_kind(data)}; a stack file is a mapping "
@@ -514,6 +570,20 @@ def check_stack(stack: str, config_file: Path | None = None) -> tuple[Path, Cata
         else:
             fix = (f"stacks here: {', '.join(known) or '(none)'}; or plan any stack file with --config-file PATH")
         raise InputError([Problem(where, "STACK", f"no stack {stack!r} (no {where})", fix)])
-    data = read_yaml(path).data
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raw = None
+    if raw is None:
+        src = read_yaml(path)           # says what is wrong with the file
+    else:
+        display = display_path(path)
+        node, data = parse(decode(raw, display), display)
+        src = Source(display, data, node)
+    data = src.data
     catalog = catalog_of(data.get("config") if isinstance(data, dict) else None, project)
-    return path, catalog, load_stack(path, catalog)
+    spec = load_stack(path, catalog, src)
+    if raw is not None:
+        _CHECKED.clear()
+        _CHECKED[str(path)] = (raw, src)
+    return path, catalog, spec

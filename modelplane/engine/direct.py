@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..api.loader import check_stack, display_path, read_yaml
+from ..api.loader import check_stack, display_path, stack_source
 from .assemble import Remote, assemble
 from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
                       UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
@@ -264,7 +264,7 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
     # StackReferences are reads, not registrations: expressions name them, no node stands for them.
     remote = [Remote(infra, reference_key(infra), references[infra].get("inventory") or []) for infra in spec.fleet]
     prior = [] if spec.repack else [Placement.from_json(p) for p in (previous or [])]
-    src = read_yaml(path)
+    src = stack_source(path)
     built = assemble(spec, catalog, display_path(path), remote, prior, exclude=exclude,
                      locate=lambda p: src.line(("config", *p)))
     resolver = Resolver(built.graph, stack, references)

@@ -4,10 +4,13 @@ from __future__ import annotations
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import yaml
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 from ..console import err, out, project_options
 from ..console import fail as _fail   # exit 2: invalid input; 3: the API or estimator gave nothing
@@ -41,6 +44,8 @@ def price_rows(stack: str | None, today: date, max_age: int) -> list[dict]:
 
 
 def price_table(rows: list[dict], title: str, max_age: int) -> Table:
+    from rich.table import Table     # here: `plan` registers this command but never draws a table
+
     from ..analysis.cost import money
 
     table = Table(title=title, title_justify="left")

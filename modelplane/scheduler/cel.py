@@ -1,5 +1,6 @@
 """nodeSelector CEL over class capabilities (and the pool and cluster), clusterSelector CEL over
-the cluster, with cel-python: compiled once, cached per class (or pool, or cluster).
+the cluster, with cel-python: compiled once, each outcome kept per expression and the values of
+the variables it names (shared by every Matcher, and across runs in the user's cache).
 
 cel-python is imported, and its parser built, on the first expression: a stack without
 nodeSelectors never pays for them. The parser Lark builds from the CEL grammar (~0.2 s) is kept
@@ -217,6 +218,143 @@ def cluster_place(name: str, labels, region: str = "", cloud: str = "") -> dict:
     return {"name": name, "labels": dict(labels), "region": region or "", "cloud": cloud or ""}
 
 
+# What an expression gave on the values it reads, for every Matcher of the process: the loader
+# checks each nodeSelector on every catalog class, the scheduler on the classes of the pools, once
+# per stack of a fleet, and classes share GPU, network or interconnect blocks. An outcome is True,
+# False or (whole, message): a CelError's text, without its subject unless `whole`.
+_OUTCOMES: dict[tuple, bool | tuple[bool, str]] = {}
+_OUTCOMES_MAX = 1 << 16
+
+
+@lru_cache(maxsize=None)
+def _identifiers(expr: str) -> frozenset[str]:
+    """Every identifier in the expression's syntax tree (variables, fields, macro variables): a
+    variable it does not name cannot change what it gives (CEL has no dynamic variable lookup)."""
+    kept = _kept()["names"].get(expr)
+    if kept is not None:
+        return frozenset(kept)
+    from lark import Token
+
+    tree = compile_expr(expr).ast
+    names = frozenset(str(t) for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "IDENT"))
+    _keep("names", expr, sorted(names))
+    return names
+
+
+def check_syntax(expr: str) -> None:
+    """CelError if `expr` does not compile: without cel-python when it compiled in an earlier run."""
+    if expr not in _kept()["names"]:
+        _identifiers(expr)
+
+
+# Outcomes and identifiers kept across runs in the user's cache directory, so a plan whose
+# selectors were all seen before imports neither cel-python nor Lark (~0.1 s) and evaluates
+# nothing. Named for what they depend on: this module's code and cel-python's files; a missing,
+# unreadable or foreign file only means evaluating again.
+_KEEP_MAX = 1024      # entries of each kind: the file stays a few hundred KiB, read in a few ms
+_store: dict = {}
+
+
+def _kept_file() -> Path | None:
+    import hashlib
+    from importlib.util import find_spec
+
+    from ..usercache import cache_dir
+
+    folder = cache_dir()
+    specs = [find_spec("celpy"), find_spec("lark")]
+    if folder is None or not all(s is not None and s.origin for s in specs):
+        return None
+    try:
+        digest = hashlib.sha256(Path(__file__).read_bytes() + f"{sys.version_info[:2]}".encode())
+        for spec in specs:
+            where = Path(spec.origin).parent
+            for f in sorted(where.glob("*.py")) + sorted(where.glob("*.lark")):
+                st = f.stat()
+                digest.update(f"{f} {st.st_size} {st.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    return folder / f"cel-outcomes-{digest.hexdigest()[:16]}.json"
+
+
+def _kept() -> dict:
+    """{"names": {expr: [identifier]}, "outcomes": {(expr, variables, values): outcome}}, read once."""
+    if not _store:
+        import json
+
+        _store.update(names={}, outcomes={}, file=None, new=0)
+        path = _store["file"] = _kept_file()
+        try:
+            doc = json.loads(path.read_text()) if path is not None else {}
+            _store["names"] = {str(k): [str(n) for n in v] for k, v in doc.get("names", {}).items()}
+            outcomes = {(e, v, tuple((n, r) for n, r in values)): o if isinstance(o, bool) else (o[0], o[1])
+                        for e, v, values, o in doc.get("outcomes", [])}
+            if not all(isinstance(o, bool) or (isinstance(o[0], bool) and isinstance(o[1], str))
+                       for o in outcomes.values()):
+                raise ValueError("not an outcome")
+            _store["outcomes"] = outcomes
+        except Exception:  # noqa: BLE001  (absent or not ours: start empty)
+            _store.update(names={}, outcomes={})
+    return _store
+
+
+def _keep(kind: str, key, value) -> None:
+    store = _kept()
+    if len(store[kind]) >= _KEEP_MAX:
+        store[kind].clear()
+    store[kind][key] = value
+    if not store["new"]:
+        import atexit
+        atexit.register(_save)
+    store["new"] += 1
+
+
+def _save() -> None:
+    """Write what this run added, whole or not at all (another run may be reading the file)."""
+    import json
+    import os
+    from contextlib import suppress
+
+    path = _store.get("file")
+    if path is None or not _store.get("new"):
+        return
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        doc = {"names": _store["names"],
+               "outcomes": [[e, v, [list(x) for x in values], o if isinstance(o, bool) else list(o)]
+                            for (e, v, values), o in _store["outcomes"].items()]}
+        tmp.write_text(json.dumps(doc, sort_keys=True))
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001  (no cache: the next run evaluates again)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _read_values(expr: str, source: dict) -> tuple:
+    """The values of the variables `expr` names, as text that tells 1, 1.0 and true apart and keeps
+    key order (a macro walks a map in its order)."""
+    names = _identifiers(expr)
+    return tuple((name, repr(source[name]) if name in source else None) for name in sorted(names))
+
+
+def _outcome(expr: str, act: dict, variables: str) -> bool | tuple[bool, str]:
+    import celpy
+    from celpy import celtypes
+
+    program = compile_expr(expr)
+    try:
+        result = program.evaluate(act)
+    except celpy.CELEvalError as exc:
+        return (False, explain(str(exc.args[0]), variables))
+    except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
+        return (False, "cannot be evaluated")
+    if isinstance(result, celpy.CELEvalError):
+        return (False, explain(str(result.args[0]), variables))
+    if not isinstance(result, celtypes.BoolType):
+        return (True, f"yields {_type_name(type(result).__name__)}, not true or false")
+    return bool(result)
+
+
 class Matcher:
     """Evaluates each (expression, class) pair once."""
 
@@ -230,7 +368,7 @@ class Matcher:
             return True
         at = class_name if context is None else (class_name, context["cluster"]["name"], context["pool"]["name"])
         return self._evaluate(expr, at, lambda: activation(capabilities, context), f"on class {class_name!r}",
-                              NODE_VARIABLES)
+                              NODE_VARIABLES, {"capabilities": capabilities, **capabilities, **(context or {})})
 
     def selects(self, expr: str, cluster: dict) -> bool:
         """A clusterSelector.cel on one cluster (`cluster`: cluster_place); it sees `cluster` only."""
@@ -241,29 +379,27 @@ class Matcher:
             import celpy
             return {"cluster": celpy.json_to_cel(cluster)}
         return self._evaluate(expr, ("cluster", cluster["name"]), act, f"on cluster {cluster['name']!r}",
-                              CLUSTER_VARIABLES)
+                              CLUSTER_VARIABLES, {"cluster": cluster})
 
-    def _evaluate(self, expr: str, at, make_act, subject: str, variables: str) -> bool:
+    def _evaluate(self, expr: str, at, make_act, subject: str, variables: str, source: dict) -> bool:
         key = (expr, at)
         if key not in self._cache:
-            import celpy
-            from celpy import celtypes
-
-            program = compile_expr(expr)
-            act = self._acts.get(at)
-            if act is None:
-                act = self._acts[at] = make_act()
-            try:
-                result = program.evaluate(act)
-            except celpy.CELEvalError as exc:
-                raise CelError(f"{subject}: {explain(str(exc.args[0]), variables)}") from None
-            except (RecursionError, ArithmeticError, TypeError, ValueError, KeyError):
-                raise CelError(f"{subject}: cannot be evaluated") from None
-            if isinstance(result, celpy.CELEvalError):
-                raise CelError(f"{subject}: {explain(str(result.args[0]), variables)}")
-            if not isinstance(result, celtypes.BoolType):
-                raise CelError(f"yields {_type_name(type(result).__name__)}, not true or false")
-            self._cache[key] = bool(result)
+            shared = (expr, variables, _read_values(expr, source))
+            outcome = _OUTCOMES.get(shared)
+            if outcome is None:
+                outcome = _kept()["outcomes"].get(shared)
+            if outcome is None:
+                act = self._acts.get(at)
+                if act is None:
+                    act = self._acts[at] = make_act()
+                outcome = _outcome(expr, act, variables)
+                _keep("outcomes", shared, outcome)
+            if len(_OUTCOMES) >= _OUTCOMES_MAX:
+                _OUTCOMES.clear()
+            _OUTCOMES[shared] = outcome
+            if not isinstance(outcome, bool):
+                raise CelError(outcome[1] if outcome[0] else f"{subject}: {outcome[1]}")
+            self._cache[key] = outcome
         return self._cache[key]
 
     def why(self, expr: str, class_name: str, capabilities: dict, context: dict | None = None) -> str:

@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from types import MappingProxyType
 
-from .cel import CelError, Matcher, compile_expr
+from .cel import CelError, Matcher, check_syntax
 from .filter import DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
 from . import sizing
 from .model import (CAPACITY, NO_CLUSTER, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
@@ -236,7 +236,7 @@ def schedule(demands, clusters, previous=(), matcher: Matcher | None = None, exa
         for role, cel in [*((r, r.cel) for r in d.roles), (None, d.cluster_cel)]:
             if cel.strip():
                 try:
-                    compile_expr(cel)   # a parse error is an input error even if no cluster is eligible
+                    check_syntax(cel)   # a parse error is an input error even if no cluster is eligible
                 except CelError as exc:
                     raise DemandError(d.key, role and role.name, str(exc)) from None
     for d in demands:
