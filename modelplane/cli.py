@@ -83,37 +83,6 @@ def _explain(run, key: str) -> None:
                       "higher tiers, then more GPUs, than first fit in name order)", markup=False)
 
 
-# run() sets this: what a plan built, kept until the process ends so nothing frees it piece by piece.
-_held: list | None = None
-
-
-def run() -> None:
-    """The `modelplane` command (and `python -m modelplane`): main(), then the process ends without
-    freeing what the command built, once atexit handlers ran and the streams are flushed. A large
-    plan is millions of small objects; the OS takes their memory back at once, where freeing them
-    one by one (and tearing the interpreter down) took about a second at 100 x 2,000. In-process
-    callers (tests, click's runner) call main() and keep the ordinary ending."""
-    global _held
-    _held = []
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        if exc.code is not None and not isinstance(exc.code, int):
-            raise                           # a message for Python to print
-        code = exc.code or 0
-    import atexit
-
-    atexit._run_exitfuncs()
-    atexit._clear()                         # run once, whichever way the process ends
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        sys.exit(code)                      # Python's own ending says what it says about a closed pipe
-    os._exit(code)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="modelplane", message="%(prog)s %(version)s")
 def main():
@@ -332,8 +301,6 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
     else:
         _print_text(run, doc, violations, policy_file, without, before, services_before, cost_before, repack,
                     previous, explain, traces)
-    if _held is not None:
-        _held.append((run, doc, violations))
     # A change `up` would refuse: deleting or replacing a protected cluster or pool (docs/changes.md).
     for r in outcome.refusals(doc):
         err.print(f"error: {r['message']}; {r['fix']}", markup=False)
