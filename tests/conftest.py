@@ -75,11 +75,14 @@ def schema():
 # How `make test` spreads the suite over its workers (pytest-xdist `--dist loadgroup
 # --no-loadscope-reorder`): each file is one unit, as with loadfile, except that the modules planning
 # the example stacks and the bad-config corpus with both engines and the pack share one unit, so
-# tests/helpers.py `planned` computes each of those plans once. Units are handed out in this order,
-# the longest first: the estimator (minutes of AIConfigurator) starts at once on one
-# worker while the other takes the shared unit, and the short files fill in behind them.
+# tests/helpers.py `planned` computes each of those plans once. Units are handed out longest first:
+# the estimator (minutes of AIConfigurator) starts at once on one worker while the other takes the
+# shared unit, then the next longest (by `--durations` on 2 cores, 2026-11-27: pyright and tsc, the
+# exact solver, the scheduler's properties, the wheel's virtualenv, each stack's schemas), so that no
+# long file is left to run alone at the end; the short files fill in behind them.
 SHARED = ("test_engines", "test_gate", "test_policy_direct", "test_policy_corpus")
-FIRST = ("test_sizing_estimator", "plans")
+FIRST = ("test_sizing_estimator", "plans", "test_package", "test_exact", "test_scheduler_properties", "test_project",
+         "test_stacks")
 
 
 @pytest.hookimpl(tryfirst=True)       # before xdist reads the groups

@@ -3,7 +3,7 @@ from dataclasses import replace
 
 from modelplane.scheduler import schedule
 
-from helpers import cluster, demand, pool, role
+from helpers import cluster, demand, planned, pool, role
 
 
 def pools_of(plan, key):
@@ -165,9 +165,8 @@ def test_a_service_cluster_selector_in_cel_picks_where_provider_traffic_enters()
     """The same rule (filter.selector_problem) serves a service's entry clusters: prod's chat
     service with only its hosted provider enters where clusterSelector.cel is true."""
     from modelplane.analysis.services import plan_routes
-    from modelplane.engine import offline
 
-    run = offline.run("prod")
+    run = planned("prod")
     spec = run.result.spec
     chat = next(s for s in spec.services if s.key == "chat/chat")
     only = [e for e in chat.endpoints if e.provider]

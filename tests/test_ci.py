@@ -91,10 +91,10 @@ def test_sarif_of_policy_verdicts_points_at_the_stack_file_entry(tmp_path):
 
 
 def test_a_verdict_on_a_node_pool_points_at_the_pool_entry():
-    from modelplane.engine import direct
     from modelplane.analysis import origins
+    from helpers import planned
 
-    run = direct.run("infra-gke-us-central1")
+    run = planned("infra-gke-us-central1", engine="direct")
     text = (ROOT / "stacks" / "Pulumi.infra-gke-us-central1.yaml").read_text()
     entry = yaml.safe_load(text)["config"]["modelplane:clusters"][0]
     j = len(entry["nodePools"]) - 1

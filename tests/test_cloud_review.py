@@ -16,7 +16,7 @@ from modelplane.policy.serving import fabric_wired
 from modelplane.prices import gce
 from modelplane.scheduler.model import FABRIC
 
-from helpers import stack_policy_args
+from helpers import planned, stack_policy_args
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -371,7 +371,7 @@ def test_f10_gke_spot_pools_consume_no_reservation():
     """F10: GoogleCloudPlatform/cluster-toolkit@1047080 modules/compute/gke-node-pool/main.tf L435-437:
     "Spot consumption option only works with reservation_affinity consume_reservation_type
     NO_RESERVATION"; infra-gke-europe-west4's A3 Mega Spot pool says so."""
-    run = offline.run("infra-gke-europe-west4")
+    run = planned("infra-gke-europe-west4")
     pool = next(r.inputs for r in run.records if r.name == "gke-euw4-h100" and r.type.endswith(":NodePool"))
     assert pool["nodeConfig"]["spot"] is True
     assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}

@@ -218,10 +218,10 @@ def test_production_sets_a_budget():
 
 
 def test_a_replica_placed_at_a_smaller_step_costs_no_more_at_minimum_than_at_maximum():
-    from modelplane.engine import offline
+    from helpers import planned
     from modelplane.output import report
 
-    run = offline.run("example-inplace")
+    run = planned("example-inplace")
     row = next(r for r in report.cost_of(run, [p.to_json() for p in run.result.plan.placements])["deployments"]
                if r["deployment"] == "ml/deepseek")
     assert row["gpus"] == {"min": 64, "max": 64} and row["nodes"] == {"min": 8, "max": 8}

@@ -7,12 +7,12 @@ from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
 
-from helpers import PROM, objects
+from helpers import PROM, objects, planned
 
 
 @pytest.fixture(scope="module")
 def run():
-    return offline.run("example-5p3d")
+    return planned("example-5p3d")
 
 
 def test_5p3d_kserve_gang_is_eleven_pods_with_multi_node_decode(run):
@@ -151,7 +151,7 @@ def test_native_prefill_without_a_router_is_reported_idle(tmp_path):
 
 @pytest.fixture(scope="module")
 def wide_ep():
-    return offline.run("example-wide-ep")
+    return planned("example-wide-ep")
 
 
 def test_deepseek_r1_places_as_wide_ep_on_h200_and_nvl72_and_never_on_a3_mega(wide_ep):
@@ -228,7 +228,7 @@ def test_nvl72_clusters_run_the_dra_driver_s_compute_domains_and_keep_the_pool_i
     driver = next(r for r in wide_ep.records if r.type == "kubernetes:helm.sh/v3:Release"
                   and r.inputs["name"] == "dra-driver-nvidia-gpu")
     assert driver.inputs["values"]["resources"]["computeDomains"] == {"enabled": True}
-    other = offline.run("infra-gke-us-central1")
+    other = planned("infra-gke-us-central1")
     driver = next(r for r in other.records if r.type == "kubernetes:helm.sh/v3:Release"
                   and r.inputs["name"] == "dra-driver-nvidia-gpu")
     assert driver.inputs["values"]["resources"]["computeDomains"] == {"enabled": False}

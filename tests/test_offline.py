@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import cli
-from modelplane.engine import offline
+from helpers import cli, planned
 from modelplane.output import report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +23,7 @@ def spawn(*args, env=None):
 
 @pytest.fixture(scope="module")
 def dev_run():
-    return offline.run("dev")
+    return planned("dev")
 
 
 def test_dev_plan_records_parents_and_providers(dev_run):

@@ -4,11 +4,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from modelplane.engine import offline
 from modelplane.policy import POLICIES, Analyzer, PolicyConfigError, Resource, read_config, resolve
 from modelplane.policy.resource import (gpu_pool_tainted_and_labelled, image_pinned, kai_wired, multi_node_placement,
                                         no_plain_secrets, node_pool_bounds, resource_names)
 from modelplane.policy.stack import dra_claims, kai_gang, placement_co_located, topology_fits
+from helpers import planned
 
 GPU_POOL = {"nodeConfig": {"machineType": "a3-ultragpu-8g", "guestAccelerators": [{"type": "nvidia-h200-141gb", "count": 8}],
                            "taints": [], "labels": {}}, "autoscaling": {"minNodeCount": 3, "maxNodeCount": 1}}
@@ -22,7 +22,7 @@ def analyzer():
 
 @pytest.fixture(scope="module")
 def dev_resources():
-    run = offline.run("dev")
+    run = planned("dev")
     return [SimpleNamespace(resource_type=r.type, props=r.outputs if not r.custom else r.inputs, urn=r.urn, name=r.name)
             for r in run.records]
 

@@ -51,9 +51,10 @@ def test_modelplane_repack_plans_from_scratch_for_one_up(tmp_path):
     """The config key applies the re-pack: the previous placements are not retained."""
     from pathlib import Path
 
+    from helpers import planned
     from modelplane.engine import offline
 
-    first = offline.run("dev").result.plan.placements
+    first = planned("dev").result.plan.placements
     moved = [p.to_json() for p in first]
     other = sorted({p["cluster"] for p in moved} | {"elsewhere"})
     moved[0]["cluster"] = other[-1] if moved[0]["cluster"] != other[-1] else other[0]

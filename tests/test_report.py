@@ -148,9 +148,9 @@ def test_unpriced_never_shows_as_free(lab_doc):
 
 @pytest.fixture(scope="module")
 def lab_doc():
-    from modelplane.engine import offline
+    from helpers import planned
 
-    return report.document(offline.run("lab"), [])
+    return report.document(planned("lab"), [])
 
 
 @pytest.fixture(scope="module")
@@ -249,9 +249,9 @@ def test_a_real_browser_draws_the_prod_report(prod_doc, tmp_path):
 
 
 def test_rollouts_and_envelopes_are_drawn_with_their_numbers():
-    from modelplane.engine import offline
+    from helpers import planned
 
-    doc = report.document(offline.run("example-inplace"), [])
+    doc = report.document(planned("example-inplace"), [])
     page = BeautifulSoup(render(doc), "html.parser")
     row = page.select_one('#rollout tr[data-deployment="ml/deepseek"]')
     placed = row.select_one('rect[data-kind="placed"]')
@@ -259,6 +259,6 @@ def test_rollouts_and_envelopes_are_drawn_with_their_numbers():
     assert (int(placed["data-workers"]), int(missing["data-workers"])) == (8, 2)
     assert abs(float(placed["width"]) / (float(placed["width"]) + float(missing["width"])) - 0.8) < 1e-6
     assert "8/10 (80%)" in row.text and "runs 3 of 4 decode and 5 of 6 prefill workers" in row.text
-    env = report.document(offline.run("example-5p3d"), [])
+    env = report.document(planned("example-5p3d"), [])
     page = BeautifulSoup(render(env), "html.parser")
     assert "88–96" in page.select_one('#envelope tr[data-deployment="ml/kimi-native"]').text

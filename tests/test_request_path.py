@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from helpers import cli
+from helpers import cli, planned
 from modelplane.engine import offline
 from modelplane.errors import InputError
 from modelplane.policy import POLICIES, Resource, evaluate
@@ -233,7 +233,7 @@ def test_no_rendered_http01_issuer_covers_a_name_dns_sends_to_two_clusters(prod,
     assert solver == [{"dns01": {"route53": {"region": "us-east-1", "hostedZoneID": "Z0INFERENCEEXAMPLE"}}}]
     shared = {h for s in prod.result.spec.services if len(prod.result.routes[s.key].dns) > 1 for h in [s.hostname]}
     assert shared == {"chat.inference.example.com", "reasoning.inference.example.com"}
-    for run in (eks, offline.run("infra-gke-europe-west4"), offline.run("infra-gke-us-central1")):
+    for run in (eks, planned("infra-gke-europe-west4"), planned("infra-gke-us-central1")):
         for issuer in kind(run, "ClusterIssuer").values():
             if any("http01" in s for s in issuer["spec"]["acme"]["solvers"]):
                 certs = kind(run, "Certificate").values()
@@ -305,7 +305,7 @@ def test_dns01_in_cloud_dns_without_a_managed_zone_is_an_input_error_with_the_fi
 def test_http01_turns_on_cert_managers_gateway_api_support():
     # R14: HTTP-01 (the stack as shipped) turns on Gateway API support with the v1.21 key
     # (cert-manager@v1.21.1 pkg/apis/config/controller/v1alpha1/types.go L152-153).
-    shipped = offline.run("infra-gke-europe-west4")
+    shipped = planned("infra-gke-europe-west4")
     values = next(r.inputs for r in shipped.records if r.name == "gke-euw4-cert-manager"
                   and r.type == "kubernetes:helm.sh/v3:Release")["values"]
     assert values["config"] == {"gatewayAPI": {"enabled": True}}
@@ -477,7 +477,7 @@ def test_reserved_example_domains_are_refused_as_acme_contacts():
 
 def test_no_example_stack_renders_a_rule_the_gateway_refuses(prod, example, lab):
     seen = 0
-    for run in (prod, example, lab, offline.run("dev"), offline.run("example-inplace")):
+    for run in (prod, example, lab, planned("dev"), planned("example-inplace")):
         for name, route in routes(run).items():
             seen += 1
             assert rule_problems(route) == [], name
@@ -527,7 +527,7 @@ def test_every_prod_host_reaches_gpu_pods_and_the_provider_share_reaches_the_pro
 
 
 def test_every_host_of_every_example_stack_traces_to_a_gpu_or_a_provider(example, lab):
-    for run in (example, lab, offline.run("dev"), offline.run("example-inplace")):
+    for run in (example, lab, planned("dev"), planned("example-inplace")):
         for svc in run.result.spec.services:
             if svc.hostname:
                 t = trace(run, svc.hostname)

@@ -4,13 +4,13 @@ import subprocess
 
 import pytest
 
-from modelplane.engine import offline
 from modelplane.api import load_catalog, parse_stack_config
 from modelplane.api.loader import Source
 from modelplane.errors import InputError
 from modelplane.policy.resource import pod_templates
 from modelplane.render.kserve import quote_args
 from modelplane.scheduler import DISK, MEMORY, Cluster, Demand, Pool, Role, schedule
+from helpers import planned
 
 
 def releases(run):
@@ -215,7 +215,7 @@ def test_h16_a3_mega_is_never_on_demand():
         parse_stack_config({"modelplane:clusters": [cluster]}, Source("stacks/Pulumi.t.yaml", None), load_catalog())
     (p,) = err.value.problems
     assert p.rule == "pool-capacity" and "reservation, spot, flex-start" in p.fix
-    eu = offline.run("infra-gke-europe-west4").result.inventories["gke-euw4"]["pools"]
+    eu = planned("infra-gke-europe-west4").result.inventories["gke-euw4"]["pools"]
     assert next(p for p in eu if p["name"] == "h100")["capacityType"] == "spot"
 
 
@@ -296,7 +296,7 @@ def test_l5_eks_launch_templates_require_imdsv2(eks):
 
 
 def test_amd_pods_tolerate_the_amd_taint():
-    run = offline.run("lab")
+    run = planned("lab")
     pod = next(r for r in kinds(run, "Deployment") if "llama-405b" in r.name).inputs["spec"]["template"]["spec"]
     assert pod["tolerations"] == [{"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 

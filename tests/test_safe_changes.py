@@ -16,7 +16,7 @@ from modelplane.engine import direct, offline
 from modelplane.cli import main
 from modelplane.scheduler import Cluster, Demand, Placement, Pool, Role, schedule
 
-from helpers import objects
+from helpers import objects, planned
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -212,7 +212,7 @@ REPLICA_WORKLOADS = ("LLMInferenceService", "LeaderWorkerSet")
 
 @pytest.fixture(scope="module")
 def prod_run():
-    return direct.run("prod")
+    return planned("prod", engine="direct")
 
 
 
@@ -755,7 +755,7 @@ def test_an_infra_pool_replacement_names_the_apps_replicas_it_restarts_and_no_ou
         "  modelplane:production: true\n", f"  modelplane:production: true\n  modelplane:unprotect: [eks-use1/{pool}]\n", 1)
     assert old in line and "unprotect" in changed
     (tmp_path / "infra.yaml").write_text(changed)
-    prod = direct.run("prod")
+    prod = planned("prod", engine="direct")
     hit = [p for p in prod.result.plan.placements if p.cluster == "eks-use1" and any(rp.pool == pool for rp in p.roles.values())]
     assert hit
     args = ["plan", "infra-eks-us-east-1", "--config-file", str(tmp_path / "infra.yaml"), "--previous",

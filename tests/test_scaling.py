@@ -55,12 +55,12 @@ from modelplane.api import load_catalog  # noqa: E402
 from modelplane.api.loader import Source, parse_stack_config  # noqa: E402
 from modelplane.errors import InputError  # noqa: E402
 
-from helpers import PROM, objects  # noqa: E402
+from helpers import PROM, objects, planned  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def inplace():
-    return offline.run("example-inplace")
+    return planned("example-inplace")
 
 
 def test_inplace_places_the_largest_ratio_preserving_part_and_sizes_bound_roles(inplace):

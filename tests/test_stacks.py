@@ -7,6 +7,7 @@ from modelplane.engine import offline
 from modelplane.output import report
 from modelplane.api.loader import stack_names
 from modelplane.policy import evaluate
+from helpers import planned
 
 STACKS = stack_names()
 
@@ -17,7 +18,7 @@ def test_the_examples_are_all_there():
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_example_stack_plans_clean_and_renders_valid_manifests(stack, tmp_path, schema_catalog):
-    run = offline.run(stack)
+    run = planned(stack)
     mandatory = [v for v in evaluate(run) if v["level"] == "mandatory"]
     assert run.result.plan.unplaced == [] and mandatory == []
     report.write_out(run, tmp_path)
@@ -27,7 +28,7 @@ def test_example_stack_plans_clean_and_renders_valid_manifests(stack, tmp_path, 
 
 
 def test_prod_spans_both_clouds_and_keeps_eu_data_in_europe():
-    run = offline.run("prod")
+    run = planned("prod")
     invs = run.result.inventories
     placed = [(p.deployment, invs[p.cluster]) for p in run.result.plan.placements]
     assert {inv["cloud"] for _, inv in placed} == {"gcp", "aws"}
