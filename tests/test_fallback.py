@@ -174,3 +174,29 @@ def test_a_fallback_key_must_be_one_ai_gateway_can_send():
     found = _fallback_findings(0, svc, {"p": p})
     assert [f.path for f in found] == [("services", 0, "endpoints", 1, "fallback")]
     assert "Authorization: Bearer" in found[0].message and "secret: <config key>" in found[0].fix
+
+
+def test_ai_gateway_objects_come_after_what_they_name_and_go_before_it(fb):
+    """e2e g4's destroy hung on AI Gateway's finalizer of the provider's AIServiceBackend: AI Gateway
+    v1.0.0 removes a finalizer with one Update and only logs its conflict (internal/controller/
+    controller.go L606-619), and ignores metadata-only changes (GenerationChangedPredicate, L298-302),
+    so a backend deleted while its BackendSecurityPolicy's deletion had AI Gateway write its status
+    kept the finalizer. Each now depends on what it names, so `destroy` removes them one by one:
+    route, backend, policy, Secret (render/rollout.py await_references)."""
+    at = {r.urn: i for i, r in enumerate(fb.records)}
+    by_name = {r.name: r for r in fb.records}
+    checked = 0
+    for name, r in by_name.items():
+        if not name.endswith("/aigatewayroute/chat"):
+            continue
+        cluster = name.split("/")[0]
+        refs = [x["name"] for rule in r.inputs["spec"]["rules"] for x in rule["backendRefs"]]
+        backends = [by_name[f"{cluster}/chat/aiservicebackend/{n}"] for n in refs]
+        assert {b.urn for b in backends} <= set(r.dependencies), (name, r.dependencies)
+        provider = by_name[f"{cluster}/chat/aiservicebackend/chat-together"]
+        policy = by_name[f"{cluster}/chat/backendsecuritypolicy/chat-together"]
+        secret = by_name[f"{cluster}/chat/secret/chat-together-credential"]
+        assert policy.urn in provider.dependencies and secret.urn in policy.dependencies
+        assert at[secret.urn] < at[policy.urn] < at[provider.urn] < at[r.urn]     # registered in that order
+        checked += 1
+    assert checked == 3

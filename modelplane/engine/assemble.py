@@ -285,6 +285,7 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
                 for s in spec.services}
     rollout.await_children(graph)
     rollout.await_pools(graph)
+    rollout.await_references(graph)
     drain = spec.dns.ttl if spec.dns is not None and spec.dns.drain else None
     rollout.await_traffic(graph, services, http01, drain)
     was = {(p.deployment, p.replica): p for p in previous}

@@ -157,6 +157,58 @@ def _picker_name(pool: Node) -> str | None:
     return (spec.get("endpointPickerRef") or spec.get("extensionRef") or {}).get("name")
 
 
+def await_references(graph: Graph) -> None:
+    """Envoy AI Gateway's objects after what they name, so deleted before it: an AIGatewayRoute after
+    the AIServiceBackends of its rules, an AIServiceBackend after the BackendSecurityPolicy that
+    targets it, that policy after its Secret. AI Gateway v1.0.0 removes its finalizer with one
+    Update whose conflict it only logs (internal/controller/controller.go L606-619), and its
+    controllers ignore status and metadata-only changes (GenerationChangedPredicate, L298-302), so
+    nothing retries: a backend deleted while the policy's deletion had AI Gateway rewrite the
+    backend's status kept its finalizer for good ("Failed to remove finalizer ... the object has
+    been modified" in its log), and `destroy` waited out its 10 minutes (e2e g4). One after
+    another, nothing writes the backend while it goes."""
+    by_name: dict[tuple[str, str, str, str], Node] = {}
+    for node in graph:
+        if node.type.startswith("kubernetes:"):
+            name = (node.inputs.get("metadata") or {}).get("name") or ""
+            by_name[(node.cluster, _namespace(node), node.inputs.get("kind") or "", name)] = node
+    for node in list(graph):
+        kind, spec = node.inputs.get("kind"), node.inputs.get("spec") or {}
+        if not node.type.startswith("kubernetes:") or kind not in ("AIGatewayRoute", "BackendSecurityPolicy"):
+            continue
+        where = (node.cluster, _namespace(node))
+        if kind == "AIGatewayRoute":
+            refs = [r.get("name") for rule in spec.get("rules", []) for r in rule.get("backendRefs", [])]
+            _after(node, [by_name[k].key for k in ((*where, "AIServiceBackend", n) for n in refs) if k in by_name])
+            continue
+        secret = ((spec.get("apiKey") or {}).get("secretRef") or {}).get("name")
+        if (*where, "Secret", secret) in by_name:
+            _after(node, [by_name[(*where, "Secret", secret)].key])
+        for t in spec.get("targetRefs", []):
+            if t.get("kind") == "AIServiceBackend" and (*where, "AIServiceBackend", t.get("name")) in by_name:
+                _after(by_name[(*where, "AIServiceBackend", t["name"])], [node.key])
+    _dependencies_first(graph)
+
+
+def _dependencies_first(graph: Graph) -> None:
+    """Registration order again with each node after its parent, provider and dependencies (the
+    materialiser resolves a dependency by the node registered before it); nodes already in order
+    keep their places."""
+    nodes, placed, order = graph.nodes, set(), []
+
+    def place(node: Node) -> None:
+        placed.add(node.key)
+        for k in (node.parent, node.provider, *node.depends_on):
+            if k in nodes and k not in placed:
+                place(nodes[k])
+        order.append(node)
+
+    for node in list(nodes.values()):
+        if node.key not in placed:
+            place(node)
+    graph.nodes = {n.key: n for n in order}
+
+
 def await_pools(graph: Graph) -> None:
     """Every LLMInferenceService that names a shared InferencePool (`router.scheduler.pool.ref`)
     depends on that pool on its cluster and namespace, in every API group, and on the pool's
