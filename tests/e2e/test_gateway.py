@@ -360,9 +360,16 @@ def test_g4_models_on_one_hostname_with_a_fallback_provider(ws, gateway_cluster,
     gone = ws.operate("destroy", API)
     report.scenario("g4-model-routing", destroyed=gone.ok, destroy_error=gone.error[-2000:])
     if not gone.ok and "aigateway.envoyproxy.io/finalizer" in gone.error:
-        # Seen once in three runs (2026-11-27): the fallback provider's AIServiceBackend kept AI
-        # Gateway's finalizer for the provider's 600 s; the cause is not read yet (docs/e2e.md g4).
-        pytest.xfail("destroy waited on AI Gateway's finalizer of an AIServiceBackend (open, docs/e2e.md g4)")
+        # AI Gateway v1.0.0 lost its finalizer update and never retries (docs/e2e.md g4); the plan
+        # now deletes its objects one by one so this should not recur. If it does, release the
+        # stuck object so the namespace, and g9's destroy, are not held by it, and say so.
+        stuck = [f"{x['metadata']['namespace']}/{x['metadata']['name']}"
+                 for x in c.get("aiservicebackends", "-A")["items"] if x["metadata"].get("deletionTimestamp")]
+        for name in stuck:
+            ns, n = name.split("/")
+            c.kubectl("patch", "aiservicebackend", "-n", ns, n, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+        report.scenario("g4-model-routing", finalizerReleasedByHarness=stuck)
+        pytest.xfail(f"destroy waited on AI Gateway's finalizer of {stuck} (docs/e2e.md g4); released by the harness")
     assert gone.ok, gone.error
 # g6: a service with a DNS name on the gateway cluster, then the `up` that takes it off the cluster.
 DNS_TTL = 5
