@@ -139,9 +139,21 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
                     "multi-node replica's LeaderWorkerSet Available, one pod per node")
 
     again = ws.operate("preview", STACK)
-    changed = [(e.op, e.name, e.diffs) for e in again.events if e.phase == "pre" and e.op not in ("same", "read")]
-    report.scenario("g1-first-up", second_preview=again.summary, second_preview_changes=changed)
-    assert again.ok and set(again.summary) <= {"same", "read"}, (again.summary, changed)
+    changed = [(e.op, e.name, e.type, e.diffs) for e in again.events if e.phase == "pre" and e.op not in ("same", "read")]
+    # One known exception, seen in 2 of 8 runs: KServe v0.20.0 brings its child LeaderWorkerSet or
+    # Deployment back to what it expects with a full Update (lifecycle_crud.go L150-172) whenever it
+    # finds them unequal (workload_multi_node.go L671-692), which drops every annotation it does not
+    # set, among them our observer's (render/rollout.py await_children). The next preview then
+    # offers to put them back. Accepted only where the live child has really lost them.
+    dropped = {}
+    for op, name, kind, _ in changed:
+        if op == "update" and kind.endswith("Patch") and name.startswith(f"{CLUSTER}/{NS}/"):
+            live = c.get(name.split("/")[2], "-n", NS, name.split("/")[3])["metadata"].get("annotations") or {}
+            if "modelplane.ai/spec-digest" not in live:
+                dropped[name] = sorted(live)
+    report.scenario("g1-first-up", second_preview=again.summary, second_preview_changes=changed,
+                    observerAnnotationsDroppedByKServe=dropped)
+    assert again.ok and all(n in dropped for _, n, _, _ in changed), (again.summary, changed, dropped)
 
 
 def rolled(c, name: str) -> dict:
