@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
@@ -24,7 +24,7 @@ from .project import current, data_dir
 from .findings import duplicates
 from .rules import check_cluster, check_deployment, check_services
 from .substrate import check_substrate
-from .yamlread import YAML_LOADER, decode, parse, read as _read  # noqa: F401  (YAML_LOADER: re-exported)
+from .yamlread import YAML_LOADER, decode, parse, read as _read, read_bytes  # noqa: F401  (YAML_LOADER: re-exported)
 
 NAMESPACE = "modelplane"
 
@@ -73,9 +73,9 @@ class Source:
         return node.start_mark.line + 1
 
 
-def read_yaml(path: Path, display: str | None = None) -> Source:
+def read_yaml(path: Path, display: str | None = None, raw: bytes | None = None) -> Source:
     display = display or display_path(path)
-    node, data = _read(path, display)
+    node, data = _read(path, display, raw)
     return Source(display, data, node)
 
 
@@ -216,12 +216,11 @@ def _catalog_key(directory: Path, user: list) -> tuple | None:
 
 
 def _copied(catalog: Catalog) -> Catalog:
-    """A catalog a caller may change: its own containers over the shared (frozen) entries."""
-    return Catalog(classes=dict(catalog.classes), substrate=copy.deepcopy(catalog.substrate),
-                   gpudirect=dict(catalog.gpudirect), net_plugins=dict(catalog.net_plugins),
-                   models=dict(catalog.models), prices=dict(catalog.prices),
-                   overrides=[dict(o) for o in catalog.overrides], sources=dict(catalog.sources),
-                   profile_dirs=list(catalog.profile_dirs))
+    """A catalog a caller may change: its own containers over the shared (frozen) entries; the
+    plain-data ones (substrate, overrides) copied whole."""
+    deep = ("substrate", "overrides")
+    return Catalog(**{f.name: (copy.deepcopy if f.name in deep else copy.copy)(getattr(catalog, f.name))
+                      for f in fields(catalog)})
 
 
 def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple | None = None) -> Catalog:
@@ -570,20 +569,12 @@ def check_stack(stack: str, config_file: Path | None = None) -> tuple[Path, Cata
         else:
             fix = (f"stacks here: {', '.join(known) or '(none)'}; or plan any stack file with --config-file PATH")
         raise InputError([Problem(where, "STACK", f"no stack {stack!r} (no {where})", fix)])
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        raw = None
-    if raw is None:
-        src = read_yaml(path)           # says what is wrong with the file
-    else:
-        display = display_path(path)
-        node, data = parse(decode(raw, display), display)
-        src = Source(display, data, node)
+    display = display_path(path)
+    raw = read_bytes(path, display)      # kept with its parse for stack_source
+    src = read_yaml(path, display, raw)
     data = src.data
     catalog = catalog_of(data.get("config") if isinstance(data, dict) else None, project)
     spec = load_stack(path, catalog, src)
-    if raw is not None:
-        _CHECKED.clear()
-        _CHECKED[str(path)] = (raw, src)
+    _CHECKED.clear()
+    _CHECKED[str(path)] = (raw, src)
     return path, catalog, spec

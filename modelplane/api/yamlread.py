@@ -125,10 +125,15 @@ def parse(text: str, display: str):
     return node, data
 
 
-def read(path: Path, display: str):
-    """(root node, data) of a YAML file; InputError if it cannot be read or parsed."""
+def read_bytes(path: Path, display: str) -> bytes:
+    """A file's bytes; InputError if it cannot be read."""
     try:
-        raw = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise InputError([Problem(display, "(file)", f"cannot read: {exc.strerror or exc}", "check the path")]) from None
-    return parse(decode(raw, display), display)
+
+
+def read(path: Path, display: str, raw: bytes | None = None):
+    """(root node, data) of a YAML file (`raw`: its bytes, already read); InputError if it cannot
+    be read or parsed."""
+    return parse(decode(read_bytes(path, display) if raw is None else raw, display), display)

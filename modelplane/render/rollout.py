@@ -157,6 +157,17 @@ def _picker_name(pool: Node) -> str | None:
     return (spec.get("endpointPickerRef") or spec.get("extensionRef") or {}).get("name")
 
 
+def _named(graph: Graph) -> dict[tuple[str, str, str, str], list[Node]]:
+    """(cluster, namespace, name, kind) -> the Kubernetes objects of that name and kind, in
+    registration order (an InferencePool in both API groups shares one key)."""
+    named: dict[tuple[str, str, str, str], list[Node]] = {}
+    for node in graph:
+        if node.type.startswith("kubernetes:"):
+            name = (node.inputs.get("metadata") or {}).get("name") or ""
+            named.setdefault((node.cluster, _namespace(node), name, node.inputs.get("kind") or ""), []).append(node)
+    return named
+
+
 def await_references(graph: Graph) -> None:
     """Envoy AI Gateway's objects after what they name, so deleted before it: an AIGatewayRoute after
     the AIServiceBackends of its rules, an AIServiceBackend after the BackendSecurityPolicy that
@@ -167,11 +178,7 @@ def await_references(graph: Graph) -> None:
     backend's status kept its finalizer for good ("Failed to remove finalizer ... the object has
     been modified" in its log), and `destroy` waited out its 10 minutes (e2e g4). One after
     another, nothing writes the backend while it goes."""
-    by_name: dict[tuple[str, str, str, str], Node] = {}
-    for node in graph:
-        if node.type.startswith("kubernetes:"):
-            name = (node.inputs.get("metadata") or {}).get("name") or ""
-            by_name[(node.cluster, _namespace(node), node.inputs.get("kind") or "", name)] = node
+    by_name = {(c, ns, kind, name): nodes[0] for (c, ns, name, kind), nodes in _named(graph).items()}
     for node in list(graph):
         kind, spec = node.inputs.get("kind"), node.inputs.get("spec") or {}
         if not node.type.startswith("kubernetes:") or kind not in ("AIGatewayRoute", "BackendSecurityPolicy"):
@@ -214,15 +221,7 @@ def await_pools(graph: Graph) -> None:
     depends on that pool on its cluster and namespace, in every API group, and on the pool's
     endpoint picker: the Service the pool names and the Deployment that Service selects
     (module docstring). Nothing here depends on a workload, so no cycle can form."""
-    pools: dict[tuple[str, str, str], list[Node]] = {}
-    named: dict[tuple[str, str, str, str], list[Node]] = {}
-    for node in graph:
-        if not node.type.startswith("kubernetes:"):
-            continue
-        where = (node.cluster, _namespace(node), (node.inputs.get("metadata") or {}).get("name") or "")
-        if node.inputs.get("kind") == POOL_KIND:
-            pools.setdefault(where, []).append(node)
-        named.setdefault((*where, node.inputs.get("kind") or ""), []).append(node)
+    named = _named(graph)
     # each (cluster, namespace)'s Deployments in the order `named` holds them: one scan, not one per pool ref
     deployments: dict[tuple[str, str], list[Node]] = {}
     for (c, n, _, kind), ds in named.items():
@@ -235,7 +234,7 @@ def await_pools(graph: Graph) -> None:
         if not ref:
             continue
         cluster, ns = node.cluster, _namespace(node)
-        needs = list(pools.get((cluster, ns, ref), ()))
+        needs = list(named.get((cluster, ns, ref, POOL_KIND), ()))   # every API group's
         for picker in sorted({p for pool in needs if (p := _picker_name(pool))}):
             for svc in named.get((cluster, ns, picker, "Service"), ()):
                 needs.append(svc)
