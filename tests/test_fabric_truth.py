@@ -103,3 +103,69 @@ def test_kv_facts_read_from_the_models_config_json_are_confirmed(uri, layers, he
     assert (facts.layers, facts.attention_heads, facts.kv_heads, facts.head_dim, facts.kv_lora_rank) == \
         (layers, heads, kv_heads, head_dim, kv_lora)
     assert not {"kv", "attentionHeads"} & set(facts.unconfirmed)
+
+
+# ---- G12: P6e Capacity Blocks are bought per UltraServer -------------------------------------
+
+def _p6e_pool(max_nodes: int):
+    from modelplane.api.rules import ultraserver_fit
+    return ultraserver_fit(load_catalog().classes["eks-gb200-4x-p6e"], max_nodes, "us-east-1")
+
+
+def test_p6e_is_sold_as_the_two_ultraserver_types_ec2_names():
+    """EC2's API release of 2025-07-09 (aws-sdk-js-v3 clients/client-ec2/CHANGELOG.md 3.844.0): "Customers
+    can now purchase u-p6e-gb200x72 and u-p6e-gb200x36 UltraServers"; the name counts GPUs, four per
+    p6e-gb200.36xlarge, so 9 and 18 instances (derived, hence still under `unconfirmed`)."""
+    cls = load_catalog().classes["eks-gb200-4x-p6e"]
+    servers = cls.provisioning.eks.capacity_blocks.ultra_servers
+    assert {(t.type, t.nodes) for t in servers.types} == {("u-p6e-gb200x36", 9), ("u-p6e-gb200x72", 18)}
+    assert all(t.nodes * cls.capabilities.gpu.count == int(t.type.rsplit("x", 1)[1]) for t in servers.types)
+    assert "provisioning.eks.capacityBlocks" in cls.unconfirmed
+
+
+def test_the_offering_query_is_per_ultraserver_for_p6e_and_per_instance_elsewhere():
+    """AWS CLI `ec2 describe-capacity-block-offerings`: `--ultraserver-type`, `--ultraserver-count` beside
+    `--instance-type`, `--instance-count` (EC2 API DescribeCapacityBlockOfferings UltraserverType, UltraserverCount)."""
+    from modelplane.api.rules import offering_query
+    catalog = load_catalog()
+    p6e = catalog.classes["eks-gb200-4x-p6e"].provisioning.eks
+    assert offering_query(p6e, "us-east-1", 18) == ("aws ec2 describe-capacity-block-offerings --ultraserver-type "
+                                                    "u-p6e-gb200x72 --ultraserver-count 1 --capacity-duration-hours 24 "
+                                                    "--region us-east-1")
+    assert "--ultraserver-type u-p6e-gb200x36 " in offering_query(p6e, "us-east-1", 4)
+    p5 = catalog.classes["eks-h100-8x-p5"].provisioning.eks
+    assert "--instance-type p5.48xlarge --instance-count 2 " in offering_query(p5, "us-east-2", 2)
+
+
+@pytest.mark.parametrize("max_nodes,expected", [
+    (9, None), (18, None),
+    (12, "a u-p6e-gb200x72 block leaves 6 paid nodes idle"),
+    (4, "a u-p6e-gb200x36 block leaves 5 paid nodes idle"),
+])
+def test_a_p6e_pool_not_sized_to_an_ultraserver_is_named(max_nodes, expected):
+    """Cloud review G12: "treat a pool size other than 9 or 18 as suspicious"."""
+    note = _p6e_pool(max_nodes)
+    if expected is None:
+        assert note is None
+    else:
+        assert expected in note and "size maxNodes to 9 or 18" in note and "--ultraserver-type" in note
+
+
+def test_the_plan_warns_on_a_p6e_pool_of_12_nodes(tmp_path):
+    """The note reaches the gate as the advisory capacity-block-region, naming the pool."""
+    import yaml
+    from pathlib import Path
+    from modelplane.engine import offline
+    from modelplane.policy import evaluate
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.infra-eks-us-east-1.yaml").read_text())
+    cluster = doc["config"]["modelplane:clusters"][0]
+    cluster["nodePools"].append({"name": "gb200", "class": "eks-gb200-4x-p6e", "minNodes": 1, "maxNodes": 12,
+                                 "subnetIds": ["subnet-0a11c0ffee0000001"],
+                                 "capacity": {"type": "capacity-block", "reservation": "cr-0123456789abcdef0"}})
+    path = tmp_path / "Pulumi.eks.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    run = offline.run("eks", path)
+    notes = [v for v in evaluate(run) if v["policy"] == "capacity-block-region"]
+    assert len(notes) == 1 and notes[0]["level"] == "advisory"
+    assert "eks-use1/gb200" in notes[0]["message"] and "leaves 6 paid nodes idle" in notes[0]["message"]

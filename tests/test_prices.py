@@ -204,3 +204,36 @@ def test_the_google_client_path_in_a_process_of_its_own():
                          capture_output=True, text=True, cwd=here.parent)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "4 passed" in run.stdout, run.stdout
+
+
+def test_an_ultraserver_offering_is_priced_per_instance_of_the_ultraserver():
+    """Cloud review G12: P6e-GB200 is sold only per UltraServer. EC2 CapacityBlockOffering carries
+    UltraserverType and UltraserverCount (botocore ec2 service model); the node-hour counts the catalog's
+    instances per UltraServer (u-p6e-gb200x72: 18)."""
+    offer = {"InstanceType": "p6e-gb200.36xlarge", "UltraserverType": "u-p6e-gb200x72", "UltraserverCount": 1,
+             "CapacityBlockDurationHours": 24, "UpfrontFee": "18285.70", "CurrencyCode": "USD",
+             "AvailabilityZone": "us-east-1-dfw-2a"}
+    ultra = {"p6e-gb200.36xlarge": {"u-p6e-gb200x36": 9, "u-p6e-gb200x72": 18}}
+    [row] = ec2.capacity_block([offer], {"eks-gb200-4x-p6e": "p6e-gb200.36xlarge"}, "us-east-1", "2026-11-27", ultra)
+    assert row["hourly"] == round(18285.70 / (18 * 24), 4)
+    assert "1 x u-p6e-gb200x72 (18 instances) x 24 h" in row["source"]
+
+
+def test_prices_refresh_asks_for_p6e_offerings_per_ultraserver_type(catalog):
+    """The request takes UltraserverType and UltraserverCount instead of InstanceType and InstanceCount
+    (EC2 API DescribeCapacityBlockOfferings); the Stubber checks the parameters against botocore's model."""
+    from botocore.stub import ANY, Stubber
+
+    assert fetch.ultraservers_of(catalog) == {"p6e-gb200.36xlarge": {"u-p6e-gb200x36": 9, "u-p6e-gb200x72": 18}}
+    ec2_client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    pricing = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    ps, es = Stubber(pricing), Stubber(ec2_client)
+    ps.add_response("get_products", {"PriceList": []}, {"ServiceCode": "AmazonEC2", "Filters": ANY})
+    es.add_response("describe_spot_price_history", {"SpotPriceHistory": []},
+                    {"InstanceTypes": ["p6e-gb200.36xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": ANY})
+    for u in ("u-p6e-gb200x36", "u-p6e-gb200x72"):
+        es.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": []},
+                        {"UltraserverType": u, "UltraserverCount": 1, "CapacityDurationHours": 24})
+    ps.activate(), es.activate()
+    fetch.aws_prices(["p6e-gb200.36xlarge"], "us-east-1", pricing, ec2_client, fetch.ultraservers_of(catalog))
+    ps.assert_no_pending_responses(), es.assert_no_pending_responses()

@@ -100,12 +100,29 @@ class GkeProvisioning(Model):
         return self.disk_size_gb * 1000**3 // 1024**3
 
 
+class UltraServerType(Model):
+    """One EC2 UltraServer type sold as a Capacity Block, and the instances it holds."""
+
+    type: str = Field(pattern=r"^u-[a-z0-9-]+$")
+    nodes: int = Field(ge=1)
+
+
+class UltraServers(Model):
+    """The UltraServer types an instance type is sold in (it is sold in no other way), with the source."""
+
+    types: list[UltraServerType] = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
 class CapacityBlocks(Model):
     """Where EC2 sells this instance type as a Capacity Block for ML (a fact with its source)."""
 
     regions: list[str]
     source: str = Field(min_length=1)
     as_of: date                          # when the source was read
+    # Set where blocks are bought per UltraServer: DescribeCapacityBlockOfferings then takes
+    # UltraserverType and UltraserverCount instead of InstanceType and InstanceCount.
+    ultra_servers: UltraServers | None = None
 
 
 class NetworkCard(Model):

@@ -351,12 +351,45 @@ def capacity_block_gap(cls: InferenceClass, region: str, prices) -> str | None:
     blocks = prov.capacity_blocks
     if blocks is not None and region in blocks.regions:
         return None
-    check = (f"check with `aws ec2 describe-capacity-block-offerings --instance-type {prov.instance_type} "
-             f"--instance-count 1 --capacity-duration-hours 24 --region {region}` or `modelplane prices refresh`")
+    check = f"check with `{offering_query(prov, region)}` or `modelplane prices refresh`"
     if blocks is None:
         return f"no list of Regions selling {prov.instance_type} as Capacity Blocks is known; {check}"
     return (f"EC2 lists {prov.instance_type} Capacity Blocks in {', '.join(blocks.regions)} ({blocks.source}, read "
             f"{blocks.as_of}), not in {region}; {check}")
+
+
+def offering_query(prov, region: str, nodes: int = 1) -> str:
+    """The AWS CLI call that lists Capacity Block offerings for this instance type: per UltraServer
+    where EC2 sells it only so (P6e-GB200), else per instance (EC2 API DescribeCapacityBlockOfferings)."""
+    servers = prov.capacity_blocks.ultra_servers if prov.capacity_blocks else None
+    if servers is None:
+        what = f"--instance-type {prov.instance_type} --instance-count {nodes}"
+    else:
+        what = f"--ultraserver-type {ultraserver_for(servers, nodes).type} --ultraserver-count 1"
+    return f"aws ec2 describe-capacity-block-offerings {what} --capacity-duration-hours 24 --region {region}"
+
+
+def ultraserver_for(servers, nodes: int):
+    """The smallest UltraServer type that holds `nodes` instances (the largest if none does)."""
+    by_size = sorted(servers.types, key=lambda t: t.nodes)
+    return next((t for t in by_size if t.nodes >= nodes), by_size[-1])
+
+
+def ultraserver_fit(cls: InferenceClass, max_nodes: int, region: str) -> str | None:
+    """Why a Capacity Block pool of an UltraServer-only instance type is sized oddly, or None. A block
+    is bought per UltraServer, so a pool of any other size either cannot reach its maxNodes or leaves
+    paid nodes idle (cloud review G12). Advisory: a pool may rightly draw on part of a block."""
+    prov = cls.provisioning.eks if cls.provisioning else None
+    servers = prov.capacity_blocks.ultra_servers if prov and prov.capacity_blocks else None
+    if servers is None or max_nodes in {t.nodes for t in servers.types}:
+        return None
+    sizes = ", ".join(f"{t.type} holds {t.nodes}" for t in sorted(servers.types, key=lambda t: t.nodes))
+    fit = ultraserver_for(servers, max_nodes)
+    fate = (f"a {fit.type} block leaves {fit.nodes - max_nodes} paid nodes idle" if fit.nodes > max_nodes
+            else f"no one block holds it ({fit.type} is the largest)")
+    return (f"{prov.instance_type} is sold only per UltraServer ({sizes} nodes; {servers.source}), and this pool may "
+            f"grow to {max_nodes}: {fate}; size maxNodes to {' or '.join(str(t.nodes) for t in servers.types)} and "
+            f"look for a block with `{offering_query(prov, region, max_nodes)}`")
 
 
 def _placement_findings(cluster: InferenceCluster, pool, i: int, cls: InferenceClass) -> list[Finding]:

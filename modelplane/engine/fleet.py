@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..api import Catalog, InferenceCluster, ModelDeployment
 from ..api.deployment import PRIORITY_CLASSES
 from ..api.fabric import all2all_backend, all2all_refusal, engine_facts, fabric_wiring, image_refusal, plugin_facts
-from ..api.rules import capacity_block_gap
+from ..api.rules import capacity_block_gap, ultraserver_fit
 from ..analysis.cost import pool_price
 from ..scheduler.bindings import resolve
 from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAME, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP_SERVICE
@@ -41,9 +41,10 @@ def inventory_of(cluster: InferenceCluster, catalog: Catalog) -> dict:
             **({"diskGiB": prov.node_disk_gib()} if prov is not None else {}),
         })
         if cluster.source == "eks" and pool.capacity.type == "capacity-block":
-            gap = capacity_block_gap(cls, cluster.region, catalog.prices)
-            if gap:
-                pools[-1]["capacityBlockNote"] = gap
+            notes = [n for n in (capacity_block_gap(cls, cluster.region, catalog.prices),
+                                 ultraserver_fit(cls, pool.max_nodes, cluster.region)) if n]
+            if notes:
+                pools[-1]["capacityBlockNote"] = "; ".join(notes)
     # Device classes that exist on the cluster: those of DRA drivers modelplane installs. Other
     # devices (e.g. AMD GPUs) are claimed through their device plugin until a driver is added.
     # The driver's ComputeDomain part is on where a pool is one NVLink domain (render/addons.py).

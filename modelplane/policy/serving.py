@@ -164,9 +164,12 @@ def flex_start_serving(resources, config=None):
 
 @policy("capacity-block-region", "Capacity Block pools are in a Region where EC2 is known to sell the instance type "
         "as Capacity Blocks (the class's capacityBlocks list, or an offering `modelplane prices refresh` recorded); "
-        "elsewhere `up` may find no block to buy.", "stack", level=ADVISORY,
+        "elsewhere `up` may find no block to buy. Where EC2 sells the type only per UltraServer (P6e-GB200), the "
+        "pool holds one UltraServer's nodes, else a block leaves paid nodes idle or cannot hold the pool.", "stack",
+        level=ADVISORY,
         fix="use a Region the class's capacityBlocks lists (or that `modelplane prices refresh` found offering "
-            "Capacity Blocks), or another capacity type for the pool")
+            "Capacity Blocks), or another capacity type for the pool; size an UltraServer pool's maxNodes to one "
+            "UltraServer type's nodes")
 def capacity_block_region(resources, config=None):
     out = []
     for name, inv in sorted(inventories(resources).items()):

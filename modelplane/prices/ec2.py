@@ -12,7 +12,8 @@
   those, since a pool may get nodes in any of its zones.
 - Capacity Blocks: `ec2.describe_capacity_block_offerings` items (InstanceType, InstanceCount,
   CapacityBlockDurationHours, UpfrontFee, CurrencyCode); a block's node-hour is its upfront fee
-  over instances x hours, and the cheapest offering is the one a buyer takes.
+  over instances x hours, and the cheapest offering is the one a buyer takes. An UltraServer
+  offering (UltraserverType, UltraserverCount) counts the catalog's nodes per UltraServer.
 """
 from __future__ import annotations
 
@@ -65,24 +66,34 @@ def spot(history: list[dict], classes: dict[str, str], region: str, as_of: str) 
     return rows
 
 
-def capacity_block(offerings: list[dict], classes: dict[str, str], region: str, as_of: str) -> list[dict]:
-    """Rows from `describe_capacity_block_offerings`: upfront fee per node-hour, cheapest offering."""
-    best: dict[str, tuple[float, dict]] = {}
+def capacity_block(offerings: list[dict], classes: dict[str, str], region: str, as_of: str,
+                   ultra: dict[str, dict[str, int]] | None = None) -> list[dict]:
+    """Rows from `describe_capacity_block_offerings`: upfront fee per node-hour, cheapest offering.
+    `ultra`: instance type -> {UltraServer type: nodes} for types sold per UltraServer."""
+    server = {u: (itype, nodes) for itype, types in (ultra or {}).items() for u, nodes in types.items()}
+    best: dict[str, tuple[float, dict, str]] = {}
     for o in offerings:
         if o.get("CurrencyCode", "USD") != "USD":
             continue
-        hours, count = int(o["CapacityBlockDurationHours"]), int(o["InstanceCount"])
+        if o.get("UltraserverType") in server:
+            itype, nodes = server[o["UltraserverType"]]
+            count = int(o.get("UltraserverCount", 1)) * nodes
+            what = f"{o.get('UltraserverCount', 1)} x {o['UltraserverType']} ({count} instances)"
+        else:
+            itype, count = o["InstanceType"], int(o["InstanceCount"])
+            what = str(count)
+        hours = int(o["CapacityBlockDurationHours"])
         if hours <= 0 or count <= 0:
             continue
         per_node_hour = float(o["UpfrontFee"]) / (hours * count)
-        if o["InstanceType"] not in best or per_node_hour < best[o["InstanceType"]][0]:
-            best[o["InstanceType"]] = (per_node_hour, o)
+        if itype not in best or per_node_hour < best[itype][0]:
+            best[itype] = (per_node_hour, o, what)
     rows = []
     for cls, itype in sorted(classes.items()):
         if itype in best:
-            rate, o = best[itype]
+            rate, o, what = best[itype]
             rows.append({"class": cls, "region": region, "capacityType": "capacity-block", "hourly": round(rate, 4),
                          "source": f"https://ec2.{region}.amazonaws.com DescribeCapacityBlockOfferings ({o.get('AvailabilityZone', region)}: "
-                                   f"{o['UpfrontFee']} USD upfront for {o['InstanceCount']} x {o['CapacityBlockDurationHours']} h)",
+                                   f"{o['UpfrontFee']} USD upfront for {what} x {o['CapacityBlockDurationHours']} h)",
                          "asOf": as_of})
     return rows

@@ -25,6 +25,17 @@ def classes_of(catalog, cloud: str) -> dict[str, str]:
     return out
 
 
+def ultraservers_of(catalog) -> dict[str, dict[str, int]]:
+    """instance type -> {UltraServer type: nodes}, for instance types EC2 sells only per UltraServer."""
+    out = {}
+    for cls in catalog.classes.values():
+        eks = cls.provisioning.eks if cls.provisioning else None
+        servers = eks.capacity_blocks.ultra_servers if eks and eks.capacity_blocks else None
+        if servers:
+            out[eks.instance_type] = {t.type: t.nodes for t in servers.types}
+    return out
+
+
 def gcp_skus(client=None) -> list[dict]:
     """Every Compute Engine SKU, as the API's JSON (camelCase), all pages."""
     import warnings
@@ -74,8 +85,10 @@ def _pages(client, operation: str, key: str, **kwargs) -> list:
     return out
 
 
-def aws_prices(types: list[str], region: str, pricing=None, ec2_client=None) -> tuple[list[str], list[dict], list[dict]]:
-    """The Price List products, Spot price history and Capacity Block offerings of `types` in `region`."""
+def aws_prices(types: list[str], region: str, pricing=None, ec2_client=None,
+               ultra: dict[str, dict[str, int]] | None = None) -> tuple[list[str], list[dict], list[dict]]:
+    """The Price List products, Spot price history and Capacity Block offerings of `types` in `region`;
+    a type in `ultra` is sold only per UltraServer, so its offerings are asked for per UltraServer type."""
     def run():
         import boto3
 
@@ -91,10 +104,12 @@ def aws_prices(types: list[str], region: str, pricing=None, ec2_client=None) -> 
         from botocore.exceptions import ClientError
 
         blocks = []
-        for itype in sorted(types):
+        asks = [{"UltraserverType": u, "UltraserverCount": 1} for t in sorted(types) for u in sorted((ultra or {}).get(t, {}))]
+        asks += [{"InstanceType": t, "InstanceCount": 1} for t in sorted(types) if t not in (ultra or {})]
+        for ask in asks:
             try:
-                blocks += _pages(e, "describe_capacity_block_offerings", "CapacityBlockOfferings", InstanceType=itype,
-                                 InstanceCount=1, CapacityDurationHours=24)
+                blocks += _pages(e, "describe_capacity_block_offerings", "CapacityBlockOfferings", **ask,
+                                 CapacityDurationHours=24)
             except ClientError as exc:
                 # Capacity Blocks exist for a few types and regions; EC2 refuses the others by name
                 if exc.response.get("Error", {}).get("Code") not in ("InvalidParameterValue", "Unsupported"):
@@ -119,10 +134,11 @@ def refresh(catalog, clouds: list[str], regions: dict[str, list[str]], as_of: st
         classes = classes_of(catalog, "aws")
         for region in sorted(regions.get("aws", [])):
             pricing, ec2_client = (aws_clients or {}).get(region, (None, None))
-            products, history, blocks = aws_prices(sorted(set(classes.values())), region, pricing, ec2_client)
+            ultra = ultraservers_of(catalog)
+            products, history, blocks = aws_prices(sorted(set(classes.values())), region, pricing, ec2_client, ultra)
             try:
                 for part in (ec2.on_demand(products, classes, region, as_of), ec2.spot(history, classes, region, as_of),
-                             ec2.capacity_block(blocks, classes, region, as_of)):
+                             ec2.capacity_block(blocks, classes, region, as_of, ultra)):
                     rows += part
             except (KeyError, TypeError, ValueError) as exc:     # a response not shaped as documented
                 raise PriceSourceError(f"AWS {region}: unexpected price response ({type(exc).__name__}: {exc})") from exc
