@@ -31,12 +31,14 @@ def test_every_drained_record_depends_on_its_drain_and_the_drain_on_the_routes(p
     drain waits for nothing else (a first `up` creates it at once, after the routes)."""
     res = _by_name(prod_doc)
     drains = [r for r in prod_doc["resources"] if r["type"] == DRAIN_TYPE]
-    assert sorted(d["name"] for d in drains) == ["chat-chat-eks-use1-drain", "chat-chat-gke-usc1-drain",
+    # chat on eks-use1: a record per llama replica (review N11), each drained
+    assert sorted(d["name"] for d in drains) == ["chat-chat-eks-use1-chat-llama-70b-0-drain",
+                                                 "chat-chat-eks-use1-chat-llama-70b-2-drain", "chat-chat-gke-usc1-drain",
                                                  "chat-reasoning-eks-use1-drain", "chat-reasoning-gke-usc1-drain"]
     kinds = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in prod_doc["resources"]}
     for d in drains:
         record = res[(RECORD, d["name"].removesuffix("-drain"))]
-        cluster = d["name"].removesuffix("-drain").rsplit("-", 2)[-2:]
+        cluster = next(c.split("-") for c in ("eks-use1", "gke-usc1") if f"-{c}" in d["name"])
         assert d["name"] in record["dependsOn"]
         # the record reaches the routes only through its drain
         assert not [x for x in record["dependsOn"] if kinds.get(x) == "HTTPRoute"], record["name"]
@@ -57,8 +59,8 @@ def test_dns_drain_false_leaves_the_records_on_the_routes(tmp_path):
     doc = json.loads(CliRunner().invoke(main, ["plan", "prod", "--config-file", str(tmp_path / "Pulumi.prod.yaml"),
                                               "--json"]).output)
     assert not [r for r in doc["resources"] if r["type"] == DRAIN_TYPE]
-    record = _by_name(doc)[(RECORD, "chat-chat-eks-use1")]
-    assert "eks-use1/chat/httproute/chat" in record["dependsOn"]
+    record = _by_name(doc)[(RECORD, "chat-chat-gke-usc1")]
+    assert "gke-usc1/chat/httproute/chat" in record["dependsOn"]
     assert all("drainSeconds" not in r for s in doc["services"] for r in s["dns"])
 
 

@@ -96,7 +96,8 @@ def test_the_provider_is_an_ai_service_backend_with_its_key_in_the_secret_ai_gat
 def test_the_standby_has_a_zero_weight_record_checked_at_its_gateway(fb):
     records = {n: r for n, r in of(fb, "Record").items() if r["name"] == HOST}
     assert {n: r["weightedRoutingPolicies"][0]["weight"] for n, r in records.items()} == \
-        {"chat-chat-eks-use1": 67, "chat-chat-gke-usc1": 33, "chat-chat-gke-euw4": 0}
+        {"chat-chat-eks-use1-chat-llama-70b-0": 34, "chat-chat-eks-use1-chat-llama-70b-2": 33,   # a record per replica (N11)
+         "chat-chat-gke-usc1": 33, "chat-chat-gke-euw4": 0}
     assert all(r.get("healthCheckId") for r in records.values())
     health = of(fb, "HTTPRoute")["gke-euw4/chat/httproute/chat-health"]["spec"]["rules"][0]
     assert "backendRefs" not in health and health["filters"][0]["extensionRef"]["name"] == "chat-health"

@@ -190,13 +190,12 @@ def test_every_workload_is_awaited_and_traffic_depends_on_the_workloads_it_reach
     # and for the KServe Deployments those replicas roll (their observers, C2)
     # and for the drain that waits for chat's routes there (C5: the record goes before them when
     # eks-use1 leaves chat, the drain's TTL between them)
-    assert res["chat-chat-eks-use1"]["dependsOn"] == ["chat-chat-eks-use1",
-                                                      "chat-chat-eks-use1-drain",
-                                                      "eks-use1/chat/deployment/llama-70b-0-kserve",
-                                                      "eks-use1/chat/deployment/llama-70b-2-kserve",
-                                                      "eks-use1/chat/llminferenceservice/llama-70b-0",
-                                                      "eks-use1/chat/llminferenceservice/llama-70b-2"]
-    assert res["chat-chat-eks-use1-drain"]["dependsOn"] == ["eks-use1/chat/httproute/chat",
+    # (eks-use1 carries two llama replicas, so chat has a record per replica there, review N11)
+    assert res["chat-chat-eks-use1-chat-llama-70b-0"]["dependsOn"] == [
+        "chat-chat-eks-use1-chat-llama-70b-0-calculated", "chat-chat-eks-use1-chat-llama-70b-0-drain",
+        "eks-use1/chat/deployment/llama-70b-0-kserve", "eks-use1/chat/deployment/llama-70b-2-kserve",
+        "eks-use1/chat/llminferenceservice/llama-70b-0", "eks-use1/chat/llminferenceservice/llama-70b-2"]
+    assert res["chat-chat-eks-use1-chat-llama-70b-0-drain"]["dependsOn"] == ["eks-use1/chat/httproute/chat",
                                                             "eks-use1/chat/httproute/chat-health",
                                                             "eks-use1/chat/httproute/chat-hop",
                                                             "eks-use1/chat/httproute/chat-http"]
@@ -270,12 +269,13 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
     assert http01 == {"gke-euw4"}
     kinds = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in prod_json["resources"]}
     deps = {r["name"]: r.get("dependsOn", ()) for r in prod_json["resources"]}
+    # gke-euw4 carries two mistral replicas: a record per replica (review N11), setIdentifier <cluster>/<replica>
     records = [r for r in prod_run.records if r.type == "aws:route53/record:Record"
-               and r.inputs.get("setIdentifier") in http01]
-    assert [r.inputs["name"] for r in records] == ["support.inference.example.com"]
+               and r.inputs.get("setIdentifier", "").partition("/")[0] in http01]
+    assert [r.inputs["name"] for r in records] == ["support.inference.example.com"] * 2
     for r in records:
-        # the Gateway, and the record's own health check (same name, another type)
-        assert set(deps[r.name]) == {f"gateway-{r.inputs['setIdentifier']}", r.name}
+        # the Gateway, and the record's own CALCULATED health check
+        assert set(deps[r.name]) == {"gateway-gke-euw4", f"{r.name}-calculated"}
         assert not [d for d in deps[r.name] if kinds.get(d) in (*REPLICA_WORKLOADS, "Deployment", "DeploymentPatch",
                                                                "LeaderWorkerSetPatch")]
     # the DNS-01 clusters' records still wait for their workloads
@@ -285,7 +285,7 @@ def test_no_dns_record_of_an_http01_name_depends_on_a_workload(prod_json, prod_r
                                                      "chat-reasoning-gke-usc1-calculated",  # its health check (N4)
                                                      "chat-reasoning-gke-usc1-drain"}    # and its routes' drain (C5)
     # the HTTP-01 record has no drain: it cannot wait for the routes
-    assert [f"{r.name}-drain" in deps for r in records] == [False] and "chat-chat-eks-use1-drain" in deps
+    assert [f"{r.name}-drain" in deps for r in records] == [False, False] and "chat-chat-gke-usc1-drain" in deps
 
 
 def test_every_resource_claim_template_is_replaced_delete_first_on_a_spec_change(prod_json):
@@ -521,13 +521,21 @@ def test_an_engine_args_change_rolls_replicas_one_at_a_time_each_awaited(tmp_pat
     assert result.exit_code == 0, result.output
     doc = _doc(result.output)
     # N11: llama-70b#1 is alone on gke-usc1, so while it rolls chat's DNS share there fails until it is
-    # back or DNS drops the cluster: the view says so, with the detection window (3 x 30 s + 60 s TTL).
+    # back or DNS drops the cluster: the view says so, with the detection window (3 x 30 s + 60 s TTL),
+    # and when the share returns (3 passed checks). #0 and #2 share eks-use1, whose record is one per
+    # replica: each fails nothing while it rolls, and its own record leaves DNS after the window.
     assert doc["disruptions"] == [{"deployment": "chat/llama-70b", "servingBefore": 3, "servingDuring": 2, "replicas": 3,
                                    "cause": "#0, #1, #2 roll one at a time: their workload changes, each awaited Ready "
                                             "before the next; a replica alone on its cluster takes that cluster's "
                                             "DNS share with it while it restarts (chat/chat 33% on gke-usc1): those "
                                             "requests fail until it is Ready again or DNS drops the cluster, about "
-                                            "150 s (3 failed checks 30 s apart, then the TTL), whichever comes first",
+                                            "150 s (3 failed checks 30 s apart, then the TTL), whichever comes first; "
+                                            "a dropped share goes to the other clusters and returns about 90 s after "
+                                            "the replica is Ready (3 passed checks); a replica beside others on its "
+                                            "cluster fails no request while it restarts (its picker sends them to the "
+                                            "others), and its own DNS record (chat/chat on eks-use1) leaves after about "
+                                            "150 s, moving its part to every record left, until about 90 s after it "
+                                            "is Ready",
                                    "detectionSeconds": 150}]
     res = {r["name"]: r for r in doc["resources"]}
     assert "eks-use1/chat/llminferenceservice/llama-70b-0" in res["gke-usc1/chat/llminferenceservice/llama-70b-1"]["dependsOn"]
@@ -699,13 +707,15 @@ def test_a_cluster_leaving_a_service_loses_its_dns_record_then_the_drain_then_it
     args = _prod_changed(tmp_path, prod_json, *LEAVE_EKS, 1)
     doc = _doc(CliRunner().invoke(main, [*args, "--json"]).output)
     gone = {(c["type"], c["name"]) for c in doc["changes"] if c["action"] == "delete"}
-    record = ("aws:route53/record:Record", "chat-chat-eks-use1")
-    drain = ("pulumi-python:dynamic/modelplane:DnsDrain", "chat-chat-eks-use1-drain")
+    # eks-use1 had a record per llama replica (review N11), each with its drain
+    records = [("aws:route53/record:Record", f"chat-chat-eks-use1-chat-llama-70b-{i}") for i in (0, 2)]
+    drains = [("pulumi-python:dynamic/modelplane:DnsDrain", f"{name}-drain") for _, name in records]
     routes = {k for k in gone if k[0].endswith(":HTTPRoute") and k[1].startswith("eks-use1/chat/httproute/chat")}
     replicas = {k for k in gone if k[0].endswith(":LLMInferenceService") and "/llama-70b-" in k[1]}
-    assert {record, drain} <= gone and len(routes) == 4 and len(replicas) == 2
+    assert {*records, *drains} <= gone and len(routes) == 4 and len(replicas) == 2
     order = _delete_rounds(prod_json["resources"], gone)
-    assert all(order[record] < order[drain] < order[r] < order[w] for r in routes for w in replicas), order
+    assert all(order[record] < order[drain] < order[r] < order[w] for record, drain in zip(records, drains)
+               for r in routes for w in replicas), order
     (chat,) = [t for t in doc["trafficDelta"] if t["service"] == "chat/chat"]
     assert chat["after"].get("eks-use1", 0) == 0 and chat["drained"] == {"clusters": ["eks-use1"], "seconds": 65}
     assert "undrained" not in chat

@@ -121,8 +121,13 @@ def test_a_pd_cluster_is_also_checked_through_its_picker_and_dns_ands_both(prod)
         "type": "CALCULATED", "childHealthThreshold": 2,
         "childHealthchecks": ["chat-reasoning-eks-use1-id", "chat-reasoning-eks-use1-picker-id"]}
     assert of(prod, "Record")["chat-reasoning-eks-use1"]["healthCheckId"] == "chat-reasoning-eks-use1-calculated-id"
-    # A unified deployment's check already passes through its picker: one check, one rule.
-    assert len(of(prod, "HTTPRoute")["gke-euw4/eu-support/httproute/support-health"]["spec"]["rules"]) == 1
+    # A unified deployment's check already passes through its picker: no picker rule (the others probe
+    # each of gke-euw4's two replicas alone, review N11).
+    paths = [r["matches"][0]["path"]["value"] for r in
+             of(prod, "HTTPRoute")["gke-euw4/eu-support/httproute/support-health"]["spec"]["rules"]]
+    assert paths == ["/modelplane/health/eu-support/support",
+                     "/modelplane/health/eu-support/support/replicas/eu-support/mistral-small-24b/0",
+                     "/modelplane/health/eu-support/support/replicas/eu-support/mistral-small-24b/1"]
     assert "chat-chat-eks-use1-picker" not in checks
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .changes import POOL_TYPES
+from ..render.stack import CHECK_FAILURES, CHECK_INTERVAL_S
 from ..scheduler.surge import serving, topology_text
 
 WORKLOAD_TYPES = ("LLMInferenceService", "LeaderWorkerSet", "Deployment")
@@ -78,32 +79,48 @@ def _restarts(changes: list[dict], multi_node: set | frozenset = frozenset()) ->
     return out
 
 
-def dns_exposure(plan, key: str, routes: dict | None, window: int | None) -> dict | None:
-    """Where a deployment's replica is alone on its cluster and a DNS-weighted service sends a share
-    there: while it restarts, that share fails until it is back or DNS drops the cluster, whichever
-    comes first (review N11: the weights are static, the checks pass/fail per cluster). `window`: the
-    DNS detection window in seconds (render/stack.py detection_window), None without DNS."""
+def dns_exposure(plan, key: str, routes: dict | None, window: int | None, split: dict | None = None) -> dict | None:
+    """What a restarting replica of the deployment costs through DNS (review N11). Alone on its
+    cluster, a DNS-weighted service's share there fails until it is Ready again or DNS drops the
+    cluster, whichever comes first, and comes back once the check passes again (3 passes in a row,
+    as it takes 3 failures: Route 53's `FailureThreshold` counts both ways). Beside others whose
+    records are per replica (`split`: service -> render/stack.py split_records), no request fails
+    (the picker sends them to the others) and its own record leaves DNS after the same window, so
+    its part goes to every record left. `window`: the detection window in seconds
+    (render/stack.py detection_window), None without DNS."""
     if not routes or window is None:
         return None
+    back = CHECK_INTERVAL_S * CHECK_FAILURES
     alone = {c for c, n in Counter(p.cluster for p in plan.placements if p.deployment == key).items() if n == 1}
     shares = sorted({(svc, b.cluster, r.dns.get(b.cluster, 0)) for svc, r in routes.items() for b in r.backends
                      if b.kind == "deployment" and b.name == key and b.cluster in alone and r.dns.get(b.cluster)})
-    if not shares:
+    own = sorted({(svc, c) for svc, parts in (split or {}).items() for c, weights in parts.items()
+                  for k, _ in weights if k == key})
+    texts = []
+    if shares:
+        where = ", ".join(f"{svc} {pct}% on {c}" for svc, c, pct in shares)
+        texts.append(f"a replica alone on its cluster takes that cluster's DNS share with it while it restarts "
+                     f"({where}): those requests fail until it is Ready again or DNS drops the cluster, "
+                     f"about {window} s (3 failed checks 30 s apart, then the TTL), whichever comes first; "
+                     f"a dropped share goes to the other clusters and returns about {back} s after the replica "
+                     "is Ready (3 passed checks)")
+    if own:
+        where = ", ".join(f"{svc} on {c}" for svc, c in own)
+        texts.append(f"a replica beside others on its cluster fails no request while it restarts (its picker "
+                     f"sends them to the others), and its own DNS record ({where}) leaves after about {window} s, "
+                     f"moving its part to every record left, until about {back} s after it is Ready")
+    if not texts:
         return None
-    where = ", ".join(f"{svc} {pct}% on {c}" for svc, c, pct in shares)
-    return {"detectionSeconds": window,
-            "text": f"a replica alone on its cluster takes that cluster's DNS share with it while it restarts "
-                    f"({where}): those requests fail until it is Ready again or DNS drops the cluster, "
-                    f"about {window} s (3 failed checks 30 s apart, then the TTL), whichever comes first"}
+    return {"detectionSeconds": window, "text": "; ".join(texts)}
 
 
 def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict | None = None,
-                routes: dict | None = None, window: int | None = None) -> list[dict]:
+                routes: dict | None = None, window: int | None = None, split: dict | None = None) -> list[dict]:
     """Deployments whose serving replicas dip during `up`: {deployment, servingBefore,
     servingDuring, replicas, cause, allowed, detectionSeconds}. `changes`: the resource changes
     against the previous plan (None: the program's own view only); `specs`: deployment key ->
-    ModelDeployment; `routes` and `window`: the services' routes and the DNS detection window, for
-    what a restarting replica alone on its cluster costs until DNS notices (dns_exposure)."""
+    ModelDeployment; `routes`, `window` and `split`: the services' routes, the DNS detection window
+    and their per-replica records, for what a restarting replica costs until DNS notices (dns_exposure)."""
     before, placed = Counter(p.deployment for p in previous), Counter(p.deployment for p in plan.placements)
     multi = {(p.deployment, p.replica) for p in plan.placements if any(rp.nodes_per_worker > 1 for rp in p.roles.values())}
     extra = _restarts(changes, multi)
@@ -135,7 +152,7 @@ def disruptions(plan, previous, changes: list[dict] | None = None, specs: dict |
         if row["disrupted"]:
             md = (specs or {}).get(key)
             cause = "; ".join(row["causes"]) or "its replicas are replaced"
-            exposed = dns_exposure(plan, key, routes, window)
+            exposed = dns_exposure(plan, key, routes, window, split)
             out.append({"deployment": key, "servingBefore": row["servingBefore"], "servingDuring": row["servingDuring"],
                         "replicas": want, "cause": f"{cause}; {exposed['text']}" if exposed else cause,
                         **({"allowed": True} if md is not None and md.allow_disruption else {}),

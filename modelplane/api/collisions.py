@@ -66,7 +66,8 @@ def _deployment_objects(md) -> list[tuple[str, str | None, str]]:
             # KServe's children of each replica's service (and the pool it deletes for a pool.ref service).
             llmisvc = f"{name}-{i}"
             out += [("LLMInferenceService", ns, llmisvc), ("InferencePool", ns, f"{llmisvc}-inference-pool"),
-                    ("Service", ns, f"{llmisvc}-kserve-workload-svc"), ("Deployment", ns, f"{llmisvc}-kserve")]
+                    ("Service", ns, f"{llmisvc}-kserve-workload-svc"), ("Deployment", ns, f"{llmisvc}-kserve"),
+                    ("Service", ns, f"{llmisvc}-health")]     # its DNS probe (render/picker.py replica_probe)
     else:
         out.append(("Service", ns, name))
         for i in range(md.replicas or 0):

@@ -23,7 +23,7 @@ from ..render.picker import picker_rbac, runs_picker
 from ..render.graph import Apply, Graph, Secret
 from ..render.routing import grants
 from ..render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
-                           service_dns)
+                           service_dns, split_records)
 from ..scheduler import DemandError, Placement, Plan, schedule
 from ..scheduler.cel import CLUSTER_CEL_FIX
 from ..scheduler.filter import KV_FLOOR_TOKENS, kv_headroom
@@ -191,12 +191,20 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     names = served_names(spec)
     progress = {row["deployment"]: row for row in plan.progress}
     changes = serving_changes(plan, previous)
+    shared = shared_hostnames(spec.services)
+    # The replicas a DNS record of their own checks (review N11), each probed by a Service of its own.
+    probed: dict[str, set] = {}
+    for svc in spec.services:
+        for cluster, parts in split_records(spec.dns, svc, routes[svc.key], svc.hostname in shared).items():
+            for key, index in parts:
+                probed.setdefault(key, set()).add((cluster, index))
     try:
         for key, md in sorted(by_key.items()):
             mine = [p for p in plan.placements if p.deployment == key]
             component = model_deployment(graph, md, mine, targets, catalog.weights_gib(md), names[key],
                                          {c: homes[(c, md.namespace)] for c in {p.cluster for p in mine}},
-                                         progress[key], {p.replica: p for p in previous if p.deployment == key})
+                                         progress[key], {p.replica: p for p in previous if p.deployment == key},
+                                         probed.get(key))
             # What the `no-outage` policy reads: how many replicas serve while `up` applies this plan.
             graph.nodes[component].outputs["change"] = changes[key]
             # What the `model-known` policy reads: the model facts the Filter's rules had (0: unknown).
@@ -214,7 +222,6 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
     providers = {p.name: p for p in spec.providers}
-    shared = shared_hostnames(spec.services)
     for svc in sorted(spec.services, key=lambda s: s.key):
         model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers),
                       spec.dns, svc.hostname in shared)

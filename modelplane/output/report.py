@@ -291,10 +291,16 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
             for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
 
 
-def _dns_view(run) -> tuple[dict, int | None]:
-    """The services' routes and the DNS detection window, for the disruption view (None: no DNS)."""
-    dns = run.result.spec.dns
-    return run.result.routes, (detection_window(dns) if dns is not None else None)
+def _dns_view(run) -> tuple[dict, int | None, dict]:
+    """The services' routes, the DNS detection window (None: no DNS) and each service's per-replica
+    records (render/stack.py split_records), for the disruption view."""
+    from ..analysis.services import shared_hostnames
+    from ..render.stack import split_records
+
+    spec = run.result.spec
+    shared = shared_hostnames(spec.services)
+    split = {s.key: split_records(spec.dns, s, run.result.routes[s.key], s.hostname in shared) for s in spec.services}
+    return run.result.routes, (detection_window(spec.dns) if spec.dns is not None else None), split
 
 
 def _specs(run: OfflineRun) -> dict:
@@ -369,7 +375,7 @@ def services(run: OfflineRun) -> list[dict]:
     from ..api.rules import served_model
     from ..render.stack import gateway_record
 
-    from ..render.stack import shared_weights
+    from ..render.stack import shared_weights, split_records
     from ..render.drain import DRAIN_TYPE
     from ..analysis.services import shared_hostnames
 
@@ -393,6 +399,7 @@ def services(run: OfflineRun) -> list[dict]:
                  "clusters": routes.clusters, "dns": []}
         if routes.fallback:
             entry["fallback"] = {"provider": routes.fallback, "standby": routes.standby}
+        split = split_records(spec.dns, svc, routes, svc.hostname in shared)
         # Standby clusters of a fallback: weight-0 records (Route 53 only; without DNS, for your own).
         standby = {} if svc.hostname in shared or (spec.dns is not None and spec.dns.kind != "route53") else \
             {c: 0 for c in routes.standby if c not in weights}
@@ -403,6 +410,9 @@ def services(run: OfflineRun) -> list[dict]:
             if spec.dns is not None and svc.hostname:
                 record["target"] = gateway_record(spec.dns.zone.domain, cluster) if spec.dns.kind == "route53" \
                     else "gateway address (A)"
+                if cluster in split:      # one record per replica, each with its own check (review N11)
+                    record["replicas"] = [{"replica": f"{key}#{i}", "weight": w}
+                                          for (key, i), w in sorted(split[cluster].items())]
                 if (svc.hostname, cluster) in drains:
                     record["drainSeconds"] = drains[(svc.hostname, cluster)]
             entry["dns"].append(record)

@@ -22,8 +22,9 @@ from ..render.addons import ENVOY_NAMESPACE, GATEWAY_NAMESPACE, HOP_GATEWAY, HOP
 from ..render.kserve import pool_ref
 from ..render.picker import WORKLOAD
 from ..render.names import DEPLOYMENT, REPLICA
-from ..render.routing import ENTRY_HEADER, HEALTH_PREFIX, HOP_HEADER, MODEL_HEADER, health_path, picker_path, rule_problems
-from ..render.stack import check_host, detection_window
+from ..render.routing import (ENTRY_HEADER, HEALTH_PREFIX, HOP_HEADER, MODEL_HEADER, health_path, picker_path,
+                              replica_path, rule_problems)
+from ..render.stack import check_host, detection_window, record_id
 
 ROUTE53_CHECK = "aws:route53/healthCheck:HealthCheck"
 CLOUD_DNS_CHECK = "gcp:compute/healthCheck:HealthCheck"
@@ -38,6 +39,7 @@ class Hop:
     broken: str = ""                 # the first link that cannot be followed
     degraded: str = ""               # served, but less well (P/D decode-only)
     weight: Fraction = Fraction(0)   # its part of the cluster's requests (before rounding)
+    replicas: list[str] = field(default_factory=list)   # the replicas whose pods serve it
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Trace:
     down: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     detection: int = 0      # seconds until DNS stops sending clients to a failing cluster (0: none)
+    load: list[dict] = field(default_factory=list)   # with --down: each serving replica's share, and its plan's
 
     @property
     def broken(self) -> list[Hop]:
@@ -71,6 +74,8 @@ class Trace:
             out["notes"] = list(self.notes)
         if self.detection:
             out["detectionSeconds"] = self.detection
+        if self.load:
+            out["load"] = list(self.load)
         return out
 
 
@@ -139,6 +144,7 @@ class World:
     cluster)."""
 
     def __init__(self, run, down: list[str]):
+        self.names = list(down)
         placed = {(p.deployment, p.replica) for p in run.result.plan.placements}
         clusters = set(run.result.inventories)
         providers = {p.name: p.host for p in run.result.spec.providers}
@@ -448,8 +454,10 @@ class Cluster:
             return
         selector = (svc.get("spec") or {}).get("selector") or {}
         if all(selector.get(k) == v for k, v in WORKLOAD.items()):   # pods KServe makes for LLMInferenceServices
+            # A replica's probe Service (picker.replica_probe_service) selects that replica's pods alone.
             members = [(n, obj) for (k, wns, n), obj in _sorted(self.objs) if k == "LLMInferenceService"
-                       and wns == ns and (obj["metadata"].get("labels") or {}).get(DEPLOYMENT) == selector.get(DEPLOYMENT)]
+                       and wns == ns and all((obj["metadata"].get("labels") or {}).get(key) == selector[key]
+                                             for key in (DEPLOYMENT, REPLICA) if key in selector)]
         else:
             members = [(n, obj) for (k, wns, n), obj in _sorted(self.objs)
                        if k in ("Deployment", "LeaderWorkerSet") and wns == ns and _selects(selector, obj)]
@@ -484,6 +492,7 @@ class Cluster:
                 return
             pins.append(f"{n} on {', '.join(pools)}")
         gone = len(members) - len(alive)
+        hop.replicas = [n for n, _ in alive]
         hop.path.append(f"GPU pods of {', '.join(pins)}" + (f" ({gone} replica(s) down, skipped)" if gone else "")
                         + (f" ({hop.degraded})" if hop.degraded else ""))
         hop.lands = "gpu"
@@ -500,6 +509,15 @@ class Cluster:
                 why = next((h.broken for h in hops if h.broken), "the health route reaches nothing")
                 return False, why if path == health_path(service, namespace) else f"its check through the picker: {why}"
         return True, ""
+
+    def replica_healthy(self, service: str, namespace: str, replica: tuple[str, int], listener: str | None,
+                        check_host: str) -> tuple[bool, str]:
+        """Whether the probe of one replica's own record passes (render/stack.py replica_records):
+        its rule of the health route reaches that replica's serving pods."""
+        hops = self.follow(namespace, listener, replica_path(service, namespace, *replica), [], check_host)
+        if any(h.lands for h in hops):
+            return True, ""
+        return False, next((h.broken for h in hops if h.broken), "the health route reaches nothing")
 
     def probe_paths(self, service: str, namespace: str) -> list[str]:
         """The paths DNS probes here: the health path and, where the health route has a rule for it,
@@ -577,8 +595,16 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
     gateways = {c: run.result.inventories[c].get("gateway") for c in carried}
     # A fallback's route is an AIGatewayRoute matching the service's model name (routing.model_objects).
     model = model or (entry["model"] if entry.get("fallback") else None)
-    weights = {d["cluster"]: Fraction(d["weight"]) for d in entry["dns"]} if entry["dns"] else \
-        {c: Fraction(u) for c, u in entry["clusters"].items()}
+    # The records: one per cluster, or one per replica where a cluster's is split (render/stack.py
+    # replica_records, review N11): set identifier -> (cluster, replica or None, weight).
+    records: dict[str, tuple[str, tuple[str, int] | None, Fraction]] = {}
+    for d in entry["dns"]:
+        for r in d.get("replicas") or [None]:
+            replica = None if r is None else (r["replica"].rpartition("#")[0], int(r["replica"].rpartition("#")[2]))
+            records[record_id(d["cluster"], replica)] = (d["cluster"], replica, Fraction(d["weight"] if r is None
+                                                                                        else r["weight"]))
+    if not entry["dns"]:
+        records = {c: (c, None, Fraction(u)) for c, u in entry["clusters"].items()}
     clusters = {c: Cluster(run, c, host, world) for c in carried}
     # DNS: a record whose health check fails leaves the answers (all failing: all answered again).
     # A shared hostname's check is the AND of its services' (render/stack.py shared_records).
@@ -591,42 +617,63 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
                 ok, why = clusters[c].healthy(name, ns, gateways, check_host(run.result.spec.dns, c))
                 if not ok:
                     failing[c] = why if member is entry else f"{member['service']}'s check: {why}"
-    if failing and run.result.spec.dns is not None:
+    # A per-replica record also needs its replica's own probe (the cluster's checks AND it).
+    lost: dict[str, str] = {}
+    for rid, (c, replica, w) in records.items():
+        if replica is not None and c not in failing:
+            ok, why = clusters[c].replica_healthy(svc_name, svc_ns, replica, clusters[c].listener(gateways)[1],
+                                                  check_host(run.result.spec.dns, c))
+            if not ok:
+                lost[rid] = why
+    if (failing or lost) and run.result.spec.dns is not None:
         out.detection = detection_window(run.result.spec.dns)
         out.notes.append(f"DNS detection window: about {out.detection} s after the failure (3 failed checks "
                          f"30 s apart, then the {run.result.spec.dns.ttl} s TTL); until then, requests DNS still sends to "
-                         "a dropped cluster fail there. The figures below are after it")
+                         "a dropped record fail there (or, for a replica's own record, go to its cluster's other "
+                         "replicas). The figures below are after it")
     for key, idx, role in sorted(world.roles):
         where = next((p.cluster for p in run.result.plan.placements if (p.deployment, p.replica) == (key, idx)), "")
-        if where not in failing:
+        if where not in failing and record_id(where, (key, idx)) not in lost:
             out.notes.append(f"{key}#{idx}/{role} down on {where}: its health checks still pass (a decode pod "
                              "or another replica answers), so DNS keeps the cluster and there is no DNS detection "
                              "window; the picker stops choosing the role's pods once they are not Ready")
-    weighted = [c for c, w in weights.items() if w]
-    live = {c: w for c, w in weights.items() if w and c not in failing}
+    weighted = [rid for rid, (_, _, w) in records.items() if w]
+    live = {rid: w for rid, (c, _, w) in records.items() if w and c not in failing and rid not in lost}
     if not live and weighted:
         # Route 53 considers zero-weight records once every non-zero one is unhealthy (developer
         # guide, "Weighted routing": "Health checks and weighted routing"), each alike.
-        live = {c: Fraction(1) for c, w in weights.items() if not w and c not in failing}
+        live = {rid: Fraction(1) for rid, (c, _, w) in records.items() if not w and c not in failing}
         if live:
             out.notes.append("every weighted record's health check fails: DNS answers the standby records "
                              f"(weight 0: {', '.join(sorted(live))})")
-    if not live and failing:
+    if not live and (failing or lost):
         # Route 53 treats a group whose every record is unhealthy as all healthy (Route 53 developer
         # guide, "How Amazon Route 53 chooses records when health checking is configured").
         out.notes.append("every record's health check fails: DNS answers with all of them again")
-        failing = {}
-        live = {c: w for c, w in weights.items() if w} or {c: Fraction(1) for c in weights}
+        failing, lost = {}, {}
+        live = {rid: w for rid, (_, _, w) in records.items() if w} or {rid: Fraction(1) for rid in records}
+    for rid, why in sorted(lost.items()):
+        c, replica, w = records[rid]
+        out.notes.append(f"DNS drops record {rid} (weight {w}): its replica's own check fails ({why}); "
+                         f"{c} keeps its other records, so the replica's part moves to every record left, "
+                         "in proportion to its weight")
     total = sum(live.values())
+    shares = {}
+    for rid, w in live.items():
+        shares[records[rid][0]] = shares.get(records[rid][0], Fraction(0)) + w
     for c in carried:
         cl = clusters[c]
-        share = live.get(c, Fraction(0)) / total if total else Fraction(0)
+        share = shares.get(c, Fraction(0)) / total if total else Fraction(0)
         entered, listener, broken = cl.listener(gateways)
         prefix = [entered or "no gateway"]
         if c in failing:
             out.hops.append(Hop(c, 0, [f"dropped from DNS, its health check fails: {failing[c]}"], weight=Fraction(0)))
             continue
-        if c not in live:
+        if c not in shares and any(records[rid][0] == c for rid in lost):
+            out.hops.append(Hop(c, 0, ["dropped from DNS: every record of it fails its replica's check"],
+                                weight=Fraction(0)))
+            continue
+        if c not in shares:
             out.hops.append(Hop(c, 0, ["standby (DNS weight 0): answered only when every weighted record fails"],
                                 weight=Fraction(0)))
             continue
@@ -638,14 +685,40 @@ def trace(run, host: str, down: list[str] | tuple = (), model: str | None = None
             out.hops.append(hop)
     for hop, n in zip(out.hops, _per_mille([h.weight for h in out.hops]), strict=True):
         hop.share = n
+    if world.names:
+        out.load = _load(out, trace(run, host, (), model if by_model else None))
     return out
+
+
+def _replica_load(t: Trace) -> dict[tuple[str, str], Fraction]:
+    """(cluster, replica) -> its part of the host's requests: a pool's (or Service's) share spread
+    alike over the replicas whose pods serve it (the picker balances by queue and cache load, so
+    equal replicas take about equal parts)."""
+    total = sum(h.weight for h in t.hops) or Fraction(1)
+    out: dict[tuple[str, str], Fraction] = {}
+    for h in t.hops:
+        if h.lands == "gpu" and not h.broken and h.replicas:
+            for name in h.replicas:
+                out[(h.cluster, name)] = out.get((h.cluster, name), Fraction(0)) + h.weight / total / len(h.replicas)
+    return out
+
+
+def _load(t: Trace, planned: Trace) -> list[dict]:
+    """Each replica still serving the host in `t`, with its share and its plan's (`planned`: the
+    trace with nothing down), per mille: what lands on the survivors once DNS has acted."""
+    now, plan = _replica_load(t), _replica_load(planned)
+    return [{"cluster": c, "replica": n, "perMille": round(w * 1000), "plannedPerMille": round(plan.get((c, n), 0) * 1000)}
+            for (c, n), w in sorted(now.items())]
 
 
 def render(t: Trace) -> list[str]:
     """The trace as lines for the terminal."""
     lines = [f"trace {t.host} (service {t.service})" + (f", as if {', '.join(t.down)} were down" if t.down else "")]
     for d in t.dns:
-        lines.append(f"  DNS {d['weight']}% -> {d.get('target', 'your own records')} -> {d['cluster']} ({d['gateway']})")
+        split = ("; a record per replica: " + ", ".join(f"{r['replica']} {r['weight']}%" for r in d["replicas"])
+                 if d.get("replicas") else "")
+        lines.append(f"  DNS {d['weight']}% -> {d.get('target', 'your own records')} -> {d['cluster']} ({d['gateway']})"
+                     + split)
     for note in t.notes:
         lines.append(f"  {note}")
     for h in t.hops:
@@ -654,6 +727,11 @@ def render(t: Trace) -> list[str]:
             continue
         end = f"BROKEN: {h.broken}" if h.broken else {"gpu": "reaches GPU pods", "provider": "reaches the provider"}[h.lands]
         lines.append(f"  {h.cluster} {h.share / 10:.1f}%: " + " -> ".join(h.path) + f"  [{end}]")
+    if t.load:
+        parts = [f"{r['replica']} on {r['cluster']} {r['perMille'] / 10:.1f}%"
+                 + (f" (plan {r['plannedPerMille'] / 10:.1f}%, {r['perMille'] / r['plannedPerMille']:.2f}x)"
+                    if r["plannedPerMille"] else " (no share in the plan)") for r in t.load]
+        lines.append("  load on the serving replicas after DNS detection: " + ", ".join(parts))
     j = t.to_json()["reaches"]
     degraded = f" ({j['degraded'] / 10:.1f}% degraded: decode-only)" if j.get("degraded") else ""
     lines.append(f"  reaches GPU pods {j['gpu'] / 10:.1f}%{degraded}, providers {j['provider'] / 10:.1f}%, "

@@ -22,7 +22,7 @@ from functools import lru_cache
 import yaml
 
 from ..api import substrate
-from .names import DEPLOYMENT, MANAGED_BY, await_ready, meta
+from .names import DEPLOYMENT, MANAGED_BY, REPLICA, await_ready, labels, meta
 
 # The default image: KServe v0.20.0's scheduler preset (config-llm-scheduler.yaml L49), llm-d/llm-d-router
 # v0.9.0, the renamed llm-d-inference-scheduler (its Makefile L20-22 builds llm-d-router-endpoint-picker).
@@ -75,6 +75,23 @@ def decode_service(deployment: str) -> str:
 
 def selector(deployment: str) -> dict:
     return {DEPLOYMENT: deployment, **WORKLOAD}
+
+
+def replica_probe(deployment: str, index: int) -> str:
+    """A Service over one replica's serving pods there (its decode pods for P/D): what that replica's
+    own DNS record is checked against, where a cluster carries several replicas (review N11)."""
+    return f"{deployment}-{index}-health"
+
+
+def replica_probe_service(deployment: str, namespace: str, index: int, disaggregated: bool) -> dict:
+    """The Service `replica_probe` names. It selects by label (every pod of the replica, a surged
+    one's too), so no KServe child is named: KServe's own `<service>-kserve-workload-svc` is its to
+    reshape."""
+    sel = {**selector(deployment), REPLICA: str(index), **({ROLE_LABEL: "decode"} if disaggregated else {})}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": meta(replica_probe(deployment, index), namespace, labels(deployment, index)),
+            "spec": {"type": "ClusterIP", "selector": sel,
+                     "ports": [{"name": "http", "port": TARGET_PORT, "targetPort": TARGET_PORT, "protocol": "TCP"}]}}
 
 
 def _profile(*plugins) -> list[dict]:

@@ -41,7 +41,7 @@ from .graph import Graph, Node
 from .kserve import children, pool_ref
 from .names import DEPLOYMENT, REPLICA, TIMEOUT, WORKLOAD_KINDS, await_ready
 from .routing import SERVICE_LABEL
-from .stack import k8s_type, logical_name
+from .stack import k8s_type, logical_name, record_cluster
 
 TRAFFIC_KINDS = ("HTTPRoute", "GRPCRoute")
 POOL_KIND, POOL_REF_KINDS = "InferencePool", ("LLMInferenceService",)
@@ -129,7 +129,7 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
                 targets = tuple(services.get(f"{ns}/{lbls[SERVICE_LABEL]}", {}).get("deployments", ()))
             clusters = (node.cluster,)
         elif node.type == ROUTE53_RECORD and node.inputs.get("name") in hosts:
-            cluster = node.inputs.get("setIdentifier")
+            cluster = record_cluster(node.inputs.get("setIdentifier") or "")    # a per-replica record's too
             if (node.inputs["name"], cluster) in http01:
                 _after(node, [gateways[cluster]] if cluster in gateways else [])
                 continue

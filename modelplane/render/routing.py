@@ -346,8 +346,26 @@ def picker_path(service: str, namespace: str) -> str:
     return f"{health_path(service, namespace)}/picker"
 
 
+def replica_path(service: str, namespace: str, deployment: str, index: int) -> str:
+    """The probe of one replica, where its cluster's record is split per replica (review N11)."""
+    return f"{health_path(service, namespace)}/replicas/{deployment}/{index}"
+
+
+def replica_target(md, index: int, route_ns: str) -> Target:
+    """One replica's serving pods on its cluster: KServe, the probe Service over them
+    (picker.replica_probe_service; decode pods for P/D); native, the replica's own Service."""
+    if md.backend == "kserve":
+        ref = {"kind": "Service", "name": picker.replica_probe(md.name, index), "port": picker.TARGET_PORT}
+    else:
+        ref = {"kind": "Service", "name": f"{md.name}-{index}-decode", "port": md.engine.port}
+    if md.namespace != route_ns:
+        ref["namespace"] = md.namespace
+    return Target(ref, 1)
+
+
 def health_route(service: str, namespace: str, hostnames: list[str], gateway: dict, targets: list[Target],
-                 hop: bool = False, through_pickers: list[Target] | None = None) -> dict:
+                 hop: bool = False, through_pickers: list[Target] | None = None,
+                 replicas: list[tuple[str, Target]] | None = None) -> dict:
     """What a DNS health check asks on one cluster, on the listener clients use (so a missing
     certificate fails it): `GET <health path>` rewritten to `/health` and sent where the service's
     requests go on this cluster — a KServe deployment's InferencePool (its picker answers with a
@@ -357,7 +375,9 @@ def health_route(service: str, namespace: str, hostnames: list[str], gateway: di
     Gateway here) the pools are probed through the hop too, by the same header rules, so a hop
     Envoy that is down or a hop rule that is missing fails the check (review N3).
     `through_pickers` (a P/D deployment here, Route 53): a second rule on `picker_path`, sent where
-    client requests go (its pool, so its picker), which a second check probes (review N4)."""
+    client requests go (its pool, so its picker), which a second check probes (review N4).
+    `replicas` (path, target): a rule per replica of a cluster whose record is split per replica,
+    straight to that replica's pods; Route 53 ANDs each with the checks above (review N11)."""
     rewrite = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/health"}}}
     match = {"path": {"type": "Exact", "value": health_path(service, namespace)}}
     if targets:
@@ -369,6 +389,8 @@ def health_route(service: str, namespace: str, hostnames: list[str], gateway: di
     if through_pickers:
         rules.append(split_rule(through_pickers, namespace, {"path": {"type": "Exact", "value": picker_path(
             service, namespace)}}, [rewrite], hop=hop))
+    for path, target in replicas or ():
+        rules.append(_rule([target.weighted()], [rewrite], {"path": {"type": "Exact", "value": path}}))
     tls = bool(gateway.get("tls"))
     parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway["name"], "namespace": gateway["namespace"],
               "sectionName": "https" if tls else "http"}
@@ -515,15 +537,24 @@ def picker_probes(svc, routes, deployments: dict) -> dict[str, list[Target]]:
     return out
 
 
+def replica_probes(svc, routes, deployments: dict, split: dict) -> dict[str, list[tuple[str, Target]]]:
+    """cluster -> (path, target) of each replica probe, for the clusters whose record is split per
+    replica (`split`: traffic.replica_weights of the service)."""
+    return {c: [(replica_path(svc.name, svc.namespace, key, i), replica_target(deployments[key], i, svc.namespace))
+                for key, i in sorted(parts)] for c, parts in split.items()}
+
+
 def service_objects(svc, routes, deployments: dict, providers: dict, gateways: dict,
                     health_hosts: dict | None = None, model: str | None = None,
-                    and_pickers: bool = False) -> dict[str, list[dict]]:
+                    and_pickers: bool = False, split: dict | None = None) -> dict[str, list[dict]]:
     """cluster -> the service's objects there. `routes`: traffic.Routes of the service; `deployments`:
     key -> ModelDeployment; `providers`: name -> Provider; `gateways`: cluster -> its Gateway ref;
     `health_hosts`: cluster -> the hostnames DNS health checks use there (no health route without);
     `model`: the model name it answers to when it shares its hostname (routed by model name);
-    `and_pickers`: DNS can AND two checks (Route 53), so a P/D cluster is also probed through its pools."""
+    `and_pickers`: DNS can AND two checks (Route 53), so a P/D cluster is also probed through its pools;
+    `split`: the clusters whose record is split per replica (Route 53), each replica probed too."""
     probes = probe_targets(svc, routes, deployments) if health_hosts else {}
+    per_replica = replica_probes(svc, routes, deployments, split) if health_hosts and split else {}
     pickers = picker_probes(svc, routes, deployments) if health_hosts and and_pickers else {}
     replicas: dict[str, int] = {}
     for b in routes.backends:
@@ -565,7 +596,8 @@ def service_objects(svc, routes, deployments: dict, providers: dict, gateways: d
                                         name == routes.fallback)
         if (health_hosts or {}).get(cluster):
             objects.append(health_route(svc.name, svc.namespace, health_hosts[cluster], gateway,
-                                        probes.get(cluster, []), hop=via_hop, through_pickers=pickers.get(cluster)))
+                                        probes.get(cluster, []), hop=via_hop, through_pickers=pickers.get(cluster),
+                                        replicas=per_replica.get(cluster)))
             if cluster not in probes:
                 objects.append(gateway_health(svc.name, svc.namespace))
         out[cluster] = objects

@@ -14,14 +14,15 @@ from ..api.deployment import GPU_ROLES
 from ..api.substrate import overrides, preinstalled, toggles
 from ..engine.fleet import inventory_of
 from ..scheduler.ratio import largest_remainder
-from ..scheduler.traffic import DNS_TOTAL
+from ..scheduler.traffic import DNS_TOTAL, replica_weights
 from . import eks, gke
 from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
 from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from .names import ROLE, SecretValue
 from .order import rank, role_edges, scale_change
 from .replica import render_cluster_entry, render_replica
-from .routing import health_path, picker_path, picker_probes, service_objects
+from . import picker
+from .routing import health_path, picker_path, picker_probes, replica_path, service_objects
 from .substrate import model_identity, namespace, priority_classes, queues
 
 PROJECT = "modelplane"
@@ -257,10 +258,11 @@ def _role(obj: dict) -> str | None:
 
 
 def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, ClusterNodes], weights_gib: float, served_names: list[str] | None, namespaces: dict[str, str],
-                     progress: dict, previous: dict) -> str:
+                     progress: dict, previous: dict, probed: set | None = None) -> str:
     """Each placed replica's rendered objects on its cluster. Extra roles start after the roles
     they depend on: objects follow a topological order, each waiting for its dependencies'
-    objects; an InPlace size change follows the scale order."""
+    objects; an InPlace size change follows the scale order. `probed`: (cluster, replica) of the
+    KServe replicas a DNS record of their own checks (split_records), each given a probe Service."""
     me = graph.add(Node(MODEL_DEPLOYMENT, f"{spec.namespace}-{spec.name}", custom=False))
     deps = {r.name: r.depends_on for r in spec.roles}
     # First what the replicas share on a cluster (InferencePool, picker): the replicas name the pool
@@ -268,7 +270,9 @@ def model_deployment(graph: Graph, spec, placements: list, targets: dict[str, Cl
     for cluster in sorted({p.cluster for p in placements}):
         target = targets[cluster]
         ns = namespaces.get(cluster)
-        for obj in render_cluster_entry(spec, target.inventory):
+        probes = [picker.replica_probe_service(spec.name, spec.namespace, i, spec.disaggregated)
+                  for c, i in sorted(probed or ()) if c == cluster and spec.backend == "kserve"]
+        for obj in [*render_cluster_entry(spec, target.inventory), *probes]:
             graph.add(k8s_node(cluster, obj, me, target.provider, [*target.ready_in(spec.namespace), *([ns] if ns else [])]))
     for placement in placements:
         edges = role_edges(spec.role_names(), deps, *scale_change(spec, placement, previous.get(placement.replica)))
@@ -340,7 +344,8 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     # A fallback provider is reached through Envoy AI Gateway's priorities: the route matches the model.
     for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts,
                                               model if shared or routes.fallback else None,
-                                              and_pickers=dns is not None and dns.kind == "route53").items():
+                                              and_pickers=dns is not None and dns.kind == "route53",
+                                              split=split_records(dns, svc, routes, shared)).items():
         target = targets[cluster]
         for obj in objects:
             graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
@@ -382,10 +387,14 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 shared_records(graph, me, provider, dns, host, members, deployments, tls)
                 continue
             svc, routes = members[0]
+            split = split_records(dns, svc, routes)
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
-                check = record_check(graph, me, provider, f"{svc.namespace}-{svc.name}-{cluster}",
-                                     route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls))
+                checks = route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls)
+                if cluster in split:
+                    replica_records(graph, me, provider, dns, svc, cluster, split[cluster], checks, tls)
+                    continue
+                check = record_check(graph, me, provider, name, checks)
                 record = {"zoneId": zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
                           "setIdentifier": cluster, "weightedRoutingPolicies": [{"weight": weight}],
                           "records": [gateway_record(zone.domain, cluster)]}
@@ -427,6 +436,55 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 "project": zone.project, "managedZone": zone.managed_zone, "name": f"{svc.hostname}.", "type": "A",
                 "ttl": dns.ttl, "routingPolicy": policy}, me, provider))
     return me
+
+
+def split_records(dns, svc, routes, shared: bool = False) -> dict[str, dict[tuple[str, int], int]]:
+    """cluster -> {(deployment key, replica): weight} of the clusters whose record of the service is
+    split per replica (traffic.replica_weights): with Route 53 only, whose records each take a
+    health check of their own (a Cloud DNS record set takes one check for all its items,
+    `routingPolicy.healthCheck`, which cannot tell two replicas behind one address apart), and not
+    for a hostname several services share (one record per cluster carries them all)."""
+    if dns is None or dns.kind != "route53" or not svc.hostname or shared:
+        return {}
+    return replica_weights(routes)
+
+
+def record_id(cluster: str, replica: tuple[str, int] | None = None) -> str:
+    """A Route 53 record's `setIdentifier`: its cluster, or `<cluster>/<deployment key>#<replica>`
+    for one of a cluster's per-replica records (the trace's --down name after the cluster)."""
+    return cluster if replica is None else f"{cluster}/{replica[0]}#{replica[1]}"
+
+
+def record_cluster(set_identifier: str) -> str:
+    """The cluster a Route 53 record's `setIdentifier` (record_id) sends clients to."""
+    return set_identifier.partition("/")[0]
+
+
+def replica_records(graph: Graph, me: str, provider: str, dns, svc, cluster: str, weights: dict,
+                    checks: list[str], tls: dict) -> None:
+    """A cluster carrying several replicas of the service: one weighted record per replica, all
+    pointing at the cluster's gateway record (a weighted group is records of one name and type
+    told apart by `setIdentifier`, Route 53 developer guide, "Values specific for weighted
+    records"), each checked by a CALCULATED check healthy only while the cluster's checks and a
+    probe of that replica alone all are (`childHealthThreshold` = their number). Lost, a replica
+    takes its own weight out of DNS and the cluster keeps the rest (review N11)."""
+    https = bool(tls.get(cluster))
+    base = f"{svc.namespace}-{svc.name}-{cluster}"
+    for (key, index), weight in sorted(weights.items()):
+        name = f"{base}-{key.replace('/', '-')}-{index}"
+        probe = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-probe", {
+            "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
+            "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
+            "resourcePath": replica_path(svc.name, svc.namespace, key, index), "requestInterval": CHECK_INTERVAL_S,
+            "failureThreshold": CHECK_FAILURES}, me, provider))
+        children = [*checks, probe]
+        check = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-calculated", {
+            "type": "CALCULATED", "childHealthchecks": [Ref(c, "id") for c in children],
+            "childHealthThreshold": len(children)}, me, provider))
+        graph.add(Node("aws:route53/record:Record", name, {
+            "zoneId": dns.zone.zone_id, "name": svc.hostname, "type": "CNAME", "ttl": dns.ttl,
+            "setIdentifier": record_id(cluster, (key, index)), "weightedRoutingPolicies": [{"weight": weight}],
+            "records": [gateway_record(dns.zone.domain, cluster)], "healthCheckId": Ref(check, "id")}, me, provider))
 
 
 # Every DNS health check: a probe each 30 s, unhealthy after 3 failures in a row.

@@ -16,7 +16,8 @@ standbys (`Routes.standby`, DNS weight 0: answered only when every weighted reco
 
 A cluster's units are what its HTTPRoute carries; DNS weights are the clusters' shares of the
 service rounded to whole percent (largest remainder again, at least 1 for a cluster that
-carries traffic; Route 53 accepts 0-255).
+carries traffic; Route 53 accepts 0-255). With Route 53, a cluster carrying several replicas of a
+service gets one record per replica (`replica_weights`), so DNS sheds a lost replica's part alone.
 """
 from __future__ import annotations
 
@@ -131,3 +132,22 @@ def delivered(dns: dict[str, int], endpoints: list[dict]) -> list[dict[str, int]
              for c, u in e["clusters"].items() if carried[c]}
     split = largest_remainder(TOTAL_UNITS, exact) if exact else {}
     return [{c: split[(c, i)] for c in e["clusters"] if (c, i) in split} for i, e in enumerate(endpoints)]
+
+
+def replica_weights(routes: Routes) -> dict[str, dict[tuple[str, int], int]]:
+    """cluster -> {(deployment key, replica index): DNS weight} for each cluster that carries two or
+    more replicas of the service: its weight split into one record per replica (review N11), each
+    replica's part its deployment's units there over that deployment's replicas there (a provider
+    share on the cluster rides with them, in proportion). Lost, a replica's record leaves DNS with
+    its part alone, so the survivors everywhere take it in proportion to their weights, not that
+    cluster's other replicas alone. Whole weights adding up to the cluster's, at least 1 each (a
+    weight of 0 would make it a standby); a cluster of weight below its replica count gives each 1."""
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for cluster, weight in sorted(routes.dns.items()):
+        parts = {(b.name, i): Fraction(b.units, len(b.replicas)) for b in routes.backends
+                 if b.cluster == cluster and b.kind == "deployment" and b.replicas for i in b.replicas}
+        if len(parts) < 2:
+            continue
+        out[cluster] = largest_remainder(weight, parts, lo={k: 1 for k in parts}) if weight >= len(parts) \
+            else {k: 1 for k in parts}
+    return out
