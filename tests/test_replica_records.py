@@ -137,3 +137,13 @@ def test_a_native_deployments_replica_records_probe_its_own_service(tmp_path):
     assert [(r["replica"], r["perMille"], r["plannedPerMille"]) for r in j["load"]] == \
         [("qwen3-32b-0-decode", 500, 333), ("qwen3-32b-2-decode", 500, 333)]
     assert any(n.startswith("DNS drops record eks-use1/search/qwen3-32b#1 (weight 33)") for n in j["notes"])
+
+
+def test_the_plan_lists_a_clusters_records_per_replica():
+    from click.testing import CliRunner
+
+    from modelplane.cli import main
+
+    out = CliRunner().invoke(main, ["plan", "prod"]).output
+    assert ("  chat/chat: eks-use1 67% (a record per replica: llama-70b#0 34%, llama-70b#2 33%), gke-usc1 33% "
+            "(weighted DNS records)") in out

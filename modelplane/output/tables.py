@@ -321,7 +321,10 @@ def entry_points(out, doc: dict, dns_configured: bool) -> None:
     for s in doc["services"]:
         if not s["dns"]:
             continue
-        parts = ", ".join(f"{d['cluster']} {d['weight']}%" for d in s["dns"])
+        # a cluster whose record is one per replica (review N11) lists them
+        parts = ", ".join(f"{d['cluster']} {d['weight']}%" + (" (a record per replica: " + ", ".join(
+            f"{r['replica'].rpartition('/')[2]} {r['weight']}%" for r in d["replicas"]) + ")" if d.get("replicas") else "")
+            for d in s["dns"])
         how = "weighted DNS records" if dns_configured and s["hostname"] else \
             "point your own load balancer or DNS at these gateways (stack output `gateways`) with these weights"
         out.print(f"  {s['service']}: {parts} ({how})")
