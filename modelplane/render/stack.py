@@ -15,13 +15,12 @@ from ..api.substrate import overrides, preinstalled, toggles
 from ..engine.fleet import inventory_of
 from ..scheduler.ratio import largest_remainder
 from ..scheduler.traffic import DNS_TOTAL, replica_weights
-from . import eks, gke
+from . import eks, gke, picker
 from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
 from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
 from .names import ROLE, SecretValue
 from .order import rank, role_edges, scale_change
 from .replica import render_cluster_entry, render_replica
-from . import picker
 from .routing import health_path, picker_path, picker_probes, replica_path, service_objects
 from .substrate import model_identity, namespace, priority_classes, queues
 
@@ -468,15 +467,12 @@ def replica_records(graph: Graph, me: str, provider: str, dns, svc, cluster: str
     records"), each checked by a CALCULATED check healthy only while the cluster's checks and a
     probe of that replica alone all are (`childHealthThreshold` = their number). Lost, a replica
     takes its own weight out of DNS and the cluster keeps the rest (review N11)."""
-    https = bool(tls.get(cluster))
     base = f"{svc.namespace}-{svc.name}-{cluster}"
     for (key, index), weight in sorted(weights.items()):
         name = f"{base}-{key.replace('/', '-')}-{index}"
-        probe = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-probe", {
-            "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
-            "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
-            "resourcePath": replica_path(svc.name, svc.namespace, key, index), "requestInterval": CHECK_INTERVAL_S,
-            "failureThreshold": CHECK_FAILURES}, me, provider))
+        probe = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-probe",
+                               http_check(dns, cluster, replica_path(svc.name, svc.namespace, key, index), tls),
+                               me, provider))
         children = [*checks, probe]
         check = graph.add(Node("aws:route53/healthCheck:HealthCheck", f"{name}-calculated", {
             "type": "CALCULATED", "childHealthchecks": [Ref(c, "id") for c in children],
@@ -510,16 +506,20 @@ def route53_checks(graph: Graph, me: str, provider: str, dns, svc, routes, deplo
     sends the fqdn as SNI and Host; it does not validate the certificate, but a listener without one
     refuses the connection). One check, and a second through the pools where the first asks a P/D
     deployment's decode pods only (routing.picker_probes, review N4)."""
-    https = bool(tls.get(cluster))
     name = f"{svc.namespace}-{svc.name}-{cluster}"
     paths = [(name, health_path(svc.name, svc.namespace))]
     if cluster in picker_probes(svc, routes, deployments):
         paths.append((f"{name}-picker", picker_path(svc.name, svc.namespace)))
-    return [graph.add(Node("aws:route53/healthCheck:HealthCheck", check, {
-        "type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
-        "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
-        "resourcePath": path, "requestInterval": CHECK_INTERVAL_S,
-        "failureThreshold": CHECK_FAILURES}, me, provider)) for check, path in paths]
+    return [graph.add(Node("aws:route53/healthCheck:HealthCheck", check, http_check(dns, cluster, path, tls),
+                           me, provider)) for check, path in paths]
+
+
+def http_check(dns, cluster: str, path: str, tls: dict) -> dict:
+    """A Route 53 check of one path on a cluster's Gateway, through the listener clients use."""
+    https = bool(tls.get(cluster))
+    return {"type": "HTTPS" if https else "HTTP", "port": 443 if https else 80,
+            "fqdn": check_host(dns, cluster), **({"enableSni": True} if https else {}),
+            "resourcePath": path, "requestInterval": CHECK_INTERVAL_S, "failureThreshold": CHECK_FAILURES}
 
 
 def record_check(graph: Graph, me: str, provider: str, name: str, children: list[str]) -> str:
