@@ -9,7 +9,9 @@ the service route's rule and its weighted backendRefs; the hop Gateway and its h
 InferencePool, whose endpoint picker answers only with ready pods (none: 503), a native Service
 (only ready pods are endpoints), or a provider Backend, which must get its own Host. `down` names
 replicas (`namespace/deployment#index`) or clusters that are gone: their pods are not ready, their
-health checks fail. The first link that cannot be followed is named as broken.
+health checks fail. The first link that cannot be followed is named as broken. Where a cluster's
+record is one per replica (Route 53, review N11), each record also needs its replica's own probe,
+and with `down` the trace gives each serving replica's part of the host against its plan's.
 """
 from __future__ import annotations
 
