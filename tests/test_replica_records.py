@@ -147,3 +147,31 @@ def test_the_plan_lists_a_clusters_records_per_replica():
     out = CliRunner().invoke(main, ["plan", "prod"]).output
     assert ("  chat/chat: eks-use1 67% (a record per replica: llama-70b#0 34%, llama-70b#2 33%), gke-usc1 33% "
             "(weighted DNS records)") in out
+
+
+def test_a_set_identifier_route53_would_refuse_stops_rendering_with_the_characters_to_cut():
+    """Route 53 ResourceRecordSet.SetIdentifier is 1-128 characters (botocore route53 model,
+    ResourceRecordSetIdentifier); a 40-character cluster, 63-character namespace and 40-character
+    deployment pass it."""
+    import pytest
+    from modelplane.render.names import NameTooLong
+    from modelplane.render.stack import record_id
+
+    assert record_id("eks-use1", ("chat/llama-70b", 2)) == "eks-use1/chat/llama-70b#2"
+    with pytest.raises(NameTooLong, match=r"longer than Route 53's 128 characters; fix: .* by 20 characters"):
+        record_id("c" * 40, ("n" * 63 + "/" + "d" * 40, 12))
+
+
+def test_the_plan_refuses_it_as_input_naming_the_deployment_and_the_fix(monkeypatch):
+    """Never a traceback: the limit reaches the user as invalid input (exit 2) on the deployment."""
+    import pytest
+    from modelplane.errors import InputError
+    from modelplane.render import stack
+
+    monkeypatch.setattr(stack, "SET_IDENTIFIER_MAX", 20)      # prod's "eks-use1/chat/llama-70b#0" is 25
+    with pytest.raises(InputError) as caught:
+        offline.run("prod")
+    (problem,) = caught.value.problems
+    assert problem.file.endswith("Pulumi.prod.yaml") and problem.path.startswith("modelplane:deployments[")
+    assert "setIdentifier 'eks-use1/chat/llama-70b#0'" in problem.message
+    assert problem.fix == "shorten the deployment's namespace or name (or the cluster's) by 5 characters"

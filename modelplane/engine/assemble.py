@@ -21,6 +21,7 @@ from .fleet import INVENTORY_VERSION, cluster_from_inventory, demand_from
 from ..render import RenderError, rollout
 from ..render.picker import picker_rbac, runs_picker
 from ..render.graph import Apply, Graph, Secret
+from ..render.names import NameTooLong
 from ..render.routing import grants
 from ..render.stack import (inference_cluster, model_deployment, model_namespace, model_service, remote_cluster,
                            service_dns, split_records)
@@ -221,6 +222,29 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     except RenderError as exc:
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
+    try:
+        _services_and_order(graph, spec, routes, by_key, targets, addresses, inventories, shared, plan, previous)
+    except NameTooLong as exc:      # a name derived from the user's passes a limit downstream
+        index = next((i for i, d in enumerate(spec.deployments) if d.key == exc.deployment), None)
+        message, _, fix = str(exc).partition("; fix: ")
+        raise InputError([Problem(where, f"{NAMESPACE}:deployments" + (f"[{index}].name" if index is not None else ""),
+                                  message, fix)])
+    local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
+    outputs = {
+        "inventory": local,
+        "kubeconfigs": Secret(_mapping(kubeconfigs)) if kubeconfigs else {},
+        "gateways": _mapping(gateways) if gateways else {},
+        "placements": [p.to_json() for p in plan.placements],
+        "unplaced": [u.to_json() for u in plan.unplaced],
+    }
+    result = Result(spec, inventories, plan, previous, routes, catalog, sized, models)
+    RUNS.append(result)
+    return Built(result, graph, outputs)
+
+
+def _services_and_order(graph: Graph, spec: StackSpec, routes, by_key, targets, addresses, inventories, shared,
+                        plan: Plan, previous: list) -> None:
+    """The services' routes and DNS records, then the options that order an `up`."""
     providers = {p.name: p for p in spec.providers}
     for svc in sorted(spec.services, key=lambda s: s.key):
         model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers),
@@ -235,17 +259,6 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     if spec.per_replica_pools:
         rollout.keep_own_pools(graph)
     order_up(graph, spec, plan, previous, http01)
-    local = [inventories[c.name] for c in sorted(spec.clusters, key=lambda c: c.name)]
-    outputs = {
-        "inventory": local,
-        "kubeconfigs": Secret(_mapping(kubeconfigs)) if kubeconfigs else {},
-        "gateways": _mapping(gateways) if gateways else {},
-        "placements": [p.to_json() for p in plan.placements],
-        "unplaced": [u.to_json() for u in plan.unplaced],
-    }
-    result = Result(spec, inventories, plan, previous, routes, catalog, sized, models)
-    RUNS.append(result)
-    return Built(result, graph, outputs)
 
 
 def kv_rows(md, catalog: Catalog, placements: list, pools: dict) -> list[dict]:

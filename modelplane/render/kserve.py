@@ -18,6 +18,7 @@ import shlex
 
 from ..api.deployment import Topology
 from .addons import GATEWAY_NAMESPACE, HOP_GATEWAY, KSERVE_LISTENER, is_own_gateway
+from .names import NameTooLong
 from .picker import runs_picker
 
 CONTAINER = "main"
@@ -106,7 +107,7 @@ def children(name: str, spec: dict) -> list[tuple[str, str, str]]:
         api_version, kind, suffix = CHILD_KINDS[part.get("worker") is not None]
         child = name + suffix + tail
         if len(child) > CHILD_NAME_MAX:
-            raise ValueError(f"LLMInferenceService {name!r}: KServe names its {kind} {child!r}, longer than "
+            raise NameTooLong(name, f"LLMInferenceService {name!r}: KServe names its {kind} {child!r}, longer than "
                              f"{CHILD_NAME_MAX} characters, and then hashes it, so `up` cannot await it by name; "
                              f"fix: shorten the deployment's name by {len(child) - CHILD_NAME_MAX} characters")
         out.append((api_version, kind, child))

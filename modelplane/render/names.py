@@ -6,6 +6,14 @@ from dataclasses import dataclass
 
 from ..api.cluster import GPU_TAINT, POOL_LABEL
 
+class NameTooLong(ValueError):
+    """A name modelplane derives from the user's names passes a limit of the system it goes to."""
+
+    def __init__(self, deployment: str, message: str):
+        self.deployment = deployment
+        super().__init__(message)
+
+
 DEPLOYMENT = "modelplane.ai/deployment"
 REPLICA = "modelplane.ai/replica"
 ROLE = "modelplane.ai/role"

@@ -18,7 +18,7 @@ from ..scheduler.traffic import DNS_TOTAL, replica_weights
 from . import eks, gke, picker
 from .addons import GATEWAY_NAME, SYSTEM, ClusterFacts, addons
 from .graph import Apply, Graph, Node, Ref, Secret, StackOutput
-from .names import ROLE, SecretValue
+from .names import ROLE, NameTooLong, SecretValue
 from .order import rank, role_edges, scale_change
 from .replica import render_cluster_entry, render_replica
 from .routing import health_path, picker_path, picker_probes, replica_path, service_objects
@@ -448,10 +448,24 @@ def split_records(dns, svc, routes, shared: bool = False) -> dict[str, dict[tupl
     return replica_weights(routes)
 
 
+# Route 53 ResourceRecordSet.SetIdentifier: 1-128 characters (botocore route53 model,
+# ResourceRecordSetIdentifier min 1, max 128); a 40-character cluster, 63-character namespace and
+# 40-character deployment can pass it.
+SET_IDENTIFIER_MAX = 128
+
+
 def record_id(cluster: str, replica: tuple[str, int] | None = None) -> str:
     """A Route 53 record's `setIdentifier`: its cluster, or `<cluster>/<deployment key>#<replica>`
     for one of a cluster's per-replica records (the trace's --down name after the cluster)."""
-    return cluster if replica is None else f"{cluster}/{replica[0]}#{replica[1]}"
+    if replica is None:
+        return cluster
+    name = f"{cluster}/{replica[0]}#{replica[1]}"
+    if len(name) > SET_IDENTIFIER_MAX:
+        raise NameTooLong(replica[0], f"replica {replica[1]}'s Route 53 record on {cluster} is told apart by "
+                          f"setIdentifier {name!r}, longer than Route 53's {SET_IDENTIFIER_MAX} characters; fix: "
+                          f"shorten the deployment's namespace or name (or the cluster's) by "
+                          f"{len(name) - SET_IDENTIFIER_MAX} characters")
+    return name
 
 
 def record_cluster(set_identifier: str) -> str:
