@@ -432,9 +432,13 @@ def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_ro
         done = {(e.type, e.name): e.t for e in made.events if e.phase == "done" and e.op == "create"}
         sent = {(e.type, e.name): e.t for e in made.events if e.phase == "pre" and e.op == "create"}
         route_keys = [k for k in done if k[0].endswith(":HTTPRoute") and k[1].startswith(f"{CLUSTER}/{NS}/httproute/chat")]
-        drain, record = (DRAIN, f"{NS}-chat-{CLUSTER}-drain"), (RECORD, f"{NS}-chat-{CLUSTER}")
-        assert len(route_keys) == 2 and drain in done and record in done, sorted(done)
-        assert max(done[k] for k in route_keys) <= sent[drain] and done[drain] <= sent[record]
+        # qwen3-8b's two replicas on e2e-a: one record each, told apart by setIdentifier (review N11)
+        records = [(RECORD, f"{NS}-chat-{CLUSTER}-{NS}-qwen3-8b-{i}") for i in (0, 1)]
+        drains = [(DRAIN, f"{name}-drain") for _, name in records]
+        assert len(route_keys) == 2 and set(drains + records) <= set(done), sorted(done)
+        assert (RECORD, f"{NS}-chat-{CLUSTER}") not in done, sorted(done)
+        for drain, record in zip(drains, records):
+            assert max(done[k] for k in route_keys) <= sent[drain] and done[drain] <= sent[record]
 
         path.write_text(_with_config(base, DNS))        # the service leaves e2e-a
         out = ws.operate("up", STACK)
@@ -447,16 +451,18 @@ def test_g6_a_service_leaving_a_cluster_loses_its_dns_record_a_ttl_before_its_ro
     began = {(ty, n): t for t, ph, ty, n in deleted if ph == "pre"}
     ended = {(ty, n): t for t, ph, ty, n in deleted if ph == "done"}
     gone_routes = [k for k in began if k[0].endswith(":HTTPRoute")]
-    assert len(gone_routes) == 2 and record in ended and drain in ended, deleted
-    # record, then the drain, then the routes; the routes at least the TTL after the record
-    assert ended[record] <= began[drain] and ended[drain] <= min(began[k] for k in gone_routes), deleted
-    gap = min(began[k] for k in gone_routes) - ended[record]
+    assert len(gone_routes) == 2 and set(drains + records) <= set(ended), deleted
+    # each record, then its drain, then the routes; the routes at least the TTL after the last record
+    for drain, record in zip(drains, records):
+        assert ended[record] <= began[drain] and ended[drain] <= min(began[k] for k in gone_routes), deleted
+    gap = min(began[k] for k in gone_routes) - max(ended[r] for r in records)
     report.scenario("g6-dns-drain", recordToRoutesSeconds=round(gap, 2))
     assert gap >= DNS_TTL, deleted
     assert c.get("httproutes", "-n", NS, "-l", "modelplane.ai/service=chat")["items"] == []
     calls = [json.loads(line) for line in Path(ws.env["MODELPLANE_E2E_AWS_LOG"]).read_text().splitlines()]
-    assert [x["op"] for x in calls if x["urn"].endswith(f"::{record[1]}") and "route53/record" in x["urn"]] \
-        == ["create", "delete"], calls
+    for _, name in records:
+        assert [x["op"] for x in calls if x["urn"].endswith(f"::{name}") and "route53/record" in x["urn"]] \
+            == ["create", "delete"], calls
 
 
 def listener_conditions(gw: dict, name: str) -> dict:
