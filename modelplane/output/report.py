@@ -13,6 +13,7 @@ from ..analysis.changes import (cost_delta, digests, disrupted, encoder, replica
                                 spread_lost, traffic_delta)
 from ..analysis.disruptions import disruptions, transitions, up_order
 from ..engine.records import SIG_KEY, OfflineRun, is_unknown
+from ..render.names import DEPLOYMENT, REPLICA
 from ..render.stack import detection_window
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
@@ -102,8 +103,6 @@ def type_file(type_token: str) -> str:
 
 def _replica_of(r) -> tuple[str, int] | None:
     """The deployment and replica a Kubernetes object belongs to, from its labels."""
-    from ..render.names import DEPLOYMENT, REPLICA
-
     meta = r.inputs.get("metadata") if r.custom and r.type.startswith("kubernetes:") else None
     labels = (meta or {}).get("labels") or {} if isinstance(meta, dict) else {}
     if DEPLOYMENT in labels and REPLICA in labels and isinstance(labels[REPLICA], str):
@@ -115,6 +114,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     clusters = _cluster_of(run)
     # dependsOn names a resource's dependencies by name; a URN carries the name after its last "::".
     names = {r.urn: r.name for r in run.records if r.type != "pulumi:pulumi:Stack"}
+    named: dict[tuple, list] = {}      # dependency URNs -> their names: a replica's resources share most
     resources = []
     for r in run.records:
         if r.type == "pulumi:pulumi:Stack":
@@ -134,9 +134,14 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["retainOnDelete"] = True
         # keyed by URN: a dependency may share the resource's name (a Helm release on its same-named
         # PodIdentityAssociation) and must still show
-        deps = sorted({names[d] for d in r.dependencies if d in names and d != r.urn})
+        on = tuple(r.dependencies)
+        deps = named.get(on)
+        if deps is None:
+            deps = named[on] = sorted({names[d] for d in on if d in names})
+        if r.urn in on:
+            deps = sorted({names[d] for d in on if d in names and d != r.urn})
         if deps:
-            item["dependsOn"] = deps
+            item["dependsOn"] = list(deps)
         owner = _replica_of(r)
         if owner:
             item["deployment"], item["replica"] = owner
