@@ -146,7 +146,7 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         if owner:
             item["deployment"], item["replica"] = owner
         # what the next plan compares against (`plan --previous`): digests, never the values
-        item["digest"], item["fieldDigests"] = digests(manifest(r))
+        item["digest"], item["fieldDigests"] = digests(manifest_of(run, r))
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
@@ -417,6 +417,15 @@ def services(run: OfflineRun) -> list[dict]:
 
 def manifest(r) -> dict:
     """A recorded resource's inputs as written to a file: whole numbers, secrets redacted."""
+    return _ints(r.inputs)
+
+
+def manifest_of(run: OfflineRun, r) -> dict:
+    """`manifest(r)`; for inputs the direct engine was given as plain JSON with integers
+    (engine/direct.py `wire`), that is what it was given: no second pass over them."""
+    given = run.given.get(r.urn)
+    if given is not None and given[0] is r.inputs:
+        return given[1]
     return _ints(r.inputs)
 
 
