@@ -114,7 +114,10 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     clusters = _cluster_of(run)
     # dependsOn names a resource's dependencies by name; a URN carries the name after its last "::".
     names = {r.urn: r.name for r in run.records if r.type != "pulumi:pulumi:Stack"}
-    named: dict[tuple, list] = {}      # dependency URNs -> their names: a replica's resources share most
+    # dependency URNs -> their names, one list for every resource with those dependencies (at 100 x
+    # 2,000, 5,817 lists for 26,341 resources)
+    named: dict[tuple, list] = {}
+    same: dict = {}         # equal inputs, one digest and fieldDigests dict (changes.digests)
     resources = []
     for r in run.records:
         if r.type == "pulumi:pulumi:Stack":
@@ -141,12 +144,12 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         if r.urn in on:
             deps = sorted({names[d] for d in on if d in names and d != r.urn})
         if deps:
-            item["dependsOn"] = list(deps)
+            item["dependsOn"] = deps
         owner = _replica_of(r)
         if owner:
             item["deployment"], item["replica"] = owner
         # what the next plan compares against (`plan --previous`): digests, never the values
-        item["digest"], item["fieldDigests"] = digests(manifest_of(run, r))
+        item["digest"], item["fieldDigests"] = digests(manifest_of(run, r), same)
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
