@@ -57,6 +57,7 @@ class Resolver:
         self.state: dict[str, dict] = {}
         self.children: dict[str, list[str]] = {}
         self.expansions: dict[str, frozenset[str]] = {}     # component key -> its resources' URNs so far
+        self.grown = 0              # how many times an expansion was dropped (a component gained a child)
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
         self.plain = True           # the value being wired is plain JSON with integers (see `records`)
         self.given: dict[str, tuple[dict, dict]] = {}     # URN -> (recorded inputs, the plain inputs given)
@@ -108,7 +109,8 @@ class Resolver:
         self.children.setdefault(node.parent, []).append(node.key)
         key = node.parent
         while key:
-            self.expansions.pop(key, None)
+            if self.expansions.pop(key, None) is not None:
+                self.grown += 1
             parent = self.graph.nodes.get(key)
             key = parent.parent if parent is not None else None
 
@@ -234,10 +236,18 @@ class Resolver:
     # -- records ---------------------------------------------------------------------------
     def records(self) -> list[Record]:
         out = [Record(STACK_TYPE, f"{self.project}-{self.stack}", self.root, "", "", False)]
+        # (dependsOn, expansions unchanged since) -> the URNs and their sorted tuple: a replica's
+        # objects mostly name the same components
+        expanded: dict[tuple, tuple[set, tuple]] = {}
         for node in self.graph:
             if node.parent:
                 self._adopt(node)
-            deps = self.expand(node.depends_on)
+            on = (tuple(node.depends_on), self.grown)
+            deps, ordered = expanded.get(on) or (None, None)
+            if deps is None:
+                deps = self.expand(node.depends_on)
+                ordered = tuple(sorted(deps))
+                expanded[on] = (deps, ordered)
             urn = self.urn(node.key)
             provider = ""
             if node.provider and (node.custom or node.remote):
@@ -257,8 +267,9 @@ class Resolver:
                 record.inputs = self.wire(given, found)
                 if self.plain:      # what the report writes is what was given (output/report.py manifest)
                     self.given[urn] = (record.inputs, given)
-                deps |= found
-            record.dependencies = tuple(sorted(deps))
+                if not found <= deps:
+                    ordered = tuple(sorted(deps | found))
+            record.dependencies = ordered
             out.append(record)
         # Components register their outputs once their resources exist (a Gateway's address).
         by_key = {r.urn: r for r in out}
