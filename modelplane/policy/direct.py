@@ -441,12 +441,13 @@ def evaluate(resources: list[Resource], config: dict | None = None, finite: bool
     props = [convert(r.props) for r in resources]
     out: list[dict] = []
 
-    for policy, level, cfg in running:
-        if policy.kind != "resource":
+    # Resource by resource, each one's policies together, as the pack gets them (one Analyze call
+    # per resource); the verdicts are sorted at the end.
+    each = [(policy, level, cfg) for policy, level, cfg in running if policy.kind == "resource"]
+    for r, p in zip(resources, props):
+        if not r.custom:
             continue
-        for r, p in zip(resources, props):
-            if not r.custom:
-                continue
+        for policy, level, cfg in each:
             found = []
             try:
                 for message in policy.check(r.type, p, dict(cfg) if cfg else {}):
