@@ -61,6 +61,9 @@ class UnknownValueError(Exception):
         self.message = f"{_UNKNOWNS[unknown_type_sentinel]} value at .{'.'.join(props)} can't be known during preview"
 
 
+_ABSENT = object()
+
+
 def _path(chain) -> list[str]:
     out = []
     while chain is not None:
@@ -130,9 +133,8 @@ class DictProxy(_Proxy, Mapping):
         if key == "__target":
             return self._target()
         t = self._t
-        try:
-            v = (t if t is not None else self._load())[key]
-        except KeyError:
+        v = (t if t is not None else self._load()).get(key, _ABSENT)    # policies ask for absent keys often
+        if v is _ABSENT:
             return default
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
@@ -142,9 +144,8 @@ class DictProxy(_Proxy, Mapping):
         if key == "__target":
             return True
         t = self._t
-        try:
-            v = (t if t is not None else self._load())[key]
-        except KeyError:
+        v = (t if t is not None else self._load()).get(key, _ABSENT)
+        if v is _ABSENT:
             return False
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
