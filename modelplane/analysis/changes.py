@@ -52,30 +52,56 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# what _ENCODE gives a str (json's C encoder writes one with this very function), without the call
+_STR = json.encoder.encode_basestring
+
+# A field's text -> its digest: a fleet's resources repeat most of their fields (at 100 x 2,000,
+# 214,273 field digests of 28,134 texts), and a lookup costs less than the hash.
+_FIELDS: dict[str, str] = {}
+_KEPT = 1 << 17             # texts kept; a larger plan starts afresh
+
+
+def _field(text: str) -> str:
+    """A field's digest, kept (`digests` looks it up inline first)."""
+    if len(_FIELDS) >= _KEPT:
+        _FIELDS.clear()
+    found = _FIELDS[text] = _sha(text)[:12]
+    return found
+
+
 def _joined(parts: dict[str, str]) -> str:
     """The text `_text` gives a dict with str keys, from its values' texts: each field is
     serialized once and serves its own digest and the whole resource's."""
-    return "{" + ",".join(f"{_text(k)}:{parts[k]}" for k in sorted(parts)) + "}"
+    return "{" + ",".join([_STR(k) + ":" + parts[k] for k in sorted(parts)]) + "}"
 
 
-def digests(inputs: dict) -> tuple[str, dict[str, str]]:
+def digests(inputs: dict, same: dict | None = None) -> tuple[str, dict[str, str]]:
     """A resource's inputs as one digest and a digest per field, two levels deep
-    (`nodeConfig.machineType`, `spec.selector`): enough to name what changed."""
-    if not all(k.__class__ is str for k in inputs) or not all(
-            k.__class__ is str for v in inputs.values() if isinstance(v, dict) for k in v):
-        return _digests(inputs)             # json's own key conversion and ordering
-    fields, texts = {}, {}
+    (`nodeConfig.machineType`, `spec.selector`): enough to name what changed. `same`: a dict the
+    caller keeps over one document's resources; equal inputs then share one answer (at 100 x 2,000,
+    26,341 resources have 9,733 digests), so its fieldDigests dict is written once."""
+    fields, texts, kept = {}, {}, _FIELDS
     for key, value in inputs.items():
+        if key.__class__ is not str:
+            return _digests(inputs)         # json's own key conversion and ordering
         if isinstance(value, dict) and value:
             inner = {}
             for sub, v in value.items():
-                inner[sub] = t = _text(v)
-                fields[f"{key}.{sub}"] = _sha(t)[:12]
+                if sub.__class__ is not str:
+                    return _digests(inputs)
+                inner[sub] = t = _STR(v) if v.__class__ is str else _ENCODE(v)
+                fields[f"{key}.{sub}"] = kept.get(t) or _field(t)
             texts[key] = _joined(inner)
         else:
-            texts[key] = t = _text(value)
-            fields[key] = _sha(t)[:12]
-    return _sha(_joined(texts))[:16], dict(sorted(fields.items()))
+            texts[key] = t = _STR(value) if value.__class__ is str else _ENCODE(value)
+            fields[key] = kept.get(t) or _field(t)
+    t = _joined(texts)
+    if same is None:
+        return _sha(t)[:16], dict(sorted(fields.items()))
+    found = same.get(t)
+    if found is None:
+        found = same[t] = (_sha(t)[:16], dict(sorted(fields.items())))
+    return found
 
 
 def _digests(inputs: dict) -> tuple[str, dict[str, str]]:

@@ -12,11 +12,20 @@ from ..policy.serving import quota_subject
 from ..engine.references import infra_file
 
 
-def _entry(run, name: str | None):
+def _records(run) -> tuple[dict, dict]:
+    """(urn -> record, name -> the first record of that name): looked up per verdict, built once."""
+    by_urn, by_name = {}, {}
+    for r in run.records:
+        by_urn[r.urn] = r
+        by_name.setdefault(r.name, r)
+    return by_urn, by_name
+
+
+def _entry(records: tuple[dict, dict], name: str | None):
     """(key of the config list, entry name, pool name or None) for the resource `name`, from the
-    component it belongs to; None for a stack-wide verdict."""
-    by_urn = {r.urn: r for r in run.records}
-    record = next((r for r in run.records if r.name == name), None)
+    component it belongs to; None for a stack-wide verdict. `records`: `_records(run)`."""
+    by_urn, by_name = records
+    record = by_name.get(name)
     pool = None
     while record is not None:
         kind = record.type.rsplit(":", 1)[-1]
@@ -89,9 +98,10 @@ def locate(run, path: Path | None, violations: list[dict]) -> list[dict]:
     spec = run.result.spec
     components = {f"{md.namespace}-{md.name}": i for i, md in enumerate(spec.deployments)}
     services = {f"{s.namespace}-{s.name}": i for i, s in enumerate(spec.services)}
+    records = _records(run)
     out = []
     for v in violations:
-        entry = _entry(run, v.get("resource"))
+        entry = _entry(records, v.get("resource"))
         where = None
         if entry and entry[0] == "deployments" and entry[1] in components:
             where = _where(src, "deployments", components[entry[1]])

@@ -304,8 +304,9 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
     services = {s.key: {"hostname": s.hostname, "deployments": [e.key(s.namespace) for e in s.endpoints if e.deployment]}
                 for s in spec.services}
     rollout.await_children(graph)
-    rollout.await_pools(graph)
-    rollout.await_references(graph)
+    named = rollout.index_by_name(graph)      # one index of the objects by name for both
+    rollout.await_pools(graph, named)
+    rollout.await_references(graph, named)
     drain = spec.dns.ttl if spec.dns is not None and spec.dns.drain else None
     rollout.await_traffic(graph, services, http01, drain)
     was = {(p.deployment, p.replica): p for p in previous}

@@ -42,6 +42,7 @@ class _Value:
 
 _EXPRESSIONS = (Ref, Apply, Secret, SecretValue, StackOutput)
 _EXPRESSION_TYPES = frozenset(_EXPRESSIONS)
+_EXACT = 2 ** 53                # integers a double holds exactly: the report writes them back unchanged
 
 
 class Resolver:
@@ -56,7 +57,10 @@ class Resolver:
         self.state: dict[str, dict] = {}
         self.children: dict[str, list[str]] = {}
         self.expansions: dict[str, frozenset[str]] = {}     # component key -> its resources' URNs so far
+        self.grown = 0              # how many times an expansion was dropped (a component gained a child)
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
+        self.plain = True           # the value being wired is plain JSON with integers (see `records`)
+        self.given: dict[str, tuple[dict, dict]] = {}     # URN -> (recorded inputs, the plain inputs given)
 
     # -- names -----------------------------------------------------------------------------
     def urn(self, key: str) -> str:
@@ -105,7 +109,8 @@ class Resolver:
         self.children.setdefault(node.parent, []).append(node.key)
         key = node.parent
         while key:
-            self.expansions.pop(key, None)
+            if self.expansions.pop(key, None) is not None:
+                self.grown += 1
             parent = self.graph.nodes.get(key)
             key = parent.parent if parent is not None else None
 
@@ -149,33 +154,43 @@ class Resolver:
         return _Value(v)
 
     def wire(self, v, deps: set, unknown=UNKNOWN):
-        """An input as the engine receives it: doubles, secrets wrapped where they occur."""
+        """An input as the engine receives it: doubles, secrets wrapped where they occur. Clears
+        `plain` on anything but str, bool, None, dicts, lists and integers a double holds exactly."""
         t = type(v)
         if t is str or t is bool or v is None:
             return v
         if t is float:
+            self.plain = False
             if v - v != 0.0:        # NaN or an infinity: the pack fails on it (policy/direct.py)
                 self.finite = False
             return v
         if t is int:
+            if not -_EXACT <= v <= _EXACT:
+                self.plain = False
             return float(v)
         if t is dict:
+            if SIG_KEY in v:
+                self.plain = False
             out = {}
             for k, x in v.items():      # leaves inline: most of a graph's inputs are text and integers
                 c = type(x)
                 if c is str or c is bool or x is None:
                     out[k] = x
-                elif c is int:
+                elif c is int and -_EXACT <= x <= _EXACT:
                     out[k] = float(x)
                 else:
                     out[k] = self.wire(x, deps, unknown)
             return out
         if t is list or t is tuple:
+            if t is tuple:
+                self.plain = False
             out = []
             for x in v:
                 c = type(x)
-                out.append(x if c is str else float(x) if c is int else self.wire(x, deps, unknown))
+                out.append(x if c is str else float(x) if c is int and -_EXACT <= x <= _EXACT
+                           else self.wire(x, deps, unknown))
             return out
+        self.plain = False
         if t in _EXPRESSION_TYPES:
             e = self.evaluate(v)
             deps |= e.deps
@@ -221,10 +236,18 @@ class Resolver:
     # -- records ---------------------------------------------------------------------------
     def records(self) -> list[Record]:
         out = [Record(STACK_TYPE, f"{self.project}-{self.stack}", self.root, "", "", False)]
+        # (dependsOn, expansions unchanged since) -> the URNs and their sorted tuple: a replica's
+        # objects mostly name the same components
+        expanded: dict[tuple, tuple[set, tuple]] = {}
         for node in self.graph:
             if node.parent:
                 self._adopt(node)
-            deps = self.expand(node.depends_on)
+            on = (tuple(node.depends_on), self.grown)
+            deps, ordered = expanded.get(on) or (None, None)
+            if deps is None:
+                deps = self.expand(node.depends_on)
+                ordered = tuple(sorted(deps))
+                expanded[on] = (deps, ordered)
             urn = self.urn(node.key)
             provider = ""
             if node.provider and (node.custom or node.remote):
@@ -239,9 +262,14 @@ class Resolver:
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings
                     inputs = {k: v if isinstance(v, (str, *_EXPRESSIONS)) else json.dumps(v) for k, v in inputs.items()}
                 found: set[str] = set()
-                record.inputs = self.wire({k: v for k, v in inputs.items() if v is not None}, found)
-                deps |= found
-            record.dependencies = tuple(sorted(deps))
+                given = {k: v for k, v in inputs.items() if v is not None}
+                self.plain = True
+                record.inputs = self.wire(given, found)
+                if self.plain:      # what the report writes is what was given (output/report.py manifest)
+                    self.given[urn] = (record.inputs, given)
+                if not found <= deps:
+                    ordered = tuple(sorted(deps | found))
+            record.dependencies = ordered
             out.append(record)
         # Components register their outputs once their resources exist (a Gateway's address).
         by_key = {r.urn: r for r in out}
@@ -269,4 +297,4 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
                      locate=lambda p: src.line(("config", *p)))
     resolver = Resolver(built.graph, stack, references)
     records = resolver.records()
-    return OfflineRun(stack, built.result, records, tuple(exclude), finite=resolver.finite)
+    return OfflineRun(stack, built.result, records, tuple(exclude), finite=resolver.finite, given=resolver.given)

@@ -13,6 +13,7 @@ from ..analysis.changes import (cost_delta, digests, disrupted, encoder, replica
                                 spread_lost, traffic_delta)
 from ..analysis.disruptions import disruptions, transitions, up_order
 from ..engine.records import SIG_KEY, OfflineRun, is_unknown
+from ..render.names import DEPLOYMENT, REPLICA
 from ..render.stack import detection_window
 
 K8S_SKIP = ("kubernetes:helm.sh/",)
@@ -102,8 +103,6 @@ def type_file(type_token: str) -> str:
 
 def _replica_of(r) -> tuple[str, int] | None:
     """The deployment and replica a Kubernetes object belongs to, from its labels."""
-    from ..render.names import DEPLOYMENT, REPLICA
-
     meta = r.inputs.get("metadata") if r.custom and r.type.startswith("kubernetes:") else None
     labels = (meta or {}).get("labels") or {} if isinstance(meta, dict) else {}
     if DEPLOYMENT in labels and REPLICA in labels and isinstance(labels[REPLICA], str):
@@ -115,6 +114,10 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
     clusters = _cluster_of(run)
     # dependsOn names a resource's dependencies by name; a URN carries the name after its last "::".
     names = {r.urn: r.name for r in run.records if r.type != "pulumi:pulumi:Stack"}
+    # dependency URNs -> their names, one list for every resource with those dependencies (at 100 x
+    # 2,000, 5,817 lists for 26,341 resources)
+    named: dict[tuple, list] = {}
+    same: dict = {}         # equal inputs, one digest and fieldDigests dict (changes.digests)
     resources = []
     for r in run.records:
         if r.type == "pulumi:pulumi:Stack":
@@ -134,14 +137,19 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
             item["retainOnDelete"] = True
         # keyed by URN: a dependency may share the resource's name (a Helm release on its same-named
         # PodIdentityAssociation) and must still show
-        deps = sorted({names[d] for d in r.dependencies if d in names and d != r.urn})
+        on = tuple(r.dependencies)
+        deps = named.get(on)
+        if deps is None:
+            deps = named[on] = sorted({names[d] for d in on if d in names})
+        if r.urn in on:
+            deps = sorted({names[d] for d in on if d in names and d != r.urn})
         if deps:
             item["dependsOn"] = deps
         owner = _replica_of(r)
         if owner:
             item["deployment"], item["replica"] = owner
         # what the next plan compares against (`plan --previous`): digests, never the values
-        item["digest"], item["fieldDigests"] = digests(manifest(r))
+        item["digest"], item["fieldDigests"] = digests(manifest_of(run, r), same)
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
@@ -422,6 +430,15 @@ def services(run: OfflineRun) -> list[dict]:
 
 def manifest(r) -> dict:
     """A recorded resource's inputs as written to a file: whole numbers, secrets redacted."""
+    return _ints(r.inputs)
+
+
+def manifest_of(run: OfflineRun, r) -> dict:
+    """`manifest(r)`; for inputs the direct engine was given as plain JSON with integers
+    (engine/direct.py `wire`), that is what it was given: no second pass over them."""
+    given = run.given.get(r.urn)
+    if given is not None and given[0] is r.inputs:
+        return given[1]
     return _ints(r.inputs)
 
 

@@ -61,6 +61,9 @@ class UnknownValueError(Exception):
         self.message = f"{_UNKNOWNS[unknown_type_sentinel]} value at .{'.'.join(props)} can't be known during preview"
 
 
+_ABSENT = object()
+
+
 def _path(chain) -> list[str]:
     out = []
     while chain is not None:
@@ -130,9 +133,8 @@ class DictProxy(_Proxy, Mapping):
         if key == "__target":
             return self._target()
         t = self._t
-        try:
-            v = (t if t is not None else self._load())[key]
-        except KeyError:
+        v = (t if t is not None else self._load()).get(key, _ABSENT)    # policies ask for absent keys often
+        if v is _ABSENT:
             return default
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
@@ -142,9 +144,8 @@ class DictProxy(_Proxy, Mapping):
         if key == "__target":
             return True
         t = self._t
-        try:
-            v = (t if t is not None else self._load())[key]
-        except KeyError:
+        v = (t if t is not None else self._load()).get(key, _ABSENT)
+        if v is _ABSENT:
             return False
         if v.__class__ is str and v in _UNKNOWNS:
             raise _unknown(self._c, key, v)
@@ -441,12 +442,13 @@ def evaluate(resources: list[Resource], config: dict | None = None, finite: bool
     props = [convert(r.props) for r in resources]
     out: list[dict] = []
 
-    for policy, level, cfg in running:
-        if policy.kind != "resource":
+    # Resource by resource, each one's policies together, as the pack gets them (one Analyze call
+    # per resource); the verdicts are sorted at the end.
+    each = [(policy, level, cfg) for policy, level, cfg in running if policy.kind == "resource"]
+    for r, p in zip(resources, props):
+        if not r.custom:
             continue
-        for r, p in zip(resources, props):
-            if not r.custom:
-                continue
+        for policy, level, cfg in each:
             found = []
             try:
                 for message in policy.check(r.type, p, dict(cfg) if cfg else {}):

@@ -10,6 +10,7 @@ from ..api.cluster import GPU_TAINT, POOL_LABEL
 from ..api.deployment import _SECRET_NAME
 from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
 from ..render.routing import rule_problems
+from .direct import DictProxy
 from .registry import policy
 
 NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
@@ -43,7 +44,28 @@ def node_pool_capacity(props: dict) -> str:
 
 
 def pod_templates(props: dict):
-    """(where, metadata, pod spec) for every pod template in a Kubernetes object's props."""
+    """(where, metadata, pod spec) for every pod template in a Kubernetes object's props. Three
+    policies ask in turn for the same resource's (policy/direct.py runs each resource's policies
+    together): the templates of the last props the direct gate read whole are kept, so the others
+    get them without reading again; what a policy reads of them it still reads itself."""
+    if _LAST[0] is props:
+        return iter(_LAST[1])
+    return _kept(props)
+
+
+_LAST: list = [None, ()]        # (props, their templates), set once every template was read
+
+
+def _kept(props):
+    out = []
+    for template in _templates(props):
+        out.append(template)
+        yield template
+    if props.__class__ is DictProxy:        # the direct gate's read-only props; a dict may change
+        _LAST[0], _LAST[1] = props, out
+
+
+def _templates(props):
     spec = props.get("spec") or {}
     kind = props.get("kind")
     if kind == "LLMInferenceService":

@@ -157,7 +157,7 @@ def _picker_name(pool: Node) -> str | None:
     return (spec.get("endpointPickerRef") or spec.get("extensionRef") or {}).get("name")
 
 
-def _named(graph: Graph) -> dict[tuple[str, str, str, str], list[Node]]:
+def index_by_name(graph: Graph) -> dict[tuple[str, str, str, str], list[Node]]:
     """(cluster, namespace, name, kind) -> the Kubernetes objects of that name and kind, in
     registration order (an InferencePool in both API groups shares one key)."""
     named: dict[tuple[str, str, str, str], list[Node]] = {}
@@ -168,7 +168,7 @@ def _named(graph: Graph) -> dict[tuple[str, str, str, str], list[Node]]:
     return named
 
 
-def await_references(graph: Graph) -> None:
+def await_references(graph: Graph, named: dict | None = None) -> None:
     """Envoy AI Gateway's objects after what they name, so deleted before it: an AIGatewayRoute after
     the AIServiceBackends of its rules, an AIServiceBackend after the BackendSecurityPolicy that
     targets it, that policy after its Secret. AI Gateway v1.0.0 removes its finalizer with one
@@ -177,8 +177,9 @@ def await_references(graph: Graph) -> None:
     nothing retries: a backend deleted while the policy's deletion had AI Gateway rewrite the
     backend's status kept its finalizer for good ("Failed to remove finalizer ... the object has
     been modified" in its log), and `destroy` waited out its 10 minutes (e2e g4). One after
-    another, nothing writes the backend while it goes."""
-    by_name = {(c, ns, kind, name): nodes[0] for (c, ns, name, kind), nodes in _named(graph).items()}
+    another, nothing writes the backend while it goes. `named`: `index_by_name(graph)`, if made already."""
+    named = index_by_name(graph) if named is None else named
+    by_name = {(c, ns, kind, name): nodes[0] for (c, ns, name, kind), nodes in named.items()}
     for node in list(graph):
         kind, spec = node.inputs.get("kind"), node.inputs.get("spec") or {}
         if not node.type.startswith("kubernetes:") or kind not in ("AIGatewayRoute", "BackendSecurityPolicy"):
@@ -216,12 +217,13 @@ def _dependencies_first(graph: Graph) -> None:
     graph.nodes = {n.key: n for n in order}
 
 
-def await_pools(graph: Graph) -> None:
+def await_pools(graph: Graph, named: dict | None = None) -> None:
     """Every LLMInferenceService that names a shared InferencePool (`router.scheduler.pool.ref`)
     depends on that pool on its cluster and namespace, in every API group, and on the pool's
     endpoint picker: the Service the pool names and the Deployment that Service selects
-    (module docstring). Nothing here depends on a workload, so no cycle can form."""
-    named = _named(graph)
+    (module docstring). Nothing here depends on a workload, so no cycle can form. `named`:
+    `index_by_name(graph)`, if made already (dependencies change here, not names or registration order)."""
+    named = index_by_name(graph) if named is None else named
     # each (cluster, namespace)'s Deployments in the order `named` holds them: one scan, not one per pool ref
     deployments: dict[tuple[str, str], list[Node]] = {}
     for (c, n, _, kind), ds in named.items():
@@ -298,12 +300,14 @@ def await_children(graph: Graph) -> None:
         if node.inputs.get("kind") != "LLMInferenceService" or DEPLOYMENT not in lbls or REPLICA not in lbls:
             continue
         meta, spec = node.inputs["metadata"], node.inputs.get("spec") or {}
+        digest = None
         for api_version, kind, name in children(meta["name"], spec):
+            digest = digest or _digest(spec)      # once per service, not per child
             obj = {"apiVersion": api_version, "kind": kind,
                    "metadata": {"name": name, "namespace": meta.get("namespace"),
                                 "labels": {DEPLOYMENT: lbls[DEPLOYMENT], REPLICA: lbls[REPLICA]},
                                 "annotations": {**await_ready(kind, int(meta["annotations"][TIMEOUT])),
-                                                SPEC_DIGEST: _digest(spec)}}}
+                                                SPEC_DIGEST: digest}}}
             order.append(Node(k8s_type(obj) + "Patch", logical_name(node.cluster, obj), obj, node.parent,
                               node.provider, (node.key,), retain_on_delete=True, cluster=node.cluster))
     graph.nodes = {}
