@@ -28,6 +28,8 @@ deterministic:
    weighted objective), then on small models spread and quality in a second. Lexicographic levels
    share a solve because each solve pays a presolve, a hint search and a root LP whatever its
    budget. Every solve starts from the best solution so far, so none ends below the start.
+4. Room: whole replicas added where the solution left room on spots CP-SAT did not see (a large
+   model's), highest tier first, serving first (`fill_room`).
 """
 from __future__ import annotations
 
@@ -40,7 +42,10 @@ from .score import _fabric_tier as fabric_tier
 
 EPS = 1e-6
 PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: served and replicas per tier and GPUs; spread and quality
-LINEAR = 1                           # CP-SAT's linearization level where replicas are placed (its LP bound)
+# CP-SAT's linearization level where replicas are placed: 2 adds its cuts to the LP, which bounds
+# and guides the search; level 1 left P/D fleets (a prefill and a 2-node decode per replica) 1-4
+# standard deployments short of the reference in the same budget (issue 44)
+LINEAR = 2
 WIDE = 2 ** 62                       # a weighted objective stays below this (int64 with room), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
@@ -646,4 +651,31 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value
-    return Solved(counts, unproven, stopped, not whole)
+    return Solved(fill_room(kinds_, spots_, free, counts), unproven, stopped, not whole)
+
+
+def fill_room(kinds_, spots_, free, counts) -> list[int]:
+    """A solution with whole replicas added on whatever room it left, per tier, highest first:
+    a replica for each fresh member not yet served, then more replicas, smallest first (the most
+    fit). A large model's CP-SAT sees only the spots the LP, the start and the fast path use, so
+    room it frees elsewhere stayed empty (issue 44: at 60 clusters, deployments that fit left
+    unserved). Adding only ever raises the objective; a sized deployment's candidate is placed
+    whole or not at all, so it is left as it is."""
+    fill = _Fill(kinds_, spots_, free)
+    for i, n in enumerate(counts):
+        if n:
+            fill.put(i, n)
+    by_tier = defaultdict(list)
+    for i, s in enumerate(spots_):
+        if not kinds_[s.kind].group:
+            by_tier[kinds_[s.kind].priority].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    for tier in sorted(by_tier, reverse=True):
+        order = sorted(by_tier[tier], key=lambda i: (size[i], spots_[i].cost, i))
+        for i in order:
+            k = spots_[i].kind
+            if kinds_[k].fresh > fill.placed[k]:
+                fill.put(i, kinds_[k].fresh - fill.placed[k])
+        for i in order:
+            fill.put(i, fill.room[spots_[i].kind])
+    return fill.counts
