@@ -138,10 +138,15 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     hinted = Counter(hint or ())
     for spot, v in at.items():
         model.AddHint(v, hinted.get(spot, 0))
+    hinted_keys = {spot[0] for spot, n in hinted.items() if n and spot in at}
     for key, b in served.items():
-        model.AddHint(b, int(any(hinted.get(spot, 0) for spot in at if spot[0] == key)))
+        model.AddHint(b, int(key in hinted_keys))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
+    # presolve may drop solutions it deems dominated, the hint among them ("the solution hint is
+    # complete, but it is infeasible! we will try to repair it"): the reference then ended below
+    # the plan it started from
+    solver.parameters.keep_all_feasible_solutions_in_presolve = True
     solver.parameters.max_time_in_seconds = budget
     wall = time.perf_counter()
     status = solver.Solve(model)
@@ -215,6 +220,9 @@ def main():
     ap.add_argument("--hint", choices=("final", "fast"), default="final",
                     help="the reference starts from the final plan's fill (default) or the fast path's")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--families", choices=("both", "mixed", "pd"), default="both",
+                    help="the larger fleets: mixed deployments, P/D pairs, or both")
+    ap.add_argument("--no-small", action="store_true", help="skip the 60 small fleets")
     args = ap.parse_args()
     budget = None if args.no_reference else args.reference_budget
     print("| fleets | replicas wanted | fast path placed | final plan placed | final / reference | reference placed "
@@ -222,9 +230,10 @@ def main():
           "(per tier: served, then replicas) | reference's served not served by final | bound (LP, any tiers) "
           "| reference time (each) | final time (each, wall / CPU) | slowest fleet (wall / CPU) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    small = [fleet(seed, (2, 6), (1, 5)) for seed in range(60)]
-    row("60 small (2-6 clusters)", small, budget and min(budget, 5.0), args.hint)
-    for disaggregated in (False, True):
+    if not args.no_small:
+        small = [fleet(seed, (2, 6), (1, 5)) for seed in range(60)]
+        row("60 small (2-6 clusters)", small, budget and min(budget, 5.0), args.hint)
+    for disaggregated in {"both": (False, True), "mixed": (False,), "pd": (True,)}[args.families]:
         for n in map(int, args.sizes.split(",")):
             cases = [fleet(10_000 * disaggregated + 100 * n + s, (n, n), (1, 5), nodes=(1, 16), disaggregated=disaggregated)
                      for s in range(args.seeds)]
