@@ -42,9 +42,10 @@ from .score import _fabric_tier as fabric_tier
 
 EPS = 1e-6
 PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: served and replicas per tier and GPUs; spread and quality
-# CP-SAT's linearization level where replicas are placed: 2 adds its cuts to the LP, which bounds
-# and guides the search; level 1 left P/D fleets (a prefill and a 2-node decode per replica) 1-4
-# standard deployments short of the reference in the same budget (issue 44)
+# CP-SAT's linearization level where replicas are placed: 2 puts the Boolean constraints in its LP
+# relaxation too, not only the linear ones (ortools 9.12, sat_parameters_pb2.pyi L1805-1813).
+# Measured, not derived: at level 1 P/D fleets (a prefill and a 2-node decode per replica) ended
+# 1-4 standard deployments short of the reference in the same budget (issue 44)
 LINEAR = 2
 WIDE = 2 ** 62                       # a weighted objective stays below this (int64 with room), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
