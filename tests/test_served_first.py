@@ -186,10 +186,36 @@ def test_room_a_solution_leaves_is_filled_serving_first():
     pool = Pool("p", "x1", 1, 2)
     one = Role("decode", "", 1, 1, 1)
     # a/run has one replica already (retained) and two missing; the solution gave it one of them
-    running, new, low = (Demand(k, n, (one,), priority=p) for k, n, p in (("a/run", 3, 1), ("a/new", 2, 1), ("a/low", 2, 0)))
+    running, new, low = (Demand(k, n, (one,), priority=p)
+                         for k, n, p in (("a/run", 3, 1), ("a/new", 2, 1), ("a/low", 2, 0)))
     kinds = [Kind(1, [running], 2, 1), Kind(1, [new], 2, 1, fresh=1), Kind(0, [low], 2, 1, fresh=1)]
     spots = [Spot(k, "c", (pool,), {"p": 1}, 2, 0) for k in range(3)]
     assert fill_room(kinds, spots, {("c", "p"): 2}, [1, 0, 0]) == [1, 1, 0]
     # with room for three more: the new one served, then the standard tier's replicas, then the low tier
     assert fill_room(kinds, spots, {("c", "p"): 4}, [1, 0, 0]) == [2, 2, 0]
     assert fill_room(kinds, spots, {("c", "p"): 5}, [1, 0, 0]) == [2, 2, 1]
+
+
+def test_an_unserved_deployment_gets_room_by_moving_or_giving_up_what_is_worth_less():
+    """A solution may leave a deployment unserved where one replica on its only cluster would fit
+    if another moved: a/std (standard) fits on c1 or c2 and sits on c1; a/low fits only on c1.
+    a/std moves to c2's free node and a/low is served (nothing lost). On c3, b/two runs two low
+    replicas and b/new (low, only c3) none: one of b/two's goes, b/new is served (a deployment
+    served outranks a replica of its tier)."""
+    from modelplane.scheduler.counts import Kind, Spot, make_room
+
+    def pool(nodes):
+        return Pool("p", "x1", 1, nodes)
+
+    one = Role("decode", "", 1, 1, 1)
+    std, low, two, new = (Demand(k, n, (one,), priority=p)
+                          for k, n, p in (("a/std", 1, 1), ("a/low", 1, 0), ("b/two", 2, 0), ("b/new", 1, 0)))
+    kinds = [Kind(1, [std], 1, 1, fresh=1), Kind(0, [low], 1, 1, fresh=1), Kind(0, [two], 2, 1, fresh=1),
+             Kind(0, [new], 1, 1, fresh=1)]
+    spots = [Spot(0, "c1", (pool(1),), {"p": 1}, 1, 0), Spot(0, "c2", (pool(1),), {"p": 1}, 1, 0),
+             Spot(1, "c1", (pool(1),), {"p": 1}, 1, 0), Spot(2, "c3", (pool(2),), {"p": 1}, 2, 0),
+             Spot(3, "c3", (pool(2),), {"p": 1}, 1, 0)]
+    free = {("c1", "p"): 1, ("c2", "p"): 1, ("c3", "p"): 2}
+    assert make_room(kinds, spots, free, [1, 0, 0, 2, 0]) == [0, 1, 1, 1, 1]
+    # a higher tier is never given up for a lower one: with c2 full, a/low stays unserved
+    assert make_room(kinds, spots, {**free, ("c2", "p"): 0}, [1, 0, 0, 2, 0]) == [1, 0, 0, 1, 1]
