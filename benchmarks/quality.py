@@ -17,10 +17,17 @@ final plan does not (at equal counts per tier, a swap: another deployment of the
 instead). The reference has no per-tier floor, so the final plan (never worse in a tier than the
 fast path) may do better in a lower tier than a proven reference, or worse in a higher one.
 
+The reference keeps every feasible solution through presolve: otherwise presolve may drop the
+hint as dominated and the reference end below the plan it started from. At 80-100 mixed clusters
+its model has 35,000-42,000 counts and presolve alone takes 6-15 s under load, so a 20 s budget
+leaves little search and may give no answer at all; a row names the fleets it left unchecked.
+`--reference-budget 60` answers them.
+
     python benchmarks/quality.py                    # 60 small fleets, then 20-100 clusters, two families
     python benchmarks/quality.py --seeds 3 --reference-budget 30
     python benchmarks/quality.py --no-reference     # ours and the fast path only
     python benchmarks/quality.py --hint fast        # the reference starts from the fast path's fill
+    python benchmarks/quality.py --sizes 80,100 --families mixed --no-small --reference-budget 60
 """
 from __future__ import annotations
 
@@ -145,7 +152,7 @@ def reference(demands, clusters, budget: float, hint: list | None = None, worker
     solver.parameters.num_workers = workers
     # presolve may drop solutions it deems dominated, the hint among them ("the solution hint is
     # complete, but it is infeasible! we will try to repair it"): the reference then ended below
-    # the plan it started from
+    # the plan it started from (OR-Tools 9.12, ortools/sat/sat_parameters_pb2.pyi L1632-1641)
     solver.parameters.keep_all_feasible_solutions_in_presolve = True
     solver.parameters.max_time_in_seconds = budget
     wall = time.perf_counter()
