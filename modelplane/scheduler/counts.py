@@ -10,7 +10,7 @@ served (at least one replica), then replicas; then GPUs. A kind serves as many o
 had nothing placed (`fresh`) as it places replicas, up to that number (exact.expand gives each of
 them one before any gets a second), so served is min(replicas of the kind, fresh): one bounded
 variable per kind. The plan is never worse than the fast path under this order (a higher tier may
-take room a lower tier had in the fast path: that is what the tiers mean). Three stages, each
+take room a lower tier had in the fast path: that is what the tiers mean). Four stages, each
 deterministic:
 
 1. LP: the relaxation, solved with GLOP (primal simplex), the same order through weights. It
