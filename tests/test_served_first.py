@@ -181,7 +181,8 @@ def test_room_a_solution_leaves_is_filled_serving_first():
     per tier, highest first, a replica for each deployment not yet served before a second for any:
     with room for one more 1-GPU replica, the unserved standard deployment gets it, not the one
     already running, nor the low one. `free` is after Retain; the solution's replicas take from it."""
-    from modelplane.scheduler.counts import Kind, Spot, fill_room
+    from modelplane.scheduler.counts import Kind, Spot
+    from modelplane.scheduler.trades import fill_room
 
     pool = Pool("p", "x1", 1, 2)
     one = Role("decode", "", 1, 1, 1)
@@ -202,7 +203,8 @@ def test_an_unserved_deployment_gets_room_by_moving_or_giving_up_what_is_worth_l
     a/std moves to c2's free node and a/low is served (nothing lost). On c3, b/two runs two low
     replicas and b/new (low, only c3) none: one of b/two's goes, b/new is served (a deployment
     served outranks a replica of its tier)."""
-    from modelplane.scheduler.counts import Kind, Spot, make_room
+    from modelplane.scheduler.counts import Kind, Spot
+    from modelplane.scheduler.trades import make_room
 
     def pool(nodes):
         return Pool("p", "x1", 1, nodes)
