@@ -158,3 +158,66 @@ def test_scarce_fleets_where_counting_replicas_alone_served_fewer():
         demands, clusters = scarce(seed, n)
         plan = schedule(demands, clusters)
         assert ranked(demands, Counter(p.deployment for p in plan.placements)) == reference(demands, clusters), seed
+
+
+def test_prefill_decode_fleets_where_the_exact_phase_served_fewer_than_the_independent_model():
+    """Seeded P/D fleets (test_exact.scarce with pairs: a prefill and a 2-node decode per replica)
+    on 8 clusters where the exact phase, with CP-SAT's LP at linearization level 1, ended short of
+    the independent model within its budget: seed 8, 7 standard deployments served of 8 possible
+    (a low one served instead); seed 3, 20 standard replicas of 22. Level 2 (its cuts) finds both."""
+    from test_exact import scarce
+
+    for seed, served_standard, standard_replicas in ((8, 8, 12), (3, 9, 22)):
+        demands, clusters = scarce(seed, 8, pairs=True)
+        plan = schedule(demands, clusters)
+        got = ranked(demands, Counter(p.deployment for p in plan.placements))
+        assert got == reference(demands, clusters), seed
+        assert got[2:4] == (served_standard, standard_replicas), seed
+        assert packs(plan, demands, clusters)
+
+
+def test_room_a_solution_leaves_is_filled_serving_first():
+    """A large model's CP-SAT sees only some spots; room left on the others is filled afterwards,
+    per tier, highest first, a replica for each deployment not yet served before a second for any:
+    with room for one more 1-GPU replica, the unserved standard deployment gets it, not the one
+    already running, nor the low one. `free` is after Retain; the solution's replicas take from it."""
+    from modelplane.scheduler.counts import Kind, Spot
+    from modelplane.scheduler.trades import fill_room
+
+    pool = Pool("p", "x1", 1, 2)
+    one = Role("decode", "", 1, 1, 1)
+    # a/run has one replica already (retained) and two missing; the solution gave it one of them
+    running, new, low = (Demand(k, n, (one,), priority=p)
+                         for k, n, p in (("a/run", 3, 1), ("a/new", 2, 1), ("a/low", 2, 0)))
+    kinds = [Kind(1, [running], 2, 1), Kind(1, [new], 2, 1, fresh=1), Kind(0, [low], 2, 1, fresh=1)]
+    spots = [Spot(k, "c", (pool,), {"p": 1}, 2, 0) for k in range(3)]
+    assert fill_room(kinds, spots, {("c", "p"): 2}, [1, 0, 0]) == [1, 1, 0]
+    # with room for three more: the new one served, then the standard tier's replicas, then the low tier
+    assert fill_room(kinds, spots, {("c", "p"): 4}, [1, 0, 0]) == [2, 2, 0]
+    assert fill_room(kinds, spots, {("c", "p"): 5}, [1, 0, 0]) == [2, 2, 1]
+
+
+def test_an_unserved_deployment_gets_room_by_moving_or_giving_up_what_is_worth_less():
+    """A solution may leave a deployment unserved where one replica on its only cluster would fit
+    if another moved: a/std (standard) fits on c1 or c2 and sits on c1; a/low fits only on c1.
+    a/std moves to c2's free node and a/low is served (nothing lost). On c3, b/two runs two low
+    replicas and b/new (low, only c3) none: one of b/two's goes, b/new is served (a deployment
+    served outranks a replica of its tier)."""
+    from modelplane.scheduler.counts import Kind, Spot
+    from modelplane.scheduler.trades import make_room
+
+    def pool(nodes):
+        return Pool("p", "x1", 1, nodes)
+
+    one = Role("decode", "", 1, 1, 1)
+    std, low, two, new = (Demand(k, n, (one,), priority=p)
+                          for k, n, p in (("a/std", 1, 1), ("a/low", 1, 0), ("b/two", 2, 0), ("b/new", 1, 0)))
+    kinds = [Kind(1, [std], 1, 1, fresh=1), Kind(0, [low], 1, 1, fresh=1), Kind(0, [two], 2, 1, fresh=1),
+             Kind(0, [new], 1, 1, fresh=1)]
+    spots = [Spot(0, "c1", (pool(1),), {"p": 1}, 1, 0), Spot(0, "c2", (pool(1),), {"p": 1}, 1, 0),
+             Spot(1, "c1", (pool(1),), {"p": 1}, 1, 0), Spot(2, "c3", (pool(2),), {"p": 1}, 2, 0),
+             Spot(3, "c3", (pool(2),), {"p": 1}, 1, 0)]
+    free = {("c1", "p"): 1, ("c2", "p"): 1, ("c3", "p"): 2}
+    assert make_room(kinds, spots, free, [1, 0, 0, 2, 0]) == [0, 1, 1, 1, 1]
+    # a higher tier is never given up for a lower one: with c2 full, a/low stays unserved
+    assert make_room(kinds, spots, {**free, ("c2", "p"): 0}, [1, 0, 0, 2, 0]) == [1, 0, 0, 1, 1]

@@ -10,7 +10,7 @@ served (at least one replica), then replicas; then GPUs. A kind serves as many o
 had nothing placed (`fresh`) as it places replicas, up to that number (exact.expand gives each of
 them one before any gets a second), so served is min(replicas of the kind, fresh): one bounded
 variable per kind. The plan is never worse than the fast path under this order (a higher tier may
-take room a lower tier had in the fast path: that is what the tiers mean). Three stages, each
+take room a lower tier had in the fast path: that is what the tiers mean). Four stages, each
 deterministic:
 
 1. LP: the relaxation, solved with GLOP (primal simplex), the same order through weights. It
@@ -28,6 +28,11 @@ deterministic:
    weighted objective), then on small models spread and quality in a second. Lexicographic levels
    share a solve because each solve pays a presolve, a hint search and a root LP whatever its
    budget. Every solve starts from the best solution so far, so none ends below the start.
+4. Room and trades, each kept only if it raises the objective: whole replicas added where the
+   solution left room on spots CP-SAT did not see (a large model's), highest tier first, serving
+   first (`trades.fill_room`); then each deployment still unserved given a replica by moving what
+   blocks it to another spot, or taking off what is worth less (`trades.make_room`), and room filled
+   again.
 """
 from __future__ import annotations
 
@@ -37,10 +42,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .score import _fabric_tier as fabric_tier
+from .trades import Fill, fill_room, make_room
 
 EPS = 1e-6
 PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: served and replicas per tier and GPUs; spread and quality
-LINEAR = 1                           # CP-SAT's linearization level where replicas are placed (its LP bound)
+# CP-SAT's linearization level where replicas are placed: 2 puts the Boolean constraints in its LP
+# relaxation too, not only the linear ones (ortools 9.12, sat_parameters_pb2.pyi L1805-1813).
+# Measured, not derived: at level 1 P/D fleets (a prefill and a 2-node decode per replica) ended
+# 1-4 standard deployments short of the reference in the same budget (issue 44)
+LINEAR = 2
 WIDE = 2 ** 62                       # a weighted objective stays below this (int64 with room), else levels split
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
@@ -203,38 +213,11 @@ def relax(kinds_, spots_, free) -> list[float]:
     return list(response.variable_value)[:len(spots_)]
 
 
-class _Fill:
-    """Whole replicas put on spots against the free GPUs per (cluster, pool) and each kind's room."""
-
-    def __init__(self, kinds_, spots_, free):
-        self.spots, self.left = spots_, dict(free)
-        self.counts = [0] * len(spots_)
-        self.room = [k.want for k in kinds_]
-        self.placed = Counter()
-
-    def put(self, i, most) -> int:
-        """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
-        s = self.spots[i]
-        n = min(most, self.room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return 0
-            n = min(n, self.left[(s.cluster, p)] // m)
-        if n <= 0:
-            return 0
-        for p, m in s.need.items():
-            self.left[(s.cluster, p)] -= n * m
-        self.counts[i] += n
-        self.room[s.kind] -= n
-        self.placed[s.kind] += n
-        return n
-
-
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
     on the spots the LP used most fractionally, then on the lowest quality cost."""
-    fill = _Fill(kinds_, spots_, free)
+    fill = Fill(kinds_, spots_, free)
     counts, room = fill.counts, fill.room             # room: replicas each kind may still place
     per_tier = Counter()
 
@@ -270,7 +253,7 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
     replicas first. Where rounding costs a higher tier replicas, this start keeps them (`start`
     rounds every tier down first). It may leave a lower tier short of its floor (and is then not
     used); `floors_first` tops every tier up to its floor first, then to its LP total."""
-    fill = _Fill(kinds_, spots_, free)
+    fill = Fill(kinds_, spots_, free)
     counts, room, put = fill.counts, fill.room, fill.put
 
     by_tier = defaultdict(list)
@@ -309,7 +292,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     and tops up to its LP total; then every tier is topped up, largest replicas first. Serving
     takes one replica for a fresh member of a kind, kinds with the smallest replicas first (the
     most deployments fit), on the spots the LP uses most."""
-    fill = _Fill(kinds_, spots_, free)
+    fill = Fill(kinds_, spots_, free)
     counts, room, placed, put = fill.counts, fill.room, fill.placed, fill.put
 
     by_kind, by_tier = defaultdict(list), defaultdict(list)
@@ -646,4 +629,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value
+    counts = fill_room(kinds_, spots_, free, counts)
+    better = fill_room(kinds_, spots_, free, make_room(kinds_, spots_, free, counts))
+    if _rank(kinds_, spots_, better) > _rank(kinds_, spots_, counts):
+        counts = better
     return Solved(counts, unproven, stopped, not whole)

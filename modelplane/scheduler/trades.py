@@ -1,0 +1,156 @@
+"""After the exact phase's CP-SAT solves (counts.optimise, stage 4): room a solution left is
+filled, and each deployment still unserved is given a replica by moving what blocks it to another
+spot of its kind, or taking off what is worth less. Counts per spot in, counts per spot out; the
+caller keeps a result only if it raises the objective. Deterministic: every choice is in a fixed
+order (spot index, size, quality cost)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+
+class Fill:
+    """Whole replicas put on spots against the free GPUs per (cluster, pool) and each kind's room."""
+
+    def __init__(self, kinds_, spots_, free):
+        self.spots, self.left = spots_, dict(free)
+        self.counts = [0] * len(spots_)
+        self.room = [k.want for k in kinds_]
+        self.placed = Counter()
+
+    def put(self, i, most) -> int:
+        """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
+        s = self.spots[i]
+        n = min(most, self.room[s.kind])
+        for p, m in s.need.items():
+            if n <= 0:
+                return 0
+            n = min(n, self.left[(s.cluster, p)] // m)
+        if n <= 0:
+            return 0
+        for p, m in s.need.items():
+            self.left[(s.cluster, p)] -= n * m
+        self.counts[i] += n
+        self.room[s.kind] -= n
+        self.placed[s.kind] += n
+        return n
+
+
+def make_room(kinds_, spots_, free, counts) -> list[int]:
+    """Each deployment still unserved given a replica on a spot whose pools are made to hold it:
+    replicas there move to another spot of their kind with room (nothing lost), else are taken
+    off if worth less (a lower tier's, or its own tier's beyond each deployment's first: a tier's
+    deployments served outrank its replicas). Tier by tier, highest first, smallest replicas
+    first. What is taken off is placed again where room allows (`fill_room`, after)."""
+    fill = Fill(kinds_, spots_, free)
+    for i, n in enumerate(counts):
+        if n:
+            fill.put(i, n)
+    on_pool, by_kind = defaultdict(list), defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_kind[s.kind].append(i)
+        for p in s.need:
+            on_pool[(s.cluster, p)].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    left = fill.left
+    roomy_at: dict[int, tuple[int, list[int]]] = {}     # kind -> (epoch, its spots with room)
+    epoch = [0]                                         # bumped whenever a trade changes `left`
+
+    def roomy(v):
+        hit = roomy_at.get(v)
+        if hit is None or hit[0] != epoch[0]:
+            hit = (epoch[0], [t for t in by_kind[v]
+                              if all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())])
+            roomy_at[v] = hit
+        return hit[1]
+
+    def plan_for(k, i):
+        """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None."""
+        s, tier = spots_[i], kinds_[k].priority
+        mine = {(s.cluster, p) for p in s.need}
+        short = {p: m - left[(s.cluster, p)] for p, m in s.need.items()}
+        if all(v <= 0 for v in short.values()):
+            return []
+        moves, off, fewer, into = [], Counter(), Counter(), Counter()
+        cands = sorted({j for p in s.need for j in on_pool[(s.cluster, p)] if fill.counts[j] and j != i},
+                       key=lambda j: (kinds_[spots_[j].kind].priority, -size[j], j))
+        for j in cands:
+            v = spots_[j].kind
+            if kinds_[v].group:
+                continue
+            while fill.counts[j] > off[j] and any(short.get(p, 0) > 0 for p in spots_[j].need):
+                # another spot of its kind, off these pools, with room for one more
+                to = next((t for t in roomy(v) if t != j
+                           and all((spots_[t].cluster, p) not in mine
+                                   and left[(spots_[t].cluster, p)] - into[(spots_[t].cluster, p)] >= m
+                                   for p, m in spots_[t].need.items())), None)
+                if to is None:
+                    if kinds_[v].priority > tier or v == k:
+                        break
+                    if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
+                        break
+                    fewer[v] += 1
+                else:
+                    for p, m in spots_[to].need.items():
+                        into[(spots_[to].cluster, p)] += m
+                moves.append((j, to))
+                off[j] += 1
+                for p, m in spots_[j].need.items():
+                    if p in short:
+                        short[p] -= m
+                if all(x <= 0 for x in short.values()):
+                    return moves
+        return None
+
+    for tier in sorted({k.priority for k in kinds_}, reverse=True):
+        fresh = sorted((k for k, kind in enumerate(kinds_) if kind.priority == tier and kind.fresh and not kind.group),
+                       key=lambda k: (kinds_[k].gpus, k))
+        for k in fresh:
+            order = sorted(by_kind[k], key=lambda i: (size[i], spots_[i].cost, i))
+            while fill.placed[k] < kinds_[k].fresh and fill.room[k] > 0:
+                for i in order:
+                    moves = plan_for(k, i)
+                    if moves is None:
+                        continue
+                    for j, to in moves:
+                        s = spots_[j]
+                        for p, m in s.need.items():
+                            left[(s.cluster, p)] += m
+                        fill.counts[j] -= 1
+                        fill.room[s.kind] += 1
+                        fill.placed[s.kind] -= 1
+                    for j, to in moves:
+                        if to is not None:
+                            assert fill.put(to, 1) == 1
+                    assert fill.put(i, 1) == 1
+                    epoch[0] += 1
+                    break
+                else:
+                    break
+    return fill.counts
+
+
+def fill_room(kinds_, spots_, free, counts) -> list[int]:
+    """A solution with whole replicas added on whatever room it left, per tier, highest first:
+    a replica for each fresh member not yet served, then more replicas, smallest first (the most
+    fit). A large model's CP-SAT sees only the spots the LP, the start and the fast path use, so
+    room it frees elsewhere stayed empty (issue 44: at 60 clusters, deployments that fit left
+    unserved). Adding only ever raises the objective; a sized deployment's candidate is placed
+    whole or not at all, so it is left as it is."""
+    fill = Fill(kinds_, spots_, free)
+    for i, n in enumerate(counts):
+        if n:
+            fill.put(i, n)
+    by_tier = defaultdict(list)
+    for i, s in enumerate(spots_):
+        if not kinds_[s.kind].group:
+            by_tier[kinds_[s.kind].priority].append(i)
+    size = [sum(s.need.values()) for s in spots_]
+    for tier in sorted(by_tier, reverse=True):
+        order = sorted(by_tier[tier], key=lambda i: (size[i], spots_[i].cost, i))
+        for i in order:
+            k = spots_[i].kind
+            if kinds_[k].fresh > fill.placed[k]:
+                fill.put(i, kinds_[k].fresh - fill.placed[k])
+        for i in order:
+            fill.put(i, fill.room[spots_[i].kind])
+    return fill.counts
