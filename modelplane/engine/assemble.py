@@ -46,6 +46,8 @@ class Result:
     catalog: Catalog | None = None
     sizing: dict = field(default_factory=dict)        # sized deployment -> (sizing.Sizing, chosen Candidate or None)
     models: dict = field(default_factory=dict)        # deployment -> {"facts": model facts and sources, "kvCache": rows}
+    # service key -> its Route 53 records split per replica (render/stack.py split_records)
+    splits: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -194,9 +196,10 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
     changes = serving_changes(plan, previous)
     shared = shared_hostnames(spec.services)
     # The replicas a DNS record of their own checks (review N11), each probed by a Service of its own.
+    splits = {svc.key: split_records(spec.dns, svc, routes[svc.key], svc.hostname in shared) for svc in spec.services}
     probed: dict[str, set] = {}
-    for svc in spec.services:
-        for cluster, parts in split_records(spec.dns, svc, routes[svc.key], svc.hostname in shared).items():
+    for split in splits.values():
+        for cluster, parts in split.items():
             for key, index in parts:
                 probed.setdefault(key, set()).add((cluster, index))
     try:
@@ -223,7 +226,8 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         raise InputError([Problem(where, f"{NAMESPACE}:clusters", str(exc),
                                   "declare the queue on the cluster or set the deployment's queue")])
     try:
-        _services_and_order(graph, spec, routes, by_key, targets, addresses, inventories, shared, plan, previous)
+        _services_and_order(graph, spec, routes, splits, by_key, targets, addresses, inventories, shared, plan,
+                            previous)
     except NameTooLong as exc:      # a name derived from the user's passes a limit downstream
         index = next((i for i, d in enumerate(spec.deployments) if d.key == exc.deployment), None)
         message, _, fix = str(exc).partition("; fix: ")
@@ -237,22 +241,22 @@ def assemble(spec: StackSpec, catalog: Catalog, where: str, remote: list[Remote]
         "placements": [p.to_json() for p in plan.placements],
         "unplaced": [u.to_json() for u in plan.unplaced],
     }
-    result = Result(spec, inventories, plan, previous, routes, catalog, sized, models)
+    result = Result(spec, inventories, plan, previous, routes, catalog, sized, models, splits)
     RUNS.append(result)
     return Built(result, graph, outputs)
 
 
-def _services_and_order(graph: Graph, spec: StackSpec, routes, by_key, targets, addresses, inventories, shared,
-                        plan: Plan, previous: list) -> None:
+def _services_and_order(graph: Graph, spec: StackSpec, routes, splits, by_key, targets, addresses, inventories,
+                        shared, plan: Plan, previous: list) -> None:
     """The services' routes and DNS records, then the options that order an `up`."""
     providers = {p.name: p for p in spec.providers}
     for svc in sorted(spec.services, key=lambda s: s.key):
         model_service(graph, svc, routes[svc.key], by_key, providers, targets, served_model(svc, providers),
-                      spec.dns, svc.hostname in shared)
+                      spec.dns, svc.hostname in shared, splits[svc.key])
     if spec.dns is not None:
         named = [(svc, routes[svc.key]) for svc in sorted(spec.services, key=lambda s: s.key) if svc.hostname]
         service_dns(graph, spec.dns, named, addresses, by_key,
-                    {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()})
+                    {c: bool((inv.get("gateway") or {}).get("tls")) for c, inv in inventories.items()}, splits)
     # Names a cluster's certificate proves over HTTP-01: their records cannot wait for workloads
     http01 = frozenset((svc.hostname, c) for svc in spec.services if svc.hostname for c in routes[svc.key].dns
                        if proves_by_http01(svc.hostname, (inventories.get(c) or {}).get("gateway")))

@@ -302,13 +302,8 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
 def _dns_view(run) -> tuple[dict, int | None, dict]:
     """The services' routes, the DNS detection window (None: no DNS) and each service's per-replica
     records (render/stack.py split_records), for the disruption view."""
-    from ..analysis.services import shared_hostnames
-    from ..render.stack import split_records
-
-    spec = run.result.spec
-    shared = shared_hostnames(spec.services)
-    split = {s.key: split_records(spec.dns, s, run.result.routes[s.key], s.hostname in shared) for s in spec.services}
-    return run.result.routes, (detection_window(spec.dns) if spec.dns is not None else None), split
+    dns = run.result.spec.dns
+    return run.result.routes, (detection_window(dns) if dns is not None else None), run.result.splits
 
 
 def _specs(run: OfflineRun) -> dict:
@@ -383,7 +378,7 @@ def services(run: OfflineRun) -> list[dict]:
     from ..api.rules import served_model
     from ..render.stack import gateway_record
 
-    from ..render.stack import shared_weights, split_records
+    from ..render.stack import shared_weights
     from ..render.drain import DRAIN_TYPE
     from ..analysis.services import shared_hostnames
 
@@ -407,7 +402,7 @@ def services(run: OfflineRun) -> list[dict]:
                  "clusters": routes.clusters, "dns": []}
         if routes.fallback:
             entry["fallback"] = {"provider": routes.fallback, "standby": routes.standby}
-        split = split_records(spec.dns, svc, routes, svc.hostname in shared)
+        split = run.result.splits.get(svc.key, {})
         # Standby clusters of a fallback: weight-0 records (Route 53 only; without DNS, for your own).
         standby = {} if svc.hostname in shared or (spec.dns is not None and spec.dns.kind != "route53") else \
             {c: 0 for c in routes.standby if c not in weights}

@@ -334,9 +334,10 @@ def health_hosts(dns, routes) -> dict | None:
 
 
 def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict, targets: dict, model: str,
-                  dns=None, shared: bool = False) -> str:
+                  dns=None, shared: bool = False, split: dict | None = None) -> str:
     """A service's route (and provider backends) on every cluster that carries a share of it;
-    `shared`: its hostname is shared with other services, so it is routed by model name."""
+    `shared`: its hostname is shared with other services, so it is routed by model name; `split`:
+    its records split per replica (split_records), each replica probed too."""
     me = graph.add(Node(MODEL_SERVICE, f"{svc.namespace}-{svc.name}", custom=False))
     gateways = {c: targets[c].inventory["gateway"] for c in [*routes.clusters, *routes.standby]}
     hosts = health_hosts(dns, routes) if svc.hostname else None
@@ -344,7 +345,7 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
     for cluster, objects in service_objects(svc, routes, deployments, providers, gateways, hosts,
                                               model if shared or routes.fallback else None,
                                               and_pickers=dns is not None and dns.kind == "route53",
-                                              split=split_records(dns, svc, routes, shared)).items():
+                                              split=split).items():
         target = targets[cluster]
         for obj in objects:
             graph.add(k8s_node(cluster, obj, me, target.provider, target.ready_in(svc.namespace)))
@@ -362,9 +363,9 @@ def model_service(graph: Graph, svc, routes, deployments: dict, providers: dict,
 
 
 def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments: dict,
-                tls: dict | None = None) -> str:
+                tls: dict | None = None, splits: dict | None = None) -> str:
     """Weighted records for every service with a hostname: one per cluster that carries a share of it,
-    weighted by that share. Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
+    weighted by that share (`splits`: service key -> split_records, a cluster's record per replica). Route 53: a weighted CNAME per cluster to `<cluster>.gateways.<domain>`
     (an A record for an IP gateway, a CNAME for a load balancer hostname). Cloud DNS: one A record
     set with a weighted round robin routing policy (IP gateways only)."""
     me = graph.add(Node(SERVICE_DNS, dns.kind, custom=False, outputs={}))
@@ -386,7 +387,7 @@ def service_dns(graph: Graph, dns, services: list, addresses: dict, deployments:
                 shared_records(graph, me, provider, dns, host, members, deployments, tls)
                 continue
             svc, routes = members[0]
-            split = split_records(dns, svc, routes)
+            split = (splits or {}).get(svc.key, {})
             for cluster, weight in sorted(routes.dns.items()):
                 name = f"{svc.namespace}-{svc.name}-{cluster}"
                 checks = route53_checks(graph, me, provider, dns, svc, routes, deployments, cluster, tls)
