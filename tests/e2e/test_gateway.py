@@ -20,6 +20,7 @@ import build
 import cluster as loopback
 import nodes
 import operators
+from modelplane.render import picker
 import xds
 from conftest import STACKS
 from harness import Sampler, Workspace, stand_in_plugins
@@ -134,6 +135,21 @@ def test_g1_first_up_of_kserve_deployments_finishes(ws, gateway_cluster, report)
         assert conditions(parents[0]) == {"Accepted": "True", "ResolvedRefs": "True"}, pool["metadata"]["name"]
     lws = c.get("leaderworkersets", "-n", NS)["items"]
     assert [conditions(x).get("Available") for x in lws] == ["True"], [x.get("status") for x in lws]
+    # Each picker's PodDisruptionBudget (policy/v1, which the offline schema check does not carry):
+    # the API server took it and kube-controller-manager's disruption controller acts on it,
+    # counting the picker's two pods against minAvailable 1.
+    for dep in sorted({p["deployment"].split("/")[1] for p in plan["placements"]}):
+        name = picker.picker_name(dep)
+        deadline = time.monotonic() + 60
+        while True:
+            pdb = c.get("poddisruptionbudget", "-n", NS, name)
+            st = pdb.get("status") or {}
+            if st.get("observedGeneration") == pdb["metadata"]["generation"] or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert pdb["spec"]["minAvailable"] == 1 and pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow", pdb
+        assert (st.get("observedGeneration"), st.get("desiredHealthy"), st.get("expectedPods")) == \
+            (pdb["metadata"]["generation"], 1, picker.PICKER_REPLICAS), (name, st)
     report.scenario("g1-first-up", verified="first up finished; every LLMInferenceService Ready with Gateways "
                     "Programmed, routes Accepted and the shared pool's parent Accepted by AI Gateway; the "
                     "multi-node replica's LeaderWorkerSet Available, one pod per node")
