@@ -9,6 +9,7 @@ nothing is negative, and the result depends only on the inputs (never on dict or
 """
 from __future__ import annotations
 
+import heapq
 import math
 from fractions import Fraction
 
@@ -36,14 +37,18 @@ def largest_remainder(total: int, weights: dict, lo: dict | None = None, hi: dic
     ideal = {k: min(max(ideal[k], lo[k]), hi[k]) for k in keys}
     counts = {k: min(max(math.floor(ideal[k]), lo[k]), hi[k]) for k in keys}
     left = total - sum(counts.values())
+    step = 1 if left > 0 else -1
+    bound = hi if step > 0 else lo
+    # Largest remainder first when adding, smallest first when taking away; key order breaks ties.
+    # One unit at a time, the key that takes it next found on a heap: only its own rank changes.
+    heap = [(step * (counts[k] - ideal[k]), i, k) for i, k in enumerate(keys) if counts[k] != bound[k]]
+    heapq.heapify(heap)
     while left:
-        step = 1 if left > 0 else -1
-        movable = [k for k in keys if (counts[k] < hi[k] if step > 0 else counts[k] > lo[k])]
-        # Largest remainder first when adding, smallest first when taking away; key order breaks ties.
-        order = (lambda k: (-(ideal[k] - counts[k]), keys.index(k))) if step > 0 else \
-            (lambda k: (ideal[k] - counts[k], keys.index(k)))
-        counts[min(movable, key=order)] += step
+        _, i, k = heapq.heappop(heap)
+        counts[k] += step
         left -= step
+        if counts[k] != bound[k]:
+            heapq.heappush(heap, (step * (counts[k] - ideal[k]), i, k))
     return counts
 
 
