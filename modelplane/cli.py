@@ -118,6 +118,7 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
     "pulumi" (the program under Pulumi's mocks, the pack through the analyzer protocol)."""
     from .output import report
     from .policy import default_config, evaluate, read_config
+    from .policy.background import Verdicts, evaluate_later
 
     if engine == "pulumi":
         from .engine import offline as engine_module
@@ -146,8 +147,10 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
         cost_before = report.cost_of(run, base)
         run = engine_module.run(stack, config_file, base, tuple(without), checked=checked)
     policy_file = policy_config or default_config(run.result.spec.production)
-    violations = evaluate(run, policy if policy is not None else read_config(policy_file), gate)
-    return run, violations, (services_before, cost_before), before, policy_file
+    config = policy if policy is not None else read_config(policy_file)
+    # in-process rules run on the other core while the document is built (policy/background.py)
+    verdicts = evaluate_later(run, config) if gate is None else Verdicts(run, config, done=evaluate(run, config, gate))
+    return run, verdicts, (services_before, cost_before), before, policy_file
 
 
 def _format_of(fmt: str | None, as_json: bool) -> str:
@@ -246,15 +249,28 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         pack = nullcontext()           # the rules run in-process
     try:
         with pack as gate:
-            run, violations, (services_before, cost_before), before, policy_file = _plan_and_gate(
+            run, verdicts, (services_before, cost_before), before, policy_file = _plan_and_gate(
                 gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, engine)
     except PackError as exc:
         err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
         sys.exit(EXIT_FAILED)
-    explain = _explain_key(run, explain) if explain else None
-    traces = _traces(run, hosts, down, model)
-    violations = origins.locate(run, checked[0] if checked else None, with_fixes(violations))
-    doc = report.document(run, violations)
+    try:
+        explain = _explain_key(run, explain) if explain else None
+        traces = _traces(run, hosts, down, model)
+        doc = report.document(run, [])
+    except BaseException:
+        verdicts.result()       # the gate's child reaped before the error goes on
+        raise
+    located = []
+
+    def located_verdicts() -> dict:
+        located[:] = origins.locate(run, checked[0] if checked else None, with_fixes(verdicts.result()))
+        return {"violations": located}
+
+    doc["policy"] = report.Later(located_verdicts)     # written last: the gate has until then
+    if fmt != "json" or without or previous or repack or explain or traces or report_file:
+        report.settle(doc)
+    violations = located
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
     if previous:

@@ -444,6 +444,23 @@ def to_json(doc: dict) -> str:
     return "".join(_pieces(doc))
 
 
+class Later:
+    """A top-level document value made when it is written (`write_json`) or settled (`settle`):
+    the gate's verdicts, which arrive from the other core while the rest is written."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
+def settle(doc: dict) -> None:
+    """Every `Later` value of `doc` made now, in place."""
+    for key, value in doc.items():
+        if value.__class__ is Later:
+            doc[key] = value.make()
+
+
 def write_json(doc: dict, write) -> None:
     """`to_json(doc)` passed to `write` in pieces, one per top-level list item: a large plan's text
     (tens of MiB) is never held whole, nor its nested copies."""
@@ -459,6 +476,8 @@ def _pieces(doc):
     for key, value in doc.items():
         yield lead + _STR(key) + ": "
         lead = ",\n  "
+        if value.__class__ is Later:
+            value = doc[key] = value.make()
         if value.__class__ is list and value:
             first = "[\n    "
             for x in value:

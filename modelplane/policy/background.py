@@ -1,0 +1,83 @@
+"""The pack's rules on the machine's second core while the plan's document is built and written.
+
+The gate reads the recorded resources and nothing the document builds, and the document needs
+the verdicts only at its end (`policy` is its last key), so `plan` forks after the program: the
+child runs `evaluate` and sends the verdicts back pickled; the parent builds and writes the rest.
+Same verdicts, same bytes (tests/test_gate_background.py); on a large plan the wall time of the
+shorter of the two (docs/performance.md).
+
+Where forking is not sound or not worth it the rules run in-process, as before: not Linux
+(macOS's system libraries are not fork-safe), `MODELPLANE_JOBS=1`, one usable core, or a plan
+under `FORK_FROM` resources (a fork costs a few milliseconds). A child that fails for any reason
+(killed, out of memory, a bug in a rule) leaves the parent to run the rules itself, so an error
+surfaces as it always did.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+FORK_FROM = 1500        # recorded resources; below it the gate takes well under 0.1 s
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _forks(run) -> bool:
+    if os.environ.get("MODELPLANE_JOBS", "").strip() == "1" or not sys.platform.startswith("linux"):
+        return False
+    return len(run.records) >= FORK_FROM and _cores() > 1
+
+
+class Verdicts:
+    """The gate's violations once asked for (`result()`, cached), from the child or from here."""
+
+    def __init__(self, run, config: dict, pid: int = 0, read: int = -1, done: list[dict] | None = None):
+        self._run, self._config, self._pid, self._read, self._done = run, config, pid, read, done
+
+    def result(self) -> list[dict]:
+        if self._done is None:
+            self._done = _collect(self._pid, self._read, self._run, self._config)
+        return self._done
+
+
+def evaluate_later(run, config: dict) -> Verdicts:
+    """`policy.evaluate(run, config)` begun now, on the other core where that pays."""
+    from . import evaluate
+
+    if not _forks(run):
+        return Verdicts(run, config, done=evaluate(run, config))
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return Verdicts(run, config, done=evaluate(run, config))
+    if pid == 0:                                    # the child: verdicts out, then gone
+        code = 1
+        try:
+            os.close(read)
+            with os.fdopen(write, "wb") as out:
+                pickle.dump(evaluate(run, config), out, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        finally:
+            os._exit(code)      # no atexit, no flushing the parent's buffered output twice
+    os.close(write)
+    return Verdicts(run, config, pid, read)
+
+
+def _collect(pid: int, read: int, run, config: dict) -> list[dict]:
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) == 0 and data:
+        return pickle.loads(data)
+    from . import evaluate
+
+    return evaluate(run, config)        # the child failed: the rules here, their error as ever

@@ -1,0 +1,76 @@
+"""The gate on the other core (policy/background.py): `plan` forks after the program, the child
+runs the pack's rules while the parent builds and writes the document; the same bytes, verdicts
+and exit code as running them in-process, and a child that fails leaves the parent to run them."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from helpers import cli
+from modelplane.policy import background
+
+
+@pytest.fixture
+def strict(tmp_path):
+    """A policy config under which prod fails the gate: every rule mandatory, a 1-GPU budget."""
+    path = tmp_path / "strict.json"
+    path.write_text(json.dumps({"all": "mandatory", "gpu-budget": {"maxGpus": 1}}))
+    return path
+
+
+def _forks(monkeypatch, on: bool):
+    monkeypatch.setattr(background, "FORK_FROM", 0 if on else 10 ** 9)
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_the_forked_gate_writes_the_same_document_and_exit_code(monkeypatch, strict):
+    _forks(monkeypatch, False)
+    here = cli("plan", "prod", "--json", "--policy-config", strict)
+    _forks(monkeypatch, True)
+    forked = []
+    real_fork = os.fork
+    monkeypatch.setattr(background.os, "fork", lambda: forked.append(1) or real_fork())
+    there = cli("plan", "prod", "--json", "--policy-config", strict)
+    assert forked == [1]
+    assert there.returncode == here.returncode == 1
+    assert there.stdout == here.stdout
+    verdicts = json.loads(there.stdout)["policy"]["violations"]
+    assert any(v["policy"] == "gpu-budget" and v["level"] == "mandatory" for v in verdicts)
+    assert list(json.loads(there.stdout))[-1] == "policy"     # last: written once the child answers
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_child_that_dies_leaves_the_rules_to_the_parent(monkeypatch, strict):
+    _forks(monkeypatch, False)
+    here = cli("plan", "prod", "--format", "sarif", "--policy-config", strict)
+    _forks(monkeypatch, True)
+    parent = os.getpid()
+    import modelplane.policy as policy
+    real = policy.evaluate
+
+    def dies_in_the_child(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(9)             # as if killed mid-way
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(policy, "evaluate", dies_in_the_child)
+    there = cli("plan", "prod", "--format", "sarif", "--policy-config", strict)
+    assert there.returncode == here.returncode == 1 and there.stdout == here.stdout
+
+
+def test_no_fork_where_it_does_not_pay_or_is_turned_off(monkeypatch):
+    def refuse():
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(background.os, "fork", refuse)
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+    assert cli("plan", "dev", "--json").returncode == 0             # a small plan: in-process
+    monkeypatch.setattr(background, "FORK_FROM", 0)
+    monkeypatch.setenv("MODELPLANE_JOBS", "1")
+    assert cli("plan", "dev", "--json").returncode == 0             # turned off
+    monkeypatch.delenv("MODELPLANE_JOBS")
+    monkeypatch.setattr(background, "_cores", lambda: 1)
+    assert cli("plan", "dev", "--json").returncode == 0             # one core: nothing to overlap
