@@ -318,6 +318,9 @@ def await_children(graph: Graph) -> None:
 def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]]) -> None:
     """Each (cluster, deployment, replica) of a chain waits for the workloads of the one before it,
     so `up` changes them one replica at a time, each awaited Ready before the next starts."""
+    chains = [chain for chain in chains if len(chain) > 1]
+    if not chains:          # a first plan: nothing ran before, no graph pass
+        return
     by_replica = workloads(graph)
     for chain in chains:
         for before, now in zip(chain, chain[1:]):
@@ -333,6 +336,8 @@ def replace_in_place(graph: Graph, replicas: list[tuple[str, str, int]]) -> None
     spec is immutable (Kubernetes 1.35 OpenAPI, schemas/kubernetes), and the old replica's nodes
     are what the new one runs on."""
     wanted = set(replicas)
+    if not wanted:
+        return
     for node in graph:
         lbls = _labels(node)
         if node.custom and DEPLOYMENT in lbls and REPLICA in lbls and "spec" in node.inputs and \
