@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True,
-                              frozen=True, str_strip_whitespace=True, strict=True)
+                              frozen=True, str_strip_whitespace=True, strict=True, defer_build=True)
 
 
 def invalid(message: str, fix: str) -> PydanticCustomError:
