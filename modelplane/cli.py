@@ -28,7 +28,34 @@ def collector_paused():
         yield
     finally:
         if was:
+            # What survived the plan goes to the oldest generation: re-enabled as it was, the first
+            # allocation would start a young collection over all of it (0.45 s at 100 x 2,000).
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
+
+
+_ENTRY = {"plan done": False}     # set by `plan` once its output is written; read by `run`
+
+
+def run() -> None:
+    """The console script (and `python -m modelplane`): `main`, and after a finished `plan` out at
+    once: its output flushed, the heap it leaves (hundreds of MiB on a large fleet) is not torn
+    down object by object, which is a twentieth of such a plan. Other commands exit as usual
+    (their temporary folders and threads end at exit)."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not _ENTRY["plan done"] or not (code is None or isinstance(code, int)):
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):       # a closed pipe: what a normal exit would meet too
+            code = code or EXIT_FAILED
+    os._exit(code or 0)
 
 
 def _explain_key(run, key: str) -> str:
@@ -222,8 +249,13 @@ def plan(stack, config_file, fmt, as_json, out_dir, report_file, previous, expla
     try:
         # the SDK's event loop makes cyclic garbage (futures, tasks): its engine keeps the collector
         with collector_paused() if engine == "direct" and not program_dir else nullcontext():
-            _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
-                  policy_config, hosts, down, engine, model)
+            try:
+                _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, without, repack, program_dir,
+                      policy_config, hosts, down, engine, model)
+            except SystemExit:
+                _ENTRY["plan done"] = True      # exit 1: a verdict, the output written
+                raise
+            _ENTRY["plan done"] = True
     except InputError as exc:       # PolicyConfigError too
         _refused(exc, fmt, stack)
 
