@@ -291,7 +291,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         traces = _traces(run, hosts, down, model)
         doc = report.document(run, [])
     except BaseException:
-        verdicts.result()       # the gate's child reaped before the error goes on
+        verdicts.abandon()      # the gate's child stopped and reaped before the error goes on
         raise
     located = []
 

@@ -74,3 +74,33 @@ def test_no_fork_where_it_does_not_pay_or_is_turned_off(monkeypatch):
     monkeypatch.delenv("MODELPLANE_JOBS")
     monkeypatch.setattr(background, "_cores", lambda: 1)
     assert cli("plan", "dev", "--json").returncode == 0             # one core: nothing to overlap
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_plan_that_stops_stops_its_child_and_makes_no_verdicts(monkeypatch):
+    """An error (or Ctrl-C) while the document is built: the child is killed and reaped, and the
+    parent does not go on to run the rules itself."""
+    _forks(monkeypatch, True)
+    import modelplane.policy as policy
+    from modelplane.output import report
+
+    ran, real = [], policy.evaluate
+    parent = os.getpid()
+
+    def counted(*args, **kwargs):
+        if os.getpid() == parent:
+            ran.append("parent")
+        return real(*args, **kwargs)
+
+    def breaks(*args, **kwargs):
+        raise RuntimeError("the document broke")
+
+    children, real_fork = [], os.fork
+    monkeypatch.setattr(background.os, "fork", lambda: children.append(pid := real_fork()) or pid)
+    monkeypatch.setattr(policy, "evaluate", counted)
+    monkeypatch.setattr(report, "document", breaks)
+    with pytest.raises(RuntimeError, match="the document broke"):
+        cli("plan", "dev", "--json")
+    assert ran == [] and len(children) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(children[0], os.WNOHANG)     # reaped: no child left behind, not even a zombie

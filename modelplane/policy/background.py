@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 
 FORK_FROM = 1500        # recorded resources; below it the gate takes well under 0.1 s
@@ -44,6 +45,17 @@ class Verdicts:
         if self._done is None:
             self._done = _collect(self._pid, self._read, self._run, self._config)
         return self._done
+
+    def abandon(self) -> None:
+        """The plan stops (an error, Ctrl-C): the child is stopped and reaped, no verdicts made."""
+        if self._done is None and self._pid:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self._read)
+            os.waitpid(self._pid, 0)
+            self._done = []
 
 
 def evaluate_later(run, config: dict) -> Verdicts:
