@@ -76,7 +76,9 @@ def test_floatless_text_is_json_dumps_own(value):
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(keys, floatless_values, max_size=6))
 def test_plain_digests_are_the_digests(inputs):
-    assert digests(inputs, plain=True) == digests(inputs)
+    same: dict = {}
+    assert digests(inputs, plain=True) == digests(inputs) == digests(inputs, same, plain=True)
+    assert digests(dict(inputs), same, plain=True) is digests(inputs, same, plain=True)   # met before: one answer
 
 
 def test_a_plans_resources_hold_no_float_and_are_written_as_json_would():
