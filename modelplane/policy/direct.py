@@ -27,7 +27,7 @@ recorded are converted lazily, one level on its first read (`lazy_props_of`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import ItemsView, Mapping, Sequence, ValuesView
 
 from ..engine.records import SECRET_SIG, SIG_KEY, UNKNOWN_TEXT
 from .gate import LEVELS, NAMES, PackError, Resource, resolve
@@ -156,6 +156,41 @@ class DictProxy(_Proxy, Mapping):
 
     def __iter__(self):
         return iter(self._target())
+
+    def items(self):
+        return _Items(self)
+
+    def values(self):
+        return _Values(self)
+
+
+class _Items(ItemsView):
+    """Mapping.items' view, iterated without a read through `__getitem__` per key: the same
+    pairs in the same order, the same UnknownValueError at the same one."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        m = self._mapping
+        chain = m._c
+        for k, v in m._target().items():
+            if v.__class__ is str and v in _UNKNOWNS:
+                raise _unknown(chain, k, v)
+            yield k, v
+
+
+class _Values(ValuesView):
+    """Mapping.values' view, iterated as `_Items` is."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        m = self._mapping
+        chain = m._c
+        for k, v in m._target().items():
+            if v.__class__ is str and v in _UNKNOWNS:
+                raise _unknown(chain, k, v)
+            yield v
 
 
 class ListProxy(_Proxy, Sequence):
