@@ -426,6 +426,8 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
 def _traces(run, hosts, down=(), model=None) -> list:
     """Every --trace HOST followed through the plan (as if --down were gone); an unknown host or
     --down name fails before anything is written."""
+    if not hosts:
+        return []
     from .output.trace import DOWN_FORMS, TraceError, trace
 
     out = []

@@ -21,7 +21,7 @@ API_VERSION = "modelplane.ai/v1alpha1"
 
 class _Doc(BaseModel):
     # Only the keys the planner reads are checked; the rest of the document is report.
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, defer_build=True)   # built for --previous only
 
 
 class TopologyDoc(_Doc):
