@@ -284,8 +284,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
             run, verdicts, (services_before, cost_before), before, policy_file = _plan_and_gate(
                 gate, stack, config_file, prev, without, policy, policy_config, program_dir, checked, engine)
     except PackError as exc:
-        err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
-        sys.exit(EXIT_FAILED)
+        _pack_failed(exc)
     try:
         explain = _explain_key(run, explain) if explain else None
         traces = _traces(run, hosts, down, model)
@@ -301,7 +300,10 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
 
     doc["policy"] = report.Later(located_verdicts)     # written last: the gate has until then
     if fmt != "json" or without or previous or repack or explain or traces or report_file:
-        report.settle(doc)
+        try:
+            report.settle(doc)
+        except PackError as exc:
+            _pack_failed(exc)
     violations = located
     if without:
         doc["whatIf"] = report.what_if(without, before, doc, cost_before)
@@ -333,7 +335,11 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
                                       "choose a file you can write to")]) from None
         err.print(f"wrote the fleet report to {report_file}", markup=False)
     if fmt == "json":
-        report.write_json(doc, sys.stdout.write)
+        try:
+            report.write_json(doc, sys.stdout.write)
+        except PackError as exc:        # a rule failed in the background: the document stops short
+            sys.stdout.flush()
+            _pack_failed(exc)
         sys.stdout.flush()          # whole before anything said on stderr after it (2>&1 keeps the document whole)
     elif fmt == "markdown":
         from .output import comment
@@ -421,6 +427,13 @@ def _with_outages(run, doc: dict, violations: list[dict], policy, policy_file, s
     out = sorted(violations + extra, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
     doc["policy"]["violations"] = out
     return out
+
+
+def _pack_failed(exc) -> None:
+    """A policy failed to run (a bug in a rule): exit 3. Without its verdicts `--json` cannot finish
+    the document, so a large plan's (written while the rules ran, policy/background.py) stops short."""
+    err.print(f"[red]error:[/red] the policy pack failed: {exc}", markup=True)
+    sys.exit(EXIT_FAILED)
 
 
 def _traces(run, hosts, down=(), model=None) -> list:

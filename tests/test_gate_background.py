@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -104,3 +105,36 @@ def test_a_plan_that_stops_stops_its_child_and_makes_no_verdicts(monkeypatch):
     assert ran == [] and len(children) == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(children[0], os.WNOHANG)     # reaped: no child left behind, not even a zombie
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_rule_that_breaks_in_the_background_exits_3_without_a_traceback(monkeypatch):
+    from modelplane.policy import registry
+
+    _forks(monkeypatch, True)
+    import dataclasses
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug in a rule")
+
+    monkeypatch.setitem(registry.POLICIES, "resource-names",
+                        dataclasses.replace(registry.POLICIES["resource-names"], check=broken))
+    done = cli("plan", "dev", "--json")
+    assert done.returncode == 3
+    assert "the policy pack failed" in done.stderr and "resource-names" in done.stderr
+    assert '"policy"' not in done.stdout          # the document stops before its verdicts
+    done = cli("plan", "dev", "--format", "sarif")
+    assert done.returncode == 3 and done.stdout == ""       # settled before anything is written
+
+
+def test_props_the_pack_fails_on_are_judged_before_any_output(monkeypatch):
+    """A NaN or an infinity in the props makes the pack fail (policy/direct.py): no fork, so that
+    error comes before the document, as it always did."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+    monkeypatch.delenv("MODELPLANE_JOBS", raising=False)
+    many = [object()] * background.FORK_FROM
+    assert background._forks(SimpleNamespace(records=many, finite=True)) == sys.platform.startswith("linux")
+    assert not background._forks(SimpleNamespace(records=many, finite=False))
+    assert not background._forks(SimpleNamespace(records=many[1:], finite=True))

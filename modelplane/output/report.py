@@ -476,10 +476,10 @@ def _pieces(doc):
         return
     lead = "{\n  "
     for key, value in doc.items():
-        yield lead + _STR(key) + ": "
-        lead = ",\n  "
         if value.__class__ is Later:
             value = doc[key] = value.make()
+        yield lead + _STR(key) + ": "
+        lead = ",\n  "
         if (value.__class__ is list or value.__class__ is Floatless) and value:
             first, item = "[\n    ", _item
             if value.__class__ is Floatless and _INDENT is not None:

@@ -7,10 +7,12 @@ Same verdicts, same bytes (tests/test_gate_background.py); on a large plan the w
 shorter of the two (docs/performance.md).
 
 Where forking is not sound or not worth it the rules run in-process, as before: not Linux
-(macOS's system libraries are not fork-safe), `MODELPLANE_JOBS=1`, one usable core, or a plan
-under `FORK_FROM` resources (a fork costs a few milliseconds). A child that fails for any reason
-(killed, out of memory, a bug in a rule) leaves the parent to run the rules itself, so an error
-surfaces as it always did.
+(macOS's system libraries are not fork-safe), `MODELPLANE_JOBS=1`, one usable core, a plan
+under `FORK_FROM` resources (a fork costs a few milliseconds), or props holding a NaN or an
+infinity (the pack fails on them: that error comes before any output). A child that fails for any
+reason (killed, out of memory, a bug in a rule) leaves the parent to run the rules itself, so an
+error surfaces as it always did, exit 3; only `--json` has by then written the document's other
+keys (cli.py `_pack_failed`).
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ def _cores() -> int:
 def _forks(run) -> bool:
     if os.environ.get("MODELPLANE_JOBS", "").strip() == "1" or not sys.platform.startswith("linux"):
         return False
+    if not getattr(run, "finite", True):
+        return False        # a NaN or an infinity: the pack fails on it, and says so before anything is written
     return len(run.records) >= FORK_FROM and _cores() > 1
 
 
