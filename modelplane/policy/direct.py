@@ -171,12 +171,7 @@ class _Items(ItemsView):
     __slots__ = ()
 
     def __iter__(self):
-        m = self._mapping
-        chain = m._c
-        for k, v in m._target().items():
-            if v.__class__ is str and v in _UNKNOWNS:
-                raise _unknown(chain, k, v)
-            yield k, v
+        return _checked(self._mapping)
 
 
 class _Values(ValuesView):
@@ -185,12 +180,15 @@ class _Values(ValuesView):
     __slots__ = ()
 
     def __iter__(self):
-        m = self._mapping
-        chain = m._c
-        for k, v in m._target().items():
-            if v.__class__ is str and v in _UNKNOWNS:
-                raise _unknown(chain, k, v)
-            yield v
+        return (v for _, v in _checked(self._mapping))
+
+
+def _checked(m: "DictProxy"):
+    chain = m._c
+    for k, v in m._target().items():
+        if v.__class__ is str and v in _UNKNOWNS:
+            raise _unknown(chain, k, v)
+        yield k, v
 
 
 class ListProxy(_Proxy, Sequence):
