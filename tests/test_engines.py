@@ -25,14 +25,17 @@ import stackgen  # noqa: E402
 
 
 def canonical(run) -> dict:
-    """urn -> record as plain JSON data (an unknown value of either engine as one marker)."""
+    """urn -> record as plain JSON data (an unknown value of either engine as one marker; a number
+    as the engine's double: the direct engine records plain inputs with their integers)."""
     def plain(v):
         if isinstance(v, dict):
             return {k: plain(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
             return [plain(x) for x in v]
-        if v is None or isinstance(v, (str, int, float, bool)):
+        if v is None or isinstance(v, (str, float, bool)):
             return v
+        if isinstance(v, int):
+            return float(v)
         if type(v).__name__ == "Unknown":
             return "<unknown>"
         raise TypeError(f"unexpected value {v!r} in a record")

@@ -6,6 +6,12 @@ dependencies (a component stands for its resources, expressions depend on what t
 inputs as the engine receives them (numbers as doubles, secrets and unknowns marked), and the
 few inputs the SDK's typed classes add themselves. `tests/test_engines.py` holds both engines
 to the same records on every example stack and on generated fleets.
+
+Inputs that are plain JSON with integers (most of a fleet: no expression, secret, float or
+tuple) are recorded as given, their integers not turned into doubles: every reader compares
+them by value (an integer equals its double), the gate converts the levels it reads as the pack
+does (policy/direct.py `lazy_props_of`), and the report writes them as given. Half the time of
+recording a large fleet was that copy.
 """
 from __future__ import annotations
 
@@ -28,6 +34,24 @@ _SDK_ADDS = {
     "kubernetes:helm.sh/v3:Release": {"compat": "true"},
     "pulumi:providers:aws": {"skipCredentialsValidation": False, "skipRegionValidation": True},
 }
+
+
+def _plain(v) -> bool:
+    """Plain JSON with integers a double holds exactly: no float, tuple, secret, expression or
+    other type, so recorded as given (module docstring)."""
+    for x in (v.values() if v.__class__ is dict else v):
+        c = x.__class__
+        if c is str or c is bool or x is None:
+            continue
+        if c is int:
+            if not -_EXACT <= x <= _EXACT:
+                return False
+        elif c is dict:
+            if SIG_KEY in x or not _plain(x):
+                return False
+        elif c is not list or not _plain(x):
+            return False
+    return True
 
 
 class _Value:
@@ -59,7 +83,6 @@ class Resolver:
         self.expansions: dict[str, frozenset[str]] = {}     # component key -> its resources' URNs so far
         self.grown = 0              # how many times an expansion was dropped (a component gained a child)
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
-        self.plain = True           # the value being wired is plain JSON with integers (see `records`)
         self.given: dict[str, tuple[dict, dict]] = {}     # URN -> (recorded inputs, the plain inputs given)
 
     # -- names -----------------------------------------------------------------------------
@@ -154,23 +177,17 @@ class Resolver:
         return _Value(v)
 
     def wire(self, v, deps: set, unknown=UNKNOWN):
-        """An input as the engine receives it: doubles, secrets wrapped where they occur. Clears
-        `plain` on anything but str, bool, None, dicts, lists and integers a double holds exactly."""
+        """An input as the engine receives it: doubles, secrets wrapped where they occur."""
         t = type(v)
         if t is str or t is bool or v is None:
             return v
         if t is float:
-            self.plain = False
             if v - v != 0.0:        # NaN or an infinity: the pack fails on it (policy/direct.py)
                 self.finite = False
             return v
         if t is int:
-            if not -_EXACT <= v <= _EXACT:
-                self.plain = False
             return float(v)
         if t is dict:
-            if SIG_KEY in v:
-                self.plain = False
             out = {}
             for k, x in v.items():      # leaves inline: most of a graph's inputs are text and integers
                 c = type(x)
@@ -182,15 +199,12 @@ class Resolver:
                     out[k] = self.wire(x, deps, unknown)
             return out
         if t is list or t is tuple:
-            if t is tuple:
-                self.plain = False
             out = []
             for x in v:
                 c = type(x)
                 out.append(x if c is str else float(x) if c is int and -_EXACT <= x <= _EXACT
                            else self.wire(x, deps, unknown))
             return out
-        self.plain = False
         if t in _EXPRESSION_TYPES:
             e = self.evaluate(v)
             deps |= e.deps
@@ -261,14 +275,15 @@ class Resolver:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}
                 if node.type.startswith("pulumi:providers:"):      # provider config travels as strings
                     inputs = {k: v if isinstance(v, (str, *_EXPRESSIONS)) else json.dumps(v) for k, v in inputs.items()}
-                found: set[str] = set()
                 given = {k: v for k, v in inputs.items() if v is not None}
-                self.plain = True
-                record.inputs = self.wire(given, found)
-                if self.plain:      # what the report writes is what was given (output/report.py manifest)
-                    self.given[urn] = (record.inputs, given)
-                if not found <= deps:
-                    ordered = tuple(sorted(deps | found))
+                if _plain(given):   # recorded as given (module docstring); the report writes it as is
+                    record.inputs = given
+                    self.given[urn] = (given, given)
+                else:
+                    found: set[str] = set()
+                    record.inputs = self.wire(given, found)
+                    if not found <= deps:
+                        ordered = tuple(sorted(deps | found))
             record.dependencies = ordered
             out.append(record)
         # Components register their outputs once their resources exist (a Gateway's address).
