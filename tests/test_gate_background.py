@@ -49,15 +49,14 @@ def test_a_child_that_dies_leaves_the_rules_to_the_parent(monkeypatch, strict):
     here = cli("plan", "prod", "--format", "sarif", "--policy-config", strict)
     _forks(monkeypatch, True)
     parent = os.getpid()
-    import modelplane.policy as policy
-    real = policy.evaluate
+    real = background._part
 
     def dies_in_the_child(*args, **kwargs):
         if os.getpid() != parent:
             os._exit(9)             # as if killed mid-way
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(policy, "evaluate", dies_in_the_child)
+    monkeypatch.setattr(background, "_part", dies_in_the_child)
     there = cli("plan", "prod", "--format", "sarif", "--policy-config", strict)
     assert there.returncode == here.returncode == 1 and there.stdout == here.stdout
 
@@ -85,7 +84,7 @@ def test_a_plan_that_stops_stops_its_child_and_makes_no_verdicts(monkeypatch):
     import modelplane.policy as policy
     from modelplane.output import report
 
-    ran, real = [], policy.evaluate
+    ran, real, real_part = [], policy.evaluate, background._part
     parent = os.getpid()
 
     def counted(*args, **kwargs):
@@ -93,12 +92,18 @@ def test_a_plan_that_stops_stops_its_child_and_makes_no_verdicts(monkeypatch):
             ran.append("parent")
         return real(*args, **kwargs)
 
+    def counted_part(*args, **kwargs):
+        if os.getpid() == parent:
+            ran.append("parent's part")
+        return real_part(*args, **kwargs)
+
     def breaks(*args, **kwargs):
         raise RuntimeError("the document broke")
 
     children, real_fork = [], os.fork
     monkeypatch.setattr(background.os, "fork", lambda: children.append(pid := real_fork()) or pid)
     monkeypatch.setattr(policy, "evaluate", counted)
+    monkeypatch.setattr(background, "_part", counted_part)
     monkeypatch.setattr(report, "document", breaks)
     with pytest.raises(RuntimeError, match="the document broke"):
         cli("plan", "dev", "--json")
@@ -138,3 +143,32 @@ def test_props_the_pack_fails_on_are_judged_before_any_output(monkeypatch):
     assert background._forks(SimpleNamespace(records=many, finite=True)) == sys.platform.startswith("linux")
     assert not background._forks(SimpleNamespace(records=many, finite=False))
     assert not background._forks(SimpleNamespace(records=many[1:], finite=True))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_the_stack_policies_are_shared_each_run_once(monkeypatch, tmp_path, strict):
+    """The parent, its document written, takes the stack policies the child has not begun: each
+    runs in exactly one of the two, and the verdicts are the in-process ones."""
+    from modelplane.policy import direct
+    from modelplane.policy.registry import POLICIES
+
+    _forks(monkeypatch, False)
+    here = cli("plan", "prod", "--json", "--policy-config", strict)
+    _forks(monkeypatch, True)
+    log, parent, real = tmp_path / "turns.log", os.getpid(), direct._stack_verdicts
+
+    def logged(policy, *args, **kwargs):
+        with open(log, "a") as f:
+            f.write(f"{'parent' if os.getpid() == parent else 'child'} {policy.name}\n")
+        if os.getpid() != parent:
+            import time
+            time.sleep(0.3)             # a slow child: the parent gets turns of its own
+        return real(policy, *args, **kwargs)
+
+    monkeypatch.setattr(direct, "_stack_verdicts", logged)
+    there = cli("plan", "prod", "--json", "--policy-config", strict)
+    assert there.returncode == here.returncode == 1 and there.stdout == here.stdout
+    runs = [line.split() for line in log.read_text().splitlines()]
+    names = [name for _, name in runs]
+    assert sorted(names) == sorted(set(names)) == sorted(n for n, p in POLICIES.items() if p.kind == "stack")
+    assert {who for who, _ in runs} == {"parent", "child"}

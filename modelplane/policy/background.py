@@ -40,14 +40,16 @@ def _forks(run) -> bool:
 
 
 class Verdicts:
-    """The gate's violations once asked for (`result()`, cached), from the child or from here."""
+    """The gate's violations once asked for (`result()`, cached): from the child, with the stack
+    policies it left to this process, or from here alone."""
 
-    def __init__(self, run, config: dict, pid: int = 0, read: int = -1, done: list[dict] | None = None):
-        self._run, self._config, self._pid, self._read, self._done = run, config, pid, read, done
+    def __init__(self, run, config: dict, pid: int = 0, read: int = -1, turns: int = -1,
+                 done: list[dict] | None = None):
+        self._run, self._config, self._pid, self._read, self._turns, self._done = run, config, pid, read, turns, done
 
     def result(self) -> list[dict]:
         if self._done is None:
-            self._done = _collect(self._pid, self._read, self._run, self._config)
+            self._done = _collect(self)
         return self._done
 
     def abandon(self) -> None:
@@ -58,42 +60,69 @@ class Verdicts:
             except ProcessLookupError:
                 pass
             os.close(self._read)
+            os.close(self._turns)
             os.waitpid(self._pid, 0)
             self._done = []
 
 
+def _part(run, config: dict, per_resource: bool, turns: int) -> list[dict]:
+    """This process's share of the verdicts: the stack policies it takes a turn for (one byte off
+    the shared pipe each; at its end, none is left), and the resource policies in the child."""
+    from . import resources_of
+    from .direct import evaluate_part
+
+    def take():
+        got = os.read(turns, 1)
+        return got[0] if got else None
+
+    return evaluate_part(resources_of(run), config, run.finite, per_resource, take)
+
+
 def evaluate_later(run, config: dict) -> Verdicts:
-    """`policy.evaluate(run, config)` begun now, on the other core where that pays."""
+    """`policy.evaluate(run, config)` begun now, on the other core where that pays. The child
+    runs the resource policies, then takes the stack policies' turns one by one; this process,
+    once its document is written, takes the turns left (docs/performance.md)."""
     from . import evaluate
+    from .registry import POLICIES
 
     if not _forks(run):
         return Verdicts(run, config, done=evaluate(run, config))
     read, write = os.pipe()
+    turns, deal = os.pipe()
+    os.write(deal, bytes(range(sum(p.kind == "stack" for p in POLICIES.values()))))
+    os.close(deal)          # read to its end, the pipe says no turn is left
     try:
         pid = os.fork()
     except OSError:
-        os.close(read)
-        os.close(write)
+        for fd in (read, write, turns):
+            os.close(fd)
         return Verdicts(run, config, done=evaluate(run, config))
     if pid == 0:                                    # the child: verdicts out, then gone
         code = 1
         try:
             os.close(read)
             with os.fdopen(write, "wb") as out:
-                pickle.dump(evaluate(run, config), out, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(_part(run, config, True, turns), out, protocol=pickle.HIGHEST_PROTOCOL)
             code = 0
         finally:
             os._exit(code)      # no atexit, no flushing the parent's buffered output twice
     os.close(write)
-    return Verdicts(run, config, pid, read)
+    return Verdicts(run, config, pid, read, turns)
 
 
-def _collect(pid: int, read: int, run, config: dict) -> list[dict]:
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) == 0 and data:
-        return pickle.loads(data)
+def _collect(v: Verdicts) -> list[dict]:
     from . import evaluate
+    from .direct import in_order
 
-    return evaluate(run, config)        # the child failed: the rules here, their error as ever
+    try:
+        mine = _part(v._run, v._config, False, v._turns)
+    except BaseException:           # a rule broke here: the child goes too, the error on
+        v.abandon()
+        raise
+    os.close(v._turns)
+    with os.fdopen(v._read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(v._pid, 0)
+    if os.waitstatus_to_exitcode(status) == 0 and data:
+        return in_order(pickle.loads(data) + mine)
+    return evaluate(v._run, v._config)     # the child failed: every rule here, their error as ever

@@ -464,6 +464,20 @@ def _failed(policy, exc: Exception) -> PackError:
 def evaluate(resources: list[Resource], config: dict | None = None, finite: bool = False) -> list[dict]:
     """The pack's violations over `resources`, as `Analyzer.configure(config)` + `analyze(resources)` give them.
     `finite`: every number in the props is known finite, so they may be converted on read."""
+    return in_order(evaluate_part(resources, config, finite))
+
+
+def in_order(verdicts: list[dict]) -> list[dict]:
+    """Verdicts in the order the analyzer returns them, however they were made."""
+    return sorted(verdicts, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
+
+
+def evaluate_part(resources: list[Resource], config: dict | None = None, finite: bool = False,
+                  per_resource: bool = True, take=None) -> list[dict]:
+    """Some of `evaluate`'s verdicts, unsorted: the resource policies' if `per_resource`, and the
+    stack policies whose turns `take()` hands out (their index among the running stack policies,
+    None when none is left; every one when `take` is None). Two processes that share `take`
+    make every verdict once between them (policy/background.py)."""
     settings = configure(config or {})
     running = []
     for name, policy in sorted(POLICIES.items()):
@@ -471,15 +485,20 @@ def evaluate(resources: list[Resource], config: dict | None = None, finite: bool
         if level == DISABLED:
             continue
         running.append((policy, MANDATORY if level == "remediate" else level, cfg))
+    stack = [policy for policy in running if policy[0].kind == "stack"]
+    turns = iter(range(len(stack))) if take is None else iter(take, None)
+    turn = next(turns, None)
+    if not per_resource and turn is None:
+        return []
     convert = lazy_props_of if finite else props_of
     props = [convert(r.props) for r in resources]
     out: list[dict] = []
 
     # Resource by resource, each one's policies together, as the pack gets them (one Analyze call
     # per resource); the verdicts are sorted at the end.
-    each = [(policy, level, cfg) for policy, level, cfg in running if policy.kind == "resource"]
+    each = [(policy, level, cfg) for policy, level, cfg in running if policy.kind == "resource" and per_resource]
     for r, p in zip(resources, props):
-        if not r.custom:
+        if not r.custom or not each:
             continue
         for policy, level, cfg in each:
             found = []
@@ -494,26 +513,34 @@ def evaluate(resources: list[Resource], config: dict | None = None, finite: bool
                 raise _failed(policy, exc) from exc
             out += found
 
-    stack = [policy for policy in running if policy[0].kind == "stack"]
-    if stack:
-        objects = [PolicyResource(r.type, p, r.urn, r.name) for r, p in zip(resources, props)]
-        by_urn = {o.urn: o for o in objects}
-        for r, o in zip(resources, objects):
-            if r.parent in by_urn:
-                o.parent = by_urn[r.parent]
-        names = {r.urn: r.name for r in resources}
-        for policy, level, cfg in stack:
-            try:
-                for message, urn in policy.check(list(objects), dict(cfg) if cfg else {}):
-                    if urn is not None and not isinstance(urn, str):
-                        raise PackError(f"the policy pack failed (UNKNOWN): TypeError: Expected urn to be a string "
-                                        f"({policy.name})")
-                    urn = urn or ""
-                    out.append(_verdict(policy, level, message, names.get(urn, urn) or None))
-            except UnknownValueError as exc:
-                out.append(_cant_run(policy, exc, names.get("", "") or None))
-            except PackError:
-                raise
-            except Exception as exc:
-                raise _failed(policy, exc) from exc
-    return sorted(out, key=lambda v: (v["policy"], v.get("resource", ""), v["message"]))
+    if turn is None:
+        return out
+    objects = [PolicyResource(r.type, p, r.urn, r.name) for r, p in zip(resources, props)]
+    by_urn = {o.urn: o for o in objects}
+    for r, o in zip(resources, objects):
+        if r.parent in by_urn:
+            o.parent = by_urn[r.parent]
+    names = {r.urn: r.name for r in resources}
+    while turn is not None:
+        if turn < len(stack):
+            out += _stack_verdicts(*stack[turn], objects, names)
+        turn = next(turns, None)
+    return out
+
+
+def _stack_verdicts(policy, level, cfg, objects: list, names: dict) -> list[dict]:
+    out = []
+    try:
+        for message, urn in policy.check(list(objects), dict(cfg) if cfg else {}):
+            if urn is not None and not isinstance(urn, str):
+                raise PackError(f"the policy pack failed (UNKNOWN): TypeError: Expected urn to be a string "
+                                f"({policy.name})")
+            urn = urn or ""
+            out.append(_verdict(policy, level, message, names.get(urn, urn) or None))
+    except UnknownValueError as exc:
+        out.append(_cant_run(policy, exc, names.get("", "") or None))
+    except PackError:
+        raise
+    except Exception as exc:
+        raise _failed(policy, exc) from exc
+    return out
