@@ -2,9 +2,12 @@
 
 The gate reads the recorded resources and nothing the document builds, and the document needs
 the verdicts only at its end (`policy` is its last key), so `plan` forks after the program: the
-child runs `evaluate` and sends the verdicts back pickled; the parent builds and writes the rest.
-Same verdicts, same bytes (tests/test_gate_background.py); on a large plan the wall time of the
-shorter of the two (docs/performance.md).
+child runs the resource policies, then the stack policies one turn at a time, and sends its
+verdicts back pickled; the parent builds and writes the rest of the document, then takes the
+stack policies' turns the child has not taken. Each policy runs once, in one of the two; the
+verdicts are sorted as the analyzer sorts them. Same verdicts, same bytes
+(tests/test_gate_background.py); on a large plan about half the time after the program
+(docs/performance.md).
 
 Where forking is not sound or not worth it the rules run in-process, as before: not Linux
 (macOS's system libraries are not fork-safe), `MODELPLANE_JOBS=1`, one usable core, a plan
