@@ -209,8 +209,64 @@ def relax(kinds_, spots_, free) -> list[float]:
     response = mp.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(request, response)
     if response.status != mp.MPSOLVER_OPTIMAL:
+        # the weights span 1 to ~1e12 at 100 clusters and GLOP may give up on them (status
+        # ABNORMAL; issue 44: three of the benchmark's four 100-cluster fleets, whose exact phase
+        # then ran with no LP at all). Without GLOP's scaling of the problem it solves them
+        # (OR-Tools 9.12 `ortools/glop/parameters_pb2.pyi` L356-359, `use_scaling`); failing that, the same
+        # order one level at a time, each level's optimum kept as a row
+        request.solver_specific_parameters = "use_scaling: false"
+        response = mp.MPSolutionResponse()
+        pywraplp.Solver.SolveWithProto(request, response)
+        if response.status != mp.MPSOLVER_OPTIMAL:
+            request.solver_specific_parameters = ""
+            response = _by_levels(request, kinds_, spots_, srv, y)
+    if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
     return list(response.variable_value)[:len(spots_)]
+
+
+def _by_levels(request, kinds_, spots_, srv: dict, y: dict):
+    """The relaxation lexicographically, one GLOP solve per level (per tier, highest first:
+    deployments served, then replicas): each level maximised with coefficients 0 and 1 (a group's
+    units), then held at its optimum less a tolerance. Variables: the spots', then `srv` and `y`
+    (kind -> its served or group variable's index)."""
+    from ortools.linear_solver import linear_solver_pb2 as mp
+    from ortools.linear_solver import pywraplp
+
+    model = request.model
+    kind_of = [None] * len(model.variable)
+    for k, j in srv.items():
+        kind_of[j] = ("served", k)
+    for k, j in y.items():
+        kind_of[j] = ("group", k)
+    response = mp.MPSolutionResponse()
+    for t in sorted({k.priority for k in kinds_}, reverse=True):
+        for level in ("served", "replicas"):
+            coefs = []
+            for j in range(len(model.variable)):
+                tag = kind_of[j]
+                if tag is None:
+                    k = spots_[j].kind
+                    c = 1.0 if level == "replicas" and not kinds_[k].group and kinds_[k].priority == t else 0.0
+                else:
+                    k = tag[1]
+                    c = 0.0
+                    if kinds_[k].priority == t:
+                        c = 1.0 if level == "served" else float(kinds_[k].units if tag[0] == "group" else 0)
+                coefs.append(c)
+            if not any(coefs):
+                continue
+            for v, c in zip(model.variable, coefs):
+                v.objective_coefficient = c
+            response = mp.MPSolutionResponse()
+            pywraplp.Solver.SolveWithProto(request, response)
+            if response.status != mp.MPSOLVER_OPTIMAL:
+                return response
+            best = response.objective_value
+            idx = [j for j, c in enumerate(coefs) if c]
+            model.constraint.add(var_index=idx, coefficient=[coefs[j] for j in idx],
+                                 lower_bound=best - EPS * max(1.0, abs(best)), upper_bound=math.inf)
+    return response
 
 
 def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
