@@ -206,20 +206,23 @@ def relax(kinds_, spots_, free) -> list[float]:
             model.constraint.add(var_index=[*per_kind[k], y[k]], coefficient=[1.0] * len(per_kind[k]) + [-float(kinds_[k].want)],
                                  lower_bound=0.0, upper_bound=0.0)
         model.constraint.add(var_index=[y[k] for k in ks], coefficient=[1.0] * len(ks), lower_bound=-math.inf, upper_bound=1.0)
-    response = mp.MPSolutionResponse()
-    pywraplp.Solver.SolveWithProto(request, response)
-    if response.status != mp.MPSOLVER_OPTIMAL:
-        # the weights span 1 to ~1e12 at 100 clusters and GLOP may give up on them (status
-        # ABNORMAL; issue 44: three of the benchmark's four 100-cluster fleets, whose exact phase
-        # then ran with no LP at all). Without GLOP's scaling of the problem it solves them
-        # (OR-Tools 9.12 `ortools/glop/parameters_pb2.pyi` L356-359, `use_scaling`); failing that, the same
-        # order one level at a time, each level's optimum kept as a row
-        request.solver_specific_parameters = "use_scaling: false"
+    # the weights span 1 to ~1e12 on large fleets and GLOP, scaling the problem, may give up on
+    # them (status ABNORMAL; issue 44: 5 of the benchmark's 24 fleets of 20-100 clusters, whose
+    # exact phase then ran with no LP at all). Without its scaling it solves them, in about the
+    # same time where scaling works too (OR-Tools 9.12 `ortools/glop/parameters_pb2.pyi` L356-359,
+    # `use_scaling`), so a large model starts there; either way the other is tried next, then the
+    # same order one level at a time, each level's optimum kept as a row. Small models keep GLOP's
+    # defaults (the plans they give are unchanged)
+    tries = ("", "use_scaling: false") if len(spots_) <= SMALL else ("use_scaling: false", "")
+    for params in tries:
+        request.solver_specific_parameters = params
         response = mp.MPSolutionResponse()
         pywraplp.Solver.SolveWithProto(request, response)
-        if response.status != mp.MPSOLVER_OPTIMAL:
-            request.solver_specific_parameters = ""
-            response = _by_levels(request, kinds_, spots_, srv, y)
+        if response.status == mp.MPSOLVER_OPTIMAL:
+            break
+    else:
+        request.solver_specific_parameters = ""
+        response = _by_levels(request, kinds_, spots_, srv, y)
     if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
     return list(response.variable_value)[:len(spots_)]
