@@ -272,7 +272,16 @@ def _by_levels(request, kinds_, spots_, srv: dict, y: dict):
     return response
 
 
-def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
+def _order(memo: dict | None, name, idx, key) -> list[int]:
+    """`idx` sorted by `key`, once per `name` for the starts that share `memo` (same spots and values)."""
+    if memo is None:
+        return sorted(idx, key=key)
+    if name not in memo:
+        memo[name] = sorted(idx, key=key)
+    return memo[name]
+
+
+def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | None = None) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
     on the spots the LP used most fractionally, then on the lowest quality cost."""
@@ -289,7 +298,8 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
         if values[i] >= 1 - EPS:
             put(i, int(values[i] + EPS))
     size = [sum(s.need.values()) for s in spots_]
-    order = {t: sorted(mine, key=lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+    order = {t: _order(memo, ("largest", t), mine,
+                       lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
              for t, mine in by_tier.items()}
     for tier in sorted(by_tier, reverse=True):                  # up to the floors
         target = floors.get(tier, 0)
@@ -305,7 +315,8 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     return counts
 
 
-def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False) -> list[int]:
+def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False,
+                  memo: dict | None = None) -> list[int]:
     """An integer solution built one tier at a time, highest first: the tier's LP counts rounded
     down, then topped up to the tier's LP total (or its floor, if higher) on the spots the LP used
     most fractionally, before any lower tier takes room; then every tier topped up, largest
@@ -320,7 +331,8 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
         by_tier[kinds_[s.kind].priority].append(i)
     size = [sum(s.need.values()) for s in spots_]
     frac = [v - int(v + EPS) for v in values]
-    order = {t: sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)) for t, mine in by_tier.items()}
+    order = {t: _order(memo, ("fraction", t), mine, lambda i: (-frac[i], -size[i], spots_[i].cost, i))
+             for t, mine in by_tier.items()}
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
     have = {}
 
@@ -338,13 +350,14 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
         for tier in sorted(by_tier, reverse=True):
             top_up(tier, lp[tier])
     for tier in sorted(by_tier, reverse=True):
-        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+        for i in _order(memo, ("largest", tier), by_tier[tier], lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
             if room[spots_[i].kind]:
                 put(i, room[spots_[i].kind])
     return counts
 
 
-def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: dict[int, int]) -> list[int]:
+def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: dict[int, int],
+                 memo: dict | None = None) -> list[int]:
     """Served first, one tier at a time, highest first, in two rounds: first every tier only up to
     its floors (`served` deployments, then `floors` replicas: the fast path's), so a higher tier
     does not take the room a lower one needs to stay as good; then every tier serves all it can
@@ -367,14 +380,14 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     def serve(tier, goal):
         done = sum(min(placed[k], kinds_[k].fresh) for k in fresh[tier])
         for k in fresh[tier]:
-            for i in sorted(by_kind[k], key=lambda i: (-values[i], spots_[i].cost, i)):
+            for i in _order(memo, ("kind", k), by_kind[k], lambda i: (-values[i], spots_[i].cost, i)):
                 if done >= goal or placed[k] >= kinds_[k].fresh:
                     break
                 done += put(i, min(kinds_[k].fresh - placed[k], goal - done))
 
     def top_up(tier, goal):
         have = sum(placed[k] for k in by_kind if kinds_[k].priority == tier)
-        for i in sorted(by_tier[tier], key=lambda i: (-frac[i], -values[i], -size[i], spots_[i].cost, i)):
+        for i in _order(memo, ("most", tier), by_tier[tier], lambda i: (-frac[i], -values[i], -size[i], spots_[i].cost, i)):
             if have >= goal:
                 break
             have += put(i, goal - have)
@@ -386,7 +399,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
         serve(tier, sum(kinds_[k].fresh for k in fresh[tier]))
         top_up(tier, max(lp[tier], floors.get(tier, 0)))
     for tier in sorted(by_tier, reverse=True):
-        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+        for i in _order(memo, ("largest", tier), by_tier[tier], lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
             if room[spots_[i].kind]:
                 put(i, room[spots_[i].kind])
     return counts
@@ -574,10 +587,11 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     serving = _served(kinds_, spots_, fixed)
     to_serve = {t: max(0, n - serving[t]) for t, n in served.items()}
     vals = [values[i] for i in plain]
-    tries = [start(kinds_, sub, left, vals, rest), start_by_tier(kinds_, sub, left, vals, rest),
-             start_by_tier(kinds_, sub, left, vals, rest, floors_first=True),
+    memo = {}          # orders of the spots by the LP's values, sorted once for the starts that share them
+    tries = [start(kinds_, sub, left, vals, rest, memo), start_by_tier(kinds_, sub, left, vals, rest, memo=memo),
+             start_by_tier(kinds_, sub, left, vals, rest, floors_first=True, memo=memo),
              start(kinds_, sub, left, [float(fast[i]) for i in plain], rest),
-             start_served(kinds_, sub, left, vals, rest, to_serve), start_served(kinds_, sub, left, vals, {}, {})]
+             start_served(kinds_, sub, left, vals, rest, to_serve, memo), start_served(kinds_, sub, left, vals, {}, {}, memo)]
     out = []
     for counts in tries:
         full = list(fixed)

@@ -5,6 +5,7 @@ caller keeps a result only if it raises the objective. Deterministic: every choi
 order (spot index, size, quality cost)."""
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 
 
@@ -21,14 +22,17 @@ class Fill:
         """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
         s = self.spots[i]
         n = min(most, self.room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return 0
-            n = min(n, self.left[(s.cluster, p)] // m)
         if n <= 0:
             return 0
+        left, cluster = self.left, s.cluster
         for p, m in s.need.items():
-            self.left[(s.cluster, p)] -= n * m
+            fits = left[(cluster, p)] // m
+            if fits < n:
+                if fits <= 0:
+                    return 0
+                n = fits
+        for p, m in s.need.items():
+            left[(cluster, p)] -= n * m
         self.counts[i] += n
         self.room[s.kind] -= n
         self.placed[s.kind] += n
@@ -57,16 +61,35 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
         if n:
             for p in spots_[i].need:
                 held[(spots_[i].cluster, p)].add(i)
-    roomy_at: dict[int, tuple[int, list[int]]] = {}     # kind -> (epoch, its spots with room)
-    epoch = [0]                                         # bumped whenever a trade changes `left`
+    # per kind, its spots with room for one more replica, in index order; a trade changes `left`
+    # on a few pools only, so only the spots on those are looked at again
+    on_pool = defaultdict(list)
+    for i, s in enumerate(spots_):
+        for p in s.need:
+            on_pool[(s.cluster, p)].append(i)
+
+    def fits(t):
+        return all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())
+
+    roomy_of = {v: [t for t in mine if fits(t)] for v, mine in by_kind.items()}
+    is_roomy = [False] * len(spots_)
+    for mine in roomy_of.values():
+        for t in mine:
+            is_roomy[t] = True
 
     def roomy(v):
-        hit = roomy_at.get(v)
-        if hit is None or hit[0] != epoch[0]:
-            hit = (epoch[0], [t for t in by_kind[v]
-                              if all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())])
-            roomy_at[v] = hit
-        return hit[1]
+        return roomy_of[v]
+
+    def changed(pools):
+        for t in sorted({t for key in pools for t in on_pool[key]}):
+            now = fits(t)
+            if now != is_roomy[t]:
+                is_roomy[t] = now
+                mine = roomy_of[spots_[t].kind]
+                if now:
+                    bisect.insort(mine, t)
+                else:
+                    mine.pop(bisect.bisect_left(mine, t))
 
     def plan_for(k, i, extra=False):
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
@@ -126,10 +149,11 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                     if to is not None:
                         assert fill.put(to, 1) == 1
                 assert fill.put(i, 1) == 1
-                for t in {i, *(j for j, _ in moves), *(to for _, to in moves if to is not None)}:
+                touched = {i, *(j for j, _ in moves), *(to for _, to in moves if to is not None)}
+                for t in touched:
                     for p in spots_[t].need:
                         (held[(spots_[t].cluster, p)].add if fill.counts[t] else held[(spots_[t].cluster, p)].discard)(t)
-                epoch[0] += 1
+                changed({(spots_[t].cluster, p) for t in touched for p in spots_[t].need})
                 break
             else:
                 break
