@@ -13,9 +13,10 @@ relaxation's bound on replicas in total (whatever the tiers; no plan places more
 served per tier (critical, standard, low) by the final plan and by the reference; on how many
 fleets the final plan is at least as good as the reference under the objective (per tier, highest
 first: deployments served, then replicas); and how many deployments the reference serves that the
-final plan does not (at equal counts per tier, a swap: another deployment of the tier is served
-instead). The reference has no per-tier floor, so the final plan (never worse in a tier than the
-fast path) may do better in a lower tier than a proven reference, or worse in a higher one.
+final plan does not, and how many of those are swaps (on a fleet where the final plan serves as
+many deployments of every tier, another deployment of the tier is served instead). The
+reference has no per-tier floor, so the final plan (never worse in a tier than the fast path) may
+do better in a lower tier than a proven reference, or worse in a higher one.
 
 The reference keeps every feasible solution through presolve: otherwise presolve may drop the
 hint as dominated and the reference end below the plan it started from. At 80-100 mixed clusters
@@ -28,6 +29,7 @@ leaves little search and may give no answer at all; a row names the fleets it le
     python benchmarks/quality.py --no-reference     # ours and the fast path only
     python benchmarks/quality.py --hint fast        # the reference starts from the fast path's fill
     python benchmarks/quality.py --sizes 80,100 --families mixed --no-small --reference-budget 60
+    python benchmarks/quality.py --sizes 30 --families mixed --no-small --fleet 0   # one fleet
 """
 from __future__ import annotations
 
@@ -184,6 +186,7 @@ def row(label, cases, ref_budget, hint_from="final"):
     wall = cpu = ref_wall = worst_wall = worst_cpu = 0.0
     ours_vs, refs, bounds, ratios, proven = 0, 0, 0, [], 0
     served_ours, served_ref, starved, at_least = Counter(), Counter(), 0, 0
+    swapped = 0       # of `starved`, on fleets where the final plan serves as many or more in every tier
     for demands, clusters in cases:
         wanted += sum(d.replicas for d in demands)
         first = measure(demands, clusters, "off")
@@ -207,6 +210,8 @@ def row(label, cases, ref_budget, hint_from="final"):
                 served_ref.update(dict(zip(TIERS, b[::2])))
                 at_least += a >= b
                 starved += len(theirs - set(mine))
+                if all(x >= y for x, y in zip(a[::2], b[::2])):
+                    swapped += len(theirs - set(mine))
     k = len(cases)
     # a fleet the reference gave no answer for within its budget (model, presolve and search) is
     # unchecked, and the row says so rather than counting it as met
@@ -215,7 +220,11 @@ def row(label, cases, ref_budget, hint_from="final"):
     if ratios:
         vs = f"{ours_vs / refs:.1%} (worst {min(ratios):.1%})"
         tiers = ", ".join(f"{served_ours[t]}/{served_ref[t]}" for t in TIERS)
-        ref = f"{refs} ({proven}/{len(ratios)} proven{unanswered}) | {tiers} | {at_least}/{len(ratios)} | {starved} | " \
+        # a deployment the reference serves and the final plan does not is a swap where the final
+        # plan serves as many of every tier on that fleet (another of the tier instead): the set
+        # check fails, the count per tier does not, and the row says which
+        swaps = f" ({swapped} swapped: as many served per tier)" if swapped else ""
+        ref = f"{refs} ({proven}/{len(ratios)} proven{unanswered}) | {tiers} | {at_least}/{len(ratios)} | {starved}{swaps} | " \
               f"{bounds} | {ref_wall / k:.1f} s"
     elif ref_budget:
         vs, ref = "-", f"no reference solution in {ref_budget:g} s | - | - | - | {bounds} | {ref_wall / k:.1f} s"
@@ -236,6 +245,7 @@ def main():
     ap.add_argument("--families", choices=("both", "mixed", "pd"), default="both",
                     help="the larger fleets: mixed deployments, P/D pairs, or both")
     ap.add_argument("--no-small", action="store_true", help="skip the 60 small fleets")
+    ap.add_argument("--fleet", type=int, help="only this fleet (0 to --seeds - 1) of each larger row")
     args = ap.parse_args()
     budget = None if args.no_reference else args.reference_budget
     print("| fleets | replicas wanted | fast path placed | final plan placed | final / reference | reference placed "
@@ -248,9 +258,11 @@ def main():
         row("60 small (2-6 clusters)", small, budget and min(budget, 5.0), args.hint)
     for disaggregated in {"both": (False, True), "mixed": (False,), "pd": (True,)}[args.families]:
         for n in map(int, args.sizes.split(",")):
+            seeds = range(args.seeds) if args.fleet is None else (args.fleet,)
             cases = [fleet(10_000 * disaggregated + 100 * n + s, (n, n), (1, 5), nodes=(1, 16), disaggregated=disaggregated)
-                     for s in range(args.seeds)]
-            label = f"{n} clusters" + (", P/D pairs, 2-node decode" if disaggregated else "") + f" x {args.seeds}"
+                     for s in seeds]
+            label = f"{n} clusters" + (", P/D pairs, 2-node decode" if disaggregated else "") \
+                + (f" x {args.seeds}" if args.fleet is None else f", fleet {args.fleet}")
             row(label, cases, budget, args.hint)
     # unchanged inputs give byte-identical plans
     demands, clusters = fleet(3000, (30, 30), (1, 5), nodes=(1, 16))

@@ -52,6 +52,7 @@ PLACE, POLISH = 2 / 3, 1 / 3          # of the budget: served and replicas per t
 # 1-4 standard deployments short of the reference in the same budget (issue 44)
 LINEAR = 2
 WIDE = 2 ** 62                       # a weighted objective stays below this (int64 with room), else levels split
+HUGE = 10_000                        # models above this many counts solve their LP unscaled first (relax)
 SMALL = 700                          # models up to this many counts are solved whole, every level
 
 
@@ -206,14 +207,83 @@ def relax(kinds_, spots_, free) -> list[float]:
             model.constraint.add(var_index=[*per_kind[k], y[k]], coefficient=[1.0] * len(per_kind[k]) + [-float(kinds_[k].want)],
                                  lower_bound=0.0, upper_bound=0.0)
         model.constraint.add(var_index=[y[k] for k in ks], coefficient=[1.0] * len(ks), lower_bound=-math.inf, upper_bound=1.0)
-    response = mp.MPSolutionResponse()
-    pywraplp.Solver.SolveWithProto(request, response)
+    # the weights span 1 to ~1e12 on large fleets and GLOP, scaling the problem, may give up on
+    # them (status ABNORMAL; issue 44: 5 of the benchmark's 24 fleets of 20-100 clusters, whose
+    # exact phase then ran with no LP at all). Without its scaling it solves them (OR-Tools 9.12
+    # `ortools/glop/parameters_pb2.pyi` L356-359, `use_scaling`); failing that, the same order one
+    # level at a time, each level's optimum kept as a row. Above 10,000 counts (the benchmark's
+    # mixed fleets of 80-100 clusters, three of four of which GLOP gave up on) unscaled comes
+    # first, which saves the failed solve (0.06-0.09 s) and placed as many or more there; first
+    # on every model above 700 counts it found other optimal vertices, and two P/D fleets of
+    # 45-60 clusters then served one deployment fewer
+    for params in (("use_scaling: false", "") if len(spots_) > HUGE else ("", "use_scaling: false")):
+        request.solver_specific_parameters = params
+        response = mp.MPSolutionResponse()
+        pywraplp.Solver.SolveWithProto(request, response)
+        if response.status == mp.MPSOLVER_OPTIMAL:
+            break
+    else:
+        request.solver_specific_parameters = ""
+        response = _by_levels(request, kinds_, spots_, srv, y)
     if response.status != mp.MPSOLVER_OPTIMAL:
         return [0.0] * len(spots_)
     return list(response.variable_value)[:len(spots_)]
 
 
-def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
+def _by_levels(request, kinds_, spots_, srv: dict, y: dict):
+    """The relaxation lexicographically, one GLOP solve per level (per tier, highest first:
+    deployments served, then replicas): each level maximised with coefficients 0 and 1 (a group's
+    units), then held at its optimum less a tolerance. Variables: the spots', then `srv` and `y`
+    (kind -> its served or group variable's index)."""
+    from ortools.linear_solver import linear_solver_pb2 as mp
+    from ortools.linear_solver import pywraplp
+
+    model = request.model
+    kind_of = [None] * len(model.variable)
+    for k, j in srv.items():
+        kind_of[j] = ("served", k)
+    for k, j in y.items():
+        kind_of[j] = ("group", k)
+    response = mp.MPSolutionResponse()
+    for t in sorted({k.priority for k in kinds_}, reverse=True):
+        for level in ("served", "replicas"):
+            coefs = []
+            for j in range(len(model.variable)):
+                tag = kind_of[j]
+                if tag is None:
+                    k = spots_[j].kind
+                    c = 1.0 if level == "replicas" and not kinds_[k].group and kinds_[k].priority == t else 0.0
+                else:
+                    k = tag[1]
+                    c = 0.0
+                    if kinds_[k].priority == t:
+                        c = 1.0 if level == "served" else float(kinds_[k].units if tag[0] == "group" else 0)
+                coefs.append(c)
+            if not any(coefs):
+                continue
+            for v, c in zip(model.variable, coefs):
+                v.objective_coefficient = c
+            response = mp.MPSolutionResponse()
+            pywraplp.Solver.SolveWithProto(request, response)
+            if response.status != mp.MPSOLVER_OPTIMAL:
+                return response
+            best = response.objective_value
+            idx = [j for j, c in enumerate(coefs) if c]
+            model.constraint.add(var_index=idx, coefficient=[coefs[j] for j in idx],
+                                 lower_bound=best - EPS * max(1.0, abs(best)), upper_bound=math.inf)
+    return response
+
+
+def _order(memo: dict | None, name, idx, key) -> list[int]:
+    """`idx` sorted by `key`, once per `name` for the starts that share `memo` (same spots and values)."""
+    if memo is None:
+        return sorted(idx, key=key)
+    if name not in memo:
+        memo[name] = sorted(idx, key=key)
+    return memo[name]
+
+
+def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | None = None) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
     on the spots the LP used most fractionally, then on the lowest quality cost."""
@@ -230,7 +300,8 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
         if values[i] >= 1 - EPS:
             put(i, int(values[i] + EPS))
     size = [sum(s.need.values()) for s in spots_]
-    order = {t: sorted(mine, key=lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+    order = {t: _order(memo, ("largest", t), mine,
+                       lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
              for t, mine in by_tier.items()}
     for tier in sorted(by_tier, reverse=True):                  # up to the floors
         target = floors.get(tier, 0)
@@ -246,7 +317,8 @@ def start(kinds_, spots_, free, values, floors: dict[int, int]) -> list[int]:
     return counts
 
 
-def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False) -> list[int]:
+def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_first: bool = False,
+                  memo: dict | None = None) -> list[int]:
     """An integer solution built one tier at a time, highest first: the tier's LP counts rounded
     down, then topped up to the tier's LP total (or its floor, if higher) on the spots the LP used
     most fractionally, before any lower tier takes room; then every tier topped up, largest
@@ -261,7 +333,8 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
         by_tier[kinds_[s.kind].priority].append(i)
     size = [sum(s.need.values()) for s in spots_]
     frac = [v - int(v + EPS) for v in values]
-    order = {t: sorted(mine, key=lambda i: (-frac[i], -size[i], spots_[i].cost, i)) for t, mine in by_tier.items()}
+    order = {t: _order(memo, ("fraction", t), mine, lambda i: (-frac[i], -size[i], spots_[i].cost, i))
+             for t, mine in by_tier.items()}
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
     have = {}
 
@@ -279,13 +352,14 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
         for tier in sorted(by_tier, reverse=True):
             top_up(tier, lp[tier])
     for tier in sorted(by_tier, reverse=True):
-        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+        for i in _order(memo, ("largest", tier), by_tier[tier], lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
             if room[spots_[i].kind]:
                 put(i, room[spots_[i].kind])
     return counts
 
 
-def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: dict[int, int]) -> list[int]:
+def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: dict[int, int],
+                 memo: dict | None = None) -> list[int]:
     """Served first, one tier at a time, highest first, in two rounds: first every tier only up to
     its floors (`served` deployments, then `floors` replicas: the fast path's), so a higher tier
     does not take the room a lower one needs to stay as good; then every tier serves all it can
@@ -308,14 +382,14 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     def serve(tier, goal):
         done = sum(min(placed[k], kinds_[k].fresh) for k in fresh[tier])
         for k in fresh[tier]:
-            for i in sorted(by_kind[k], key=lambda i: (-values[i], spots_[i].cost, i)):
+            for i in _order(memo, ("kind", k), by_kind[k], lambda i: (-values[i], spots_[i].cost, i)):
                 if done >= goal or placed[k] >= kinds_[k].fresh:
                     break
                 done += put(i, min(kinds_[k].fresh - placed[k], goal - done))
 
     def top_up(tier, goal):
         have = sum(placed[k] for k in by_kind if kinds_[k].priority == tier)
-        for i in sorted(by_tier[tier], key=lambda i: (-frac[i], -values[i], -size[i], spots_[i].cost, i)):
+        for i in _order(memo, ("most", tier), by_tier[tier], lambda i: (-frac[i], -values[i], -size[i], spots_[i].cost, i)):
             if have >= goal:
                 break
             have += put(i, goal - have)
@@ -327,7 +401,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
         serve(tier, sum(kinds_[k].fresh for k in fresh[tier]))
         top_up(tier, max(lp[tier], floors.get(tier, 0)))
     for tier in sorted(by_tier, reverse=True):
-        for i in sorted(by_tier[tier], key=lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
+        for i in _order(memo, ("largest", tier), by_tier[tier], lambda i: (-size[i], -frac[i], spots_[i].cost, i)):
             if room[spots_[i].kind]:
                 put(i, room[spots_[i].kind])
     return counts
@@ -339,7 +413,8 @@ def _served(kinds_, spots_, counts) -> Counter:
     serves its deployment when placed whole."""
     per_kind, out = Counter(), Counter()
     for s, n in zip(spots_, counts):
-        per_kind[s.kind] += n
+        if n:
+            per_kind[s.kind] += n
     for k, n in per_kind.items():
         kind = kinds_[k]
         out[kind.priority] += int(n == kind.want) if kind.group else min(n, kind.fresh)
@@ -365,8 +440,8 @@ def _rank(kinds_, spots_, counts) -> tuple:
     """Per tier (highest first) deployments served, then replicas; then GPUs, then a group's cost
     (lower): larger is better."""
     per, srv = _tiers(kinds_, spots_, counts), _served(kinds_, spots_, counts)
-    gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts) if not kinds_[s.kind].group)
-    price = sum(s.price * n for s, n in zip(spots_, counts))
+    gpus = sum(kinds_[s.kind].gpus * n for s, n in zip(spots_, counts) if n and not kinds_[s.kind].group)
+    price = sum(s.price * n for s, n in zip(spots_, counts) if n)
     return (*(x for t in sorted({k.priority for k in kinds_}, reverse=True) for x in (srv[t], per[t])), gpus, -price)
 
 
@@ -515,10 +590,11 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     serving = _served(kinds_, spots_, fixed)
     to_serve = {t: max(0, n - serving[t]) for t, n in served.items()}
     vals = [values[i] for i in plain]
-    tries = [start(kinds_, sub, left, vals, rest), start_by_tier(kinds_, sub, left, vals, rest),
-             start_by_tier(kinds_, sub, left, vals, rest, floors_first=True),
+    memo = {}          # orders of the spots by the LP's values, sorted once for the starts that share them
+    tries = [start(kinds_, sub, left, vals, rest, memo), start_by_tier(kinds_, sub, left, vals, rest, memo=memo),
+             start_by_tier(kinds_, sub, left, vals, rest, floors_first=True, memo=memo),
              start(kinds_, sub, left, [float(fast[i]) for i in plain], rest),
-             start_served(kinds_, sub, left, vals, rest, to_serve), start_served(kinds_, sub, left, vals, {}, {})]
+             start_served(kinds_, sub, left, vals, rest, to_serve, memo), start_served(kinds_, sub, left, vals, {}, {}, memo)]
     out = []
     for counts in tries:
         full = list(fixed)

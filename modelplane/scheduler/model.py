@@ -1,6 +1,7 @@
 """Plain, immutable scheduler inputs and outputs (no pydantic, no Pulumi)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -38,6 +39,7 @@ def gpu_slot(gpus: int, per_node: int) -> int:
     return size if size >= gpus else per_node
 
 
+@functools.lru_cache(maxsize=4096)     # called per role and pool in every Score and model: pure, few distinct inputs
 def need(nodes: int, gpus_per_node: int, nodes_per_worker: int, per_node: int) -> int:
     """GPUs of a pool (nodes of `per_node` GPUs) that `nodes` node slices of `gpus_per_node` GPUs
     take: a multi-node worker takes whole nodes; a worker within a node takes its slot and shares
@@ -125,7 +127,7 @@ class Role:
 
     def need(self, pool: "Pool") -> int:
         """GPUs of `pool` this role takes (its capacity unit; see `need`)."""
-        return need(self.nodes, self.gpus_per_node, self.nodes_per_worker, pool.gpus_per_node)
+        return need(self.workers * self.nodes_per_worker, self.gpus_per_node, self.nodes_per_worker, pool.gpus_per_node)
 
 
 @dataclass(frozen=True)

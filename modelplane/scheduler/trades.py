@@ -5,6 +5,7 @@ caller keeps a result only if it raises the objective. Deterministic: every choi
 order (spot index, size, quality cost)."""
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 
 
@@ -21,14 +22,17 @@ class Fill:
         """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
         s = self.spots[i]
         n = min(most, self.room[s.kind])
-        for p, m in s.need.items():
-            if n <= 0:
-                return 0
-            n = min(n, self.left[(s.cluster, p)] // m)
         if n <= 0:
             return 0
+        left, cluster = self.left, s.cluster
         for p, m in s.need.items():
-            self.left[(s.cluster, p)] -= n * m
+            fits = left[(cluster, p)] // m
+            if fits < n:
+                if fits <= 0:
+                    return 0
+                n = fits
+        for p, m in s.need.items():
+            left[(cluster, p)] -= n * m
         self.counts[i] += n
         self.room[s.kind] -= n
         self.placed[s.kind] += n
@@ -39,39 +43,64 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     """Each deployment still unserved given a replica on a spot whose pools are made to hold it:
     replicas there move to another spot of their kind with room (nothing lost), else are taken
     off if worth less (a lower tier's, or its own tier's beyond each deployment's first: a tier's
-    deployments served outrank its replicas). Tier by tier, highest first, smallest replicas
-    first. What is taken off is placed again where room allows (`fill_room`, after)."""
+    deployments served outrank its replicas). Then each kind with replicas still missing gets
+    more the same way, giving up only a lower tier's (a replica for a replica of its own tier
+    gains nothing). Tier by tier, highest first, smallest replicas first. What is taken off is
+    placed again where room allows (`fill_room`, after)."""
     fill = Fill(kinds_, spots_, free)
     for i, n in enumerate(counts):
         if n:
             fill.put(i, n)
-    on_pool, by_kind = defaultdict(list), defaultdict(list)
+    by_kind = defaultdict(list)
     for i, s in enumerate(spots_):
         by_kind[s.kind].append(i)
-        for p in s.need:
-            on_pool[(s.cluster, p)].append(i)
     size = [sum(s.need.values()) for s in spots_]
     left = fill.left
-    roomy_at: dict[int, tuple[int, list[int]]] = {}     # kind -> (epoch, its spots with room)
-    epoch = [0]                                         # bumped whenever a trade changes `left`
+    held = defaultdict(set)                             # (cluster, pool) -> its spots with replicas on
+    for i, n in enumerate(fill.counts):
+        if n:
+            for p in spots_[i].need:
+                held[(spots_[i].cluster, p)].add(i)
+    # per kind, its spots with room for one more replica, in index order; a trade changes `left`
+    # on a few pools only, so only the spots on those are looked at again
+    on_pool = defaultdict(list)
+    for i, s in enumerate(spots_):
+        for p in s.need:
+            on_pool[(s.cluster, p)].append(i)
+
+    def fits(t):
+        return all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())
+
+    roomy_of = {v: [t for t in mine if fits(t)] for v, mine in by_kind.items()}
+    is_roomy = [False] * len(spots_)
+    for mine in roomy_of.values():
+        for t in mine:
+            is_roomy[t] = True
 
     def roomy(v):
-        hit = roomy_at.get(v)
-        if hit is None or hit[0] != epoch[0]:
-            hit = (epoch[0], [t for t in by_kind[v]
-                              if all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())])
-            roomy_at[v] = hit
-        return hit[1]
+        return roomy_of[v]
 
-    def plan_for(k, i):
-        """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None."""
+    def changed(pools):
+        for t in sorted({t for key in pools for t in on_pool[key]}):
+            now = fits(t)
+            if now != is_roomy[t]:
+                is_roomy[t] = now
+                mine = roomy_of[spots_[t].kind]
+                if now:
+                    bisect.insort(mine, t)
+                else:
+                    mine.pop(bisect.bisect_left(mine, t))
+
+    def plan_for(k, i, extra=False):
+        """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
+        `extra`: the replica is not a deployment's first, so only a lower tier's is given up."""
         s, tier = spots_[i], kinds_[k].priority
         mine = {(s.cluster, p) for p in s.need}
         short = {p: m - left[(s.cluster, p)] for p, m in s.need.items()}
         if all(v <= 0 for v in short.values()):
             return []
         moves, off, fewer, into = [], Counter(), Counter(), Counter()
-        cands = sorted({j for p in s.need for j in on_pool[(s.cluster, p)] if fill.counts[j] and j != i},
+        cands = sorted({j for p in s.need for j in held[(s.cluster, p)] if j != i},
                        key=lambda j: (kinds_[spots_[j].kind].priority, -size[j], j))
         for j in cands:
             v = spots_[j].kind
@@ -84,7 +113,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                                    and left[(spots_[t].cluster, p)] - into[(spots_[t].cluster, p)] >= m
                                    for p, m in spots_[t].need.items())), None)
                 if to is None:
-                    if kinds_[v].priority > tier or v == k:
+                    if kinds_[v].priority > tier or v == k or (extra and kinds_[v].priority == tier):
                         break
                     if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
                         break
@@ -101,31 +130,42 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                     return moves
         return None
 
+    def trade(k, goal, extra=False):
+        """Trades that give kind k replicas on its spots, smallest first, up to `goal` placed."""
+        order = sorted(by_kind[k], key=lambda i: (size[i], spots_[i].cost, i))
+        while fill.placed[k] < goal and fill.room[k] > 0:
+            for i in order:
+                moves = plan_for(k, i, extra)
+                if moves is None:
+                    continue
+                for j, to in moves:
+                    s = spots_[j]
+                    for p, m in s.need.items():
+                        left[(s.cluster, p)] += m
+                    fill.counts[j] -= 1
+                    fill.room[s.kind] += 1
+                    fill.placed[s.kind] -= 1
+                for j, to in moves:
+                    if to is not None:
+                        assert fill.put(to, 1) == 1
+                assert fill.put(i, 1) == 1
+                touched = {i, *(j for j, _ in moves), *(to for _, to in moves if to is not None)}
+                for t in touched:
+                    for p in spots_[t].need:
+                        (held[(spots_[t].cluster, p)].add if fill.counts[t] else held[(spots_[t].cluster, p)].discard)(t)
+                changed({(spots_[t].cluster, p) for t in touched for p in spots_[t].need})
+                break
+            else:
+                break
+
     for tier in sorted({k.priority for k in kinds_}, reverse=True):
-        fresh = sorted((k for k, kind in enumerate(kinds_) if kind.priority == tier and kind.fresh and not kind.group),
-                       key=lambda k: (kinds_[k].gpus, k))
-        for k in fresh:
-            order = sorted(by_kind[k], key=lambda i: (size[i], spots_[i].cost, i))
-            while fill.placed[k] < kinds_[k].fresh and fill.room[k] > 0:
-                for i in order:
-                    moves = plan_for(k, i)
-                    if moves is None:
-                        continue
-                    for j, to in moves:
-                        s = spots_[j]
-                        for p, m in s.need.items():
-                            left[(s.cluster, p)] += m
-                        fill.counts[j] -= 1
-                        fill.room[s.kind] += 1
-                        fill.placed[s.kind] -= 1
-                    for j, to in moves:
-                        if to is not None:
-                            assert fill.put(to, 1) == 1
-                    assert fill.put(i, 1) == 1
-                    epoch[0] += 1
-                    break
-                else:
-                    break
+        mine = sorted((k for k, kind in enumerate(kinds_) if kind.priority == tier and not kind.group),
+                      key=lambda k: (kinds_[k].gpus, k))
+        for k in mine:
+            if kinds_[k].fresh:
+                trade(k, kinds_[k].fresh)
+        for k in mine:
+            trade(k, kinds_[k].want, extra=True)
     return fill.counts
 
 
