@@ -10,6 +10,7 @@ the way a preview under the offline mocks would, without the SDK.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 
@@ -73,8 +74,9 @@ class Node:
     outputs: dict | None = None        # what a component registers (register_outputs)
     cluster: str = ""                  # the cluster a Kubernetes object belongs to
 
-    @property
+    @cached_property
     def key(self) -> str:
+        # made once: a node's type and name never change, and the graph's passes ask for it often
         return key_of(self.type, self.name)
 
 

@@ -203,6 +203,8 @@ def _dependencies_first(graph: Graph) -> None:
     materialiser resolves a dependency by the node registered before it); nodes already in order
     keep their places."""
     nodes, placed, order = graph.nodes, set(), []
+    if _in_order(nodes):
+        return
 
     def place(node: Node) -> None:
         placed.add(node.key)
@@ -215,6 +217,19 @@ def _dependencies_first(graph: Graph) -> None:
         if node.key not in placed:
             place(node)
     graph.nodes = {n.key: n for n in order}
+
+
+def _in_order(nodes: dict) -> bool:
+    """Every node already after its parent, provider and dependencies (the common case: then the
+    pass would only rebuild the same order)."""
+    at = {key: i for i, key in enumerate(nodes)}.get
+    for i, node in enumerate(nodes.values()):
+        if at(node.parent, -1) > i or at(node.provider, -1) > i:
+            return False
+        for k in node.depends_on:
+            if at(k, -1) > i:
+                return False
+    return True
 
 
 def await_pools(graph: Graph, named: dict | None = None) -> None:
