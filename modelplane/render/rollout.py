@@ -77,6 +77,8 @@ def workloads(graph: Graph) -> dict[tuple[str, str, int], list[str]]:
 
 
 def _after(node: Node, keys) -> None:
+    if not keys:            # most nodes of a pass gain nothing
+        return
     node.depends_on = tuple(dict.fromkeys([*node.depends_on, *(k for k in keys if k != node.key)]))
 
 
@@ -311,8 +313,10 @@ def await_children(graph: Graph) -> None:
     order: list[Node] = []
     for node in graph:
         order.append(node)
+        if node.inputs.get("kind") != "LLMInferenceService":
+            continue
         lbls = _labels(node)
-        if node.inputs.get("kind") != "LLMInferenceService" or DEPLOYMENT not in lbls or REPLICA not in lbls:
+        if DEPLOYMENT not in lbls or REPLICA not in lbls:
             continue
         meta, spec = node.inputs["metadata"], node.inputs.get("spec") or {}
         digest = None
