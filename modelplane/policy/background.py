@@ -11,7 +11,7 @@ verdicts are sorted as the analyzer sorts them. Same verdicts, same bytes
 
 Where forking is not sound or not worth it the rules run in-process, as before: not Linux
 (macOS's system libraries are not fork-safe), `MODELPLANE_JOBS=1`, one usable core, a plan
-under `FORK_FROM` resources (a fork costs a few milliseconds), or props holding a NaN or an
+under `FORK_FROM` resources (below it the fork costs what it saves), or props holding a NaN or an
 infinity (the pack fails on them: that error comes before any output). A child that fails for any
 reason (killed, out of memory, a bug in a rule) leaves the parent to run the rules itself, so an
 error surfaces as it always did, exit 3; only `--json` has by then written the document's other
@@ -24,7 +24,11 @@ import pickle
 import signal
 import sys
 
-FORK_FROM = 1500        # recorded resources; below it the gate takes well under 0.1 s
+# Recorded resources from which a fork pays on a 2-core machine: at 4,975 it did not (median of 9
+# whole commands 1.63 s forked, 1.56 s not: the copy-on-write faults, the second process's
+# props and a core shared with its sibling cost what the overlap saved); at 26,342 it did (4.97 s
+# against 6.01 s). docs/performance.md.
+FORK_FROM = 10_000
 
 
 def _cores() -> int:
