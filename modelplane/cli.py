@@ -467,7 +467,7 @@ def _operate(operation: str, stacks: tuple[str, ...], env: str | None, backend: 
             _refuse(exc)
     if not names:
         _fail(f"name the stacks to {operation}, or an environment with --env ENV (its apps stack and fleet)")
-    sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out, errors=err))
+    sys.exit(run_command(operation, names, backend, parallel, policy_config, console=out.rich(), errors=err.rich()))
 
 
 for _op in ("preview", "up", "destroy", "refresh"):

@@ -18,14 +18,24 @@ class _Console:
     def __init__(self, stderr: bool):
         self._stderr, self._made = stderr, None
 
-    def __getattr__(self, name):
+    def rich(self):
+        """The Console itself, for what rich takes as one (Live, Progress: `with console:`)."""
         made = self.__dict__.get("_made")
         if made is None:
             from rich.console import Console
 
             made = self._made = Console(stderr=True, highlight=False, soft_wrap=True) if self._stderr else \
                 Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-        return getattr(made, name)
+        return made
+
+    def __getattr__(self, name):
+        return getattr(self.rich(), name)
+
+    def __enter__(self):        # special methods are looked up on the type, never through __getattr__
+        return self.rich().__enter__()
+
+    def __exit__(self, *exc):
+        return self.rich().__exit__(*exc)
 
 
 out = _Console(stderr=False)

@@ -33,3 +33,18 @@ def test_other_commands_exit_as_usual():
     done = _process("--version")
     assert done.returncode == 0 and done.stdout.startswith("modelplane ")
     assert _process("plan").returncode == 2          # usage: click's own exit
+
+
+def test_the_lazy_consoles_are_rich_consoles_where_rich_needs_one():
+    """`out`/`err` make their rich Console on first use; rich's Live enters its console
+    (`with console:`), which the e2e `up` hit before the console was handed over whole."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from modelplane.console import err, out
+
+    assert isinstance(out.rich(), Console) and out.rich() is out.rich() and err.rich().stderr
+    with err:
+        pass
+    with Live(console=out.rich(), auto_refresh=False, transient=True):
+        pass
