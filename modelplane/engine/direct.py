@@ -83,7 +83,7 @@ class Resolver:
         self.expansions: dict[str, frozenset[str]] = {}     # component key -> its resources' URNs so far
         self.grown = 0              # how many times an expansion was dropped (a component gained a child)
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
-        self.given: dict[str, tuple[dict, dict]] = {}     # URN -> (recorded inputs, the plain inputs given)
+        self.plain: set[str] = set()      # URNs whose inputs are recorded as given (`records`)
 
     # -- names -----------------------------------------------------------------------------
     def urn(self, key: str) -> str:
@@ -278,7 +278,7 @@ class Resolver:
                 given = {k: v for k, v in inputs.items() if v is not None}
                 if _plain(given):   # recorded as given (module docstring); the report writes it as is
                     record.inputs = given
-                    self.given[urn] = (given, given)
+                    self.plain.add(urn)
                 else:
                     found: set[str] = set()
                     record.inputs = self.wire(given, found)
@@ -312,4 +312,5 @@ def run(stack: str, config_file: Path | None = None, previous: list[dict] | None
                      locate=lambda p: src.line(("config", *p)))
     resolver = Resolver(built.graph, stack, references)
     records = resolver.records()
-    return OfflineRun(stack, built.result, records, tuple(exclude), finite=resolver.finite, given=resolver.given)
+    return OfflineRun(stack, built.result, records, tuple(exclude), finite=resolver.finite,
+                      plain=frozenset(resolver.plain))

@@ -83,6 +83,6 @@ class OfflineRun:
     records: list[Record]
     lost: tuple[str, ...] = ()      # clusters planned without (what-if)
     finite: bool = False            # every number in the records is finite (the direct engine checks)
-    # URN -> (its record's inputs, the inputs the direct engine was given) where those are plain JSON
-    # with integers: what the report writes for them (output/report.py manifest_of)
-    given: dict = field(default_factory=dict, repr=False, compare=False)
+    # URNs whose record holds its inputs as the direct engine was given them, plain JSON with
+    # integers: what the report writes for them as they are (output/report.py manifest_of)
+    plain: frozenset = field(default=frozenset(), repr=False, compare=False)

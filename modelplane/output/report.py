@@ -149,9 +149,8 @@ def document(run: OfflineRun, violations: list[dict]) -> dict:
         if owner:
             item["deployment"], item["replica"] = owner
         # what the next plan compares against (`plan --previous`): digests, never the values
-        given = run.given.get(r.urn)
-        plain = given is not None and given[0] is r.inputs        # manifest_of: the plain inputs given
-        item["digest"], item["fieldDigests"] = digests(given[1] if plain else manifest_of(run, r), same, plain)
+        plain = r.urn in run.plain          # the inputs as given: no float (changes.floatless)
+        item["digest"], item["fieldDigests"] = digests(manifest_of(run, r), same, plain)
         resources.append(item)
     resources.sort(key=lambda i: (i.get("cluster", ""), i["type"], i["name"]))
     plan = run.result.plan
@@ -431,12 +430,9 @@ def manifest(r) -> dict:
 
 
 def manifest_of(run: OfflineRun, r) -> dict:
-    """`manifest(r)`; for inputs the direct engine was given as plain JSON with integers
-    (engine/direct.py `wire`), that is what it was given: no second pass over them."""
-    given = run.given.get(r.urn)
-    if given is not None and given[0] is r.inputs:
-        return given[1]
-    return _ints(r.inputs)
+    """`manifest(r)`; inputs the direct engine recorded as given (plain JSON with integers,
+    engine/direct.py) are that already: no second pass over them."""
+    return r.inputs if r.urn in run.plain else _ints(r.inputs)
 
 
 def to_json(doc: dict) -> str:

@@ -12,11 +12,15 @@ from collections import Counter, defaultdict
 class Fill:
     """Whole replicas put on spots against the free GPUs per (cluster, pool) and each kind's room."""
 
-    def __init__(self, kinds_, spots_, free):
+    def __init__(self, kinds_, spots_, free, holding=()):
+        """`holding`: replicas per spot a solution already has, put first."""
         self.spots, self.left = spots_, dict(free)
         self.counts = [0] * len(spots_)
         self.room = [k.want for k in kinds_]
         self.placed = Counter()
+        for i, n in enumerate(holding):
+            if n:
+                self.put(i, n)
 
     def put(self, i, most) -> int:
         """Up to `most` replicas on spot `i`, as many as fit; how many were put."""
@@ -47,10 +51,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     more the same way, giving up only a lower tier's (a replica for a replica of its own tier
     gains nothing). Tier by tier, highest first, smallest replicas first. What is taken off is
     placed again where room allows (`fill_room`, after)."""
-    fill = Fill(kinds_, spots_, free)
-    for i, n in enumerate(counts):
-        if n:
-            fill.put(i, n)
+    fill = Fill(kinds_, spots_, free, counts)
     by_kind = defaultdict(list)
     for i, s in enumerate(spots_):
         by_kind[s.kind].append(i)
@@ -176,10 +177,7 @@ def fill_room(kinds_, spots_, free, counts) -> list[int]:
     room it frees elsewhere stayed empty (issue 44: at 60 clusters, deployments that fit left
     unserved). Adding only ever raises the objective; a sized deployment's candidate is placed
     whole or not at all, so it is left as it is."""
-    fill = Fill(kinds_, spots_, free)
-    for i, n in enumerate(counts):
-        if n:
-            fill.put(i, n)
+    fill = Fill(kinds_, spots_, free, counts)
     by_tier = defaultdict(list)
     for i, s in enumerate(spots_):
         if not kinds_[s.kind].group:
