@@ -24,11 +24,11 @@ import pickle
 import signal
 import sys
 
-# Recorded resources from which a fork pays on a 2-core machine: at 4,975 it did not (median of 9
-# whole commands 1.63 s forked, 1.56 s not: the copy-on-write faults, the second process's
-# props and a core shared with its sibling cost what the overlap saved); at 26,342 it did (4.97 s
-# against 6.01 s). docs/performance.md.
-FORK_FROM = 10_000
+# Recorded resources from which a fork pays on a 2-core machine (docs/performance.md, sixth pass):
+# at 1,878 and 4,975 it did (20 x 500: 1.54-1.59 s forked against 1.80-1.89 s, medians of 5 whole
+# commands, interleaved); at 849 forked and not were within the noise. An earlier measurement
+# (1.63 s forked, 1.56 s not, at 4,975) set 10,000; it did not repeat.
+FORK_FROM = 2_000
 
 
 def _cores() -> int:
