@@ -62,7 +62,7 @@ def test_the_dev_plan_loads_only_what_it_needs(tmp_path):
     # reads them: its selectors' outcomes are kept, so cel-python is not imported again
     assert _loaded(PURE_PLAN, tmp_path) == set()
     assert sorted(p.name.rsplit("-", 1)[0] for p in (tmp_path / "cache" / "modelplane").iterdir()) == \
-        ["cel-outcomes", "cel-parser", "secret-patterns"]
+        ["catalog", "cel-outcomes", "cel-parser", "secret-patterns"]
 
 
 CEL = """

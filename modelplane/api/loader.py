@@ -11,6 +11,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from ..errors import InputError, Problem, did_you_mean
+from . import catalog_cache
 from .base import Model
 from .collisions import check_names, check_objects
 from .catalog import CatalogFile, GpuDirectRecipe, InferenceClass, ModelFacts, Price
@@ -232,7 +233,11 @@ def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple
     user = [] if extra is None else [extra] if isinstance(extra, (str, Path)) else list(extra)
     key = _catalog_key(directory, user)
     if key is None or key not in _CATALOGS:
-        catalog = _load_catalog(directory, user)
+        catalog = catalog_cache.kept(key, Catalog) if key is not None else None
+        if catalog is None:
+            catalog = _load_catalog(directory, user)
+            if key is not None:
+                catalog_cache.keep(key, catalog)
         if key is not None:
             if len(_CATALOGS) >= 8:
                 _CATALOGS.clear()
