@@ -65,7 +65,9 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     # per kind, its spots with room for one more replica, in index order; a trade changes `left`
     # on a few pools only, so only the spots on those are looked at again
     on_pool = defaultdict(list)
+    same = defaultdict(list)                            # (kind, cluster) -> its spots there
     for i, s in enumerate(spots_):
+        same[(s.kind, s.cluster)].append(i)
         for p in s.need:
             on_pool[(s.cluster, p)].append(i)
 
@@ -95,39 +97,63 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     def plan_for(k, i, extra=False):
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
         `extra`: the replica is not a deployment's first, so only a lower tier's is given up."""
-        s, tier = spots_[i], kinds_[k].priority
-        mine = {(s.cluster, p) for p in s.need}
-        short = {p: m - left[(s.cluster, p)] for p, m in s.need.items()}
-        if all(v <= 0 for v in short.values()):
+        s, tier, c = spots_[i], kinds_[k].priority, spots_[i].cluster
+        mine = {(c, p) for p in s.need}
+        bal = {}                # (cluster, pool) -> GPUs free once the moves so far are made
+
+        def room(key):
+            return bal.get(key, left[key])
+
+        def gap(change=None):
+            """GPUs spot i still lacks, after `change` ((cluster, pool) -> GPUs freed) if given."""
+            change = change or {}
+            return sum(max(0, m - room((c, p)) - change.get((c, p), 0)) for p, m in s.need.items())
+
+        short = gap()
+        if not short:
             return []
-        moves, off, fewer, into = [], Counter(), Counter(), Counter()
-        cands = sorted({j for p in s.need for j in held[(s.cluster, p)] if j != i},
+        moves, off, fewer = [], Counter(), Counter()
+        cands = sorted({j for p in s.need for j in held[(c, p)] if j != i},
                        key=lambda j: (kinds_[spots_[j].kind].priority, -size[j], j))
         for j in cands:
             v = spots_[j].kind
             if kinds_[v].group:
                 continue
-            while fill.counts[j] > off[j] and any(short.get(p, 0) > 0 for p in spots_[j].need):
+            while fill.counts[j] > off[j] and any(room((c, p)) < s.need[p] for p in spots_[j].need if p in s.need):
+                freed = dict(spots_[j].need)        # j is on cluster c: it holds one of spot i's pools
                 # another spot of its kind, off these pools, with room for one more
                 to = next((t for t in roomy(v) if t != j
-                           and all((spots_[t].cluster, p) not in mine
-                                   and left[(spots_[t].cluster, p)] - into[(spots_[t].cluster, p)] >= m
+                           and all((spots_[t].cluster, p) not in mine and room((spots_[t].cluster, p))
+                                   + (freed.get(p, 0) if spots_[t].cluster == c else 0) >= m
                                    for p, m in spots_[t].need.items())), None)
+                if to is None:
+                    # or its kind's spot on the same cluster with another pool for one of its
+                    # roles (a prefill/decode pair whose prefill moves to another pool frees the
+                    # pool the missing replica's decode needs), if spot i then lacks less
+                    for t in same[(v, c)]:
+                        if t == j or not all(room((c, p)) + freed.get(p, 0) >= m for p, m in spots_[t].need.items()):
+                            continue
+                        change = Counter(freed)
+                        change.subtract(spots_[t].need)
+                        if gap({(c, p): n for p, n in change.items()}) < short:
+                            to = t
+                            break
                 if to is None:
                     if kinds_[v].priority > tier or v == k or (extra and kinds_[v].priority == tier):
                         break
                     if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
                         break
                     fewer[v] += 1
-                else:
+                for p, m in spots_[j].need.items():
+                    bal[(c, p)] = room((c, p)) + m
+                if to is not None:
                     for p, m in spots_[to].need.items():
-                        into[(spots_[to].cluster, p)] += m
+                        key = (spots_[to].cluster, p)
+                        bal[key] = room(key) - m
                 moves.append((j, to))
                 off[j] += 1
-                for p, m in spots_[j].need.items():
-                    if p in short:
-                        short[p] -= m
-                if all(x <= 0 for x in short.values()):
+                short = gap()
+                if not short:
                     return moves
         return None
 
