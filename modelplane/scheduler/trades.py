@@ -56,6 +56,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     for i, s in enumerate(spots_):
         by_kind[s.kind].append(i)
     size = [sum(s.need.values()) for s in spots_]
+    rank = [(kinds_[s.kind].priority, -size[j], j) for j, s in enumerate(spots_)]   # a blocker's: lowest first
     left = fill.left
     held = defaultdict(set)                             # (cluster, pool) -> its spots with replicas on
     for i, n in enumerate(fill.counts):
@@ -98,44 +99,45 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
         `extra`: the replica is not a deployment's first, so only a lower tier's is given up."""
         s, tier, c = spots_[i], kinds_[k].priority, spots_[i].cluster
-        mine = {(c, p) for p in s.need}
+        want = s.need
         bal = {}                # (cluster, pool) -> GPUs free once the moves so far are made
-
-        def room(key):
-            return bal.get(key, left[key])
-
-        def gap(change=None):
-            """GPUs spot i still lacks, after `change` ((cluster, pool) -> GPUs freed) if given."""
-            change = change or {}
-            return sum(max(0, m - room((c, p)) - change.get((c, p), 0)) for p, m in s.need.items())
-
-        short = gap()
-        if not short:
+        short = {p: m - left[(c, p)] for p, m in want.items()}
+        if all(v <= 0 for v in short.values()):
             return []
+        lacking = sum(v for v in short.values() if v > 0)
         moves, off, fewer = [], Counter(), Counter()
-        cands = sorted({j for p in s.need for j in held[(c, p)] if j != i},
-                       key=lambda j: (kinds_[spots_[j].kind].priority, -size[j], j))
+        cands = sorted({j for p in want for j in held[(c, p)] if j != i}, key=rank.__getitem__)
         for j in cands:
             v = spots_[j].kind
             if kinds_[v].group:
                 continue
-            while fill.counts[j] > off[j] and any(room((c, p)) < s.need[p] for p in spots_[j].need if p in s.need):
-                freed = dict(spots_[j].need)        # j is on cluster c: it holds one of spot i's pools
+            freed = spots_[j].need              # j is on cluster c: it holds one of spot i's pools
+            while fill.counts[j] > off[j] and any(short.get(p, 0) > 0 for p in freed):
                 # another spot of its kind, off these pools, with room for one more
-                to = next((t for t in roomy(v) if t != j
-                           and all((spots_[t].cluster, p) not in mine and room((spots_[t].cluster, p))
-                                   + (freed.get(p, 0) if spots_[t].cluster == c else 0) >= m
-                                   for p, m in spots_[t].need.items())), None)
+                to = None
+                for t in roomy(v):
+                    if t == j:
+                        continue
+                    st = spots_[t]
+                    ct = st.cluster
+                    if ct != c:
+                        if all(bal.get((ct, p), left[(ct, p)]) >= m for p, m in st.need.items()):
+                            to = t
+                            break
+                    elif want.keys().isdisjoint(st.need) and all(
+                            bal.get((c, p), left[(c, p)]) + freed.get(p, 0) >= m for p, m in st.need.items()):
+                        to = t
+                        break
                 if to is None:
                     # or its kind's spot on the same cluster with another pool for one of its
                     # roles (a prefill/decode pair whose prefill moves to another pool frees the
                     # pool the missing replica's decode needs), if spot i then lacks less
                     for t in same[(v, c)]:
-                        if t == j or not all(room((c, p)) + freed.get(p, 0) >= m for p, m in spots_[t].need.items()):
+                        tneed = spots_[t].need
+                        if t == j or want.keys().isdisjoint(tneed) or not all(
+                                bal.get((c, p), left[(c, p)]) + freed.get(p, 0) >= m for p, m in tneed.items()):
                             continue
-                        change = Counter(freed)
-                        change.subtract(spots_[t].need)
-                        if gap({(c, p): n for p, n in change.items()}) < short:
+                        if sum(max(0, x - freed.get(p, 0) + tneed.get(p, 0)) for p, x in short.items()) < lacking:
                             to = t
                             break
                 if to is None:
@@ -144,16 +146,20 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                     if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
                         break
                     fewer[v] += 1
-                for p, m in spots_[j].need.items():
-                    bal[(c, p)] = room((c, p)) + m
+                for p, m in freed.items():
+                    bal[(c, p)] = bal.get((c, p), left[(c, p)]) + m
+                    if p in short:
+                        short[p] -= m
                 if to is not None:
+                    ct = spots_[to].cluster
                     for p, m in spots_[to].need.items():
-                        key = (spots_[to].cluster, p)
-                        bal[key] = room(key) - m
+                        bal[(ct, p)] = bal.get((ct, p), left[(ct, p)]) - m
+                        if ct == c and p in short:
+                            short[p] += m
                 moves.append((j, to))
                 off[j] += 1
-                short = gap()
-                if not short:
+                lacking = sum(v for v in short.values() if v > 0)
+                if not lacking:
                     return moves
         return None
 
@@ -215,6 +221,8 @@ def fill_room(kinds_, spots_, free, counts) -> list[int]:
             k = spots_[i].kind
             if kinds_[k].fresh > fill.placed[k]:
                 fill.put(i, kinds_[k].fresh - fill.placed[k])
+        room = fill.room
         for i in order:
-            fill.put(i, fill.room[spots_[i].kind])
+            if room[spots_[i].kind] > 0:         # put() would add nothing: skipped, it is called often
+                fill.put(i, room[spots_[i].kind])
     return fill.counts
