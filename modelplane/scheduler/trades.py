@@ -66,6 +66,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     # per kind, its spots with room for one more replica, in index order; a trade changes `left`
     # on a few pools only, so only the spots on those are looked at again
     on_pool = defaultdict(list)
+    paired = [len(k.members[0].roles) > 1 for k in kinds_]   # a kind with more than one role
     same = defaultdict(list)                            # (kind, cluster) -> its spots there
     for i, s in enumerate(spots_):
         same[(s.kind, s.cluster)].append(i)
@@ -128,10 +129,12 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                             bal.get((c, p), left[(c, p)]) + freed.get(p, 0) >= m for p, m in st.need.items()):
                         to = t
                         break
-                if to is None:
+                if to is None and (len(want) > 1 or paired[v]):
                     # or its kind's spot on the same cluster with another pool for one of its
                     # roles (a prefill/decode pair whose prefill moves to another pool frees the
-                    # pool the missing replica's decode needs), if spot i then lacks less
+                    # pool the missing replica's decode needs), if spot i then lacks less. A
+                    # one-role blocker of a one-pool spot has no such spot: its others are on
+                    # other pools, which the spots with room above cover
                     for t in same[(v, c)]:
                         tneed = spots_[t].need
                         if t == j or want.keys().isdisjoint(tneed) or not all(
@@ -214,9 +217,9 @@ def fill_room(kinds_, spots_, free, counts) -> list[int]:
     for i, s in enumerate(spots_):
         if not kinds_[s.kind].group:
             by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
+    key = [(sum(s.need.values()), s.cost, i) for i, s in enumerate(spots_)]    # smallest, then best
     for tier in sorted(by_tier, reverse=True):
-        order = sorted(by_tier[tier], key=lambda i: (size[i], spots_[i].cost, i))
+        order = sorted(by_tier[tier], key=key.__getitem__)
         for i in order:
             k = spots_[i].kind
             if kinds_[k].fresh > fill.placed[k]:
