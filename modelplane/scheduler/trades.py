@@ -96,6 +96,19 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                 else:
                     mine.pop(bisect.bisect_left(mine, t))
 
+    def movable(j, k, tier, extra):
+        """Whether a replica on spot j may make way for kind k at `tier`: it may move (its kind has
+        another spot with room, or one on its cluster), or it may be given up (`plan_for`)."""
+        v = spots_[j].kind
+        kind = kinds_[v]
+        if kind.group:
+            return False
+        if len(roomy_of[v]) > is_roomy[j] or len(same[(v, spots_[j].cluster)]) > 1:
+            return True
+        if kind.priority < tier:
+            return True
+        return kind.priority == tier and v != k and not extra and fill.placed[v] > kind.fresh
+
     def plan_for(k, i, extra=False):
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
         `extra`: the replica is not a deployment's first, so only a lower tier's is given up."""
@@ -106,6 +119,18 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
         if all(v <= 0 for v in short.values()):
             return []
         lacking = sum(v for v in short.values() if v > 0)
+        # a blocker that cannot move (no other spot of its kind with room, none on its cluster)
+        # and is not worth less stays, whatever the order: if those that may go cannot free a
+        # short pool, nothing below can, and the search is skipped (it fails on most spots tried)
+        for p, x in short.items():
+            if x > 0:
+                for j in held[(c, p)]:
+                    if j != i and movable(j, k, tier, extra):
+                        x -= fill.counts[j] * spots_[j].need[p]
+                        if x <= 0:
+                            break
+                else:
+                    return None
         moves, off, fewer = [], Counter(), Counter()
         cands = sorted({j for p in want for j in held[(c, p)] if j != i}, key=rank.__getitem__)
         for j in cands:
