@@ -45,7 +45,9 @@ class Fill:
 
 def make_room(kinds_, spots_, free, counts) -> list[int]:
     """Each deployment still unserved given a replica on a spot whose pools are made to hold it:
-    replicas there move to another spot of their kind with room (nothing lost), else are taken
+    replicas there move to another spot of their kind with room (nothing lost), or to one on
+    their own cluster with another pool for one of their roles if the spot then lacks fewer GPUs
+    (a prefill/decode pair needs room on two pools at once), else are taken
     off if worth less (a lower tier's, or its own tier's beyond each deployment's first: a tier's
     deployments served outrank its replicas). Then each kind with replicas still missing gets
     more the same way, giving up only a lower tier's (a replica for a replica of its own tier
