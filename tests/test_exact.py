@@ -37,6 +37,26 @@ def test_first_fit_strands_nodes_the_exact_phase_uses():
     assert final.changed == [("a/x", 0, "c1", "c2"), ("b/y", 0, None, "c1")]
 
 
+def test_the_exact_phase_leaves_the_cycle_collector_as_it_found_it():
+    """The exact phase pauses Python's cycle collector while it runs (core._exact) and restores it:
+    on if it was on, off if the caller had turned it off; the plan is the same either way."""
+    import gc
+
+    clusters = [Cluster("c1", (pool("p", 2),)), Cluster("c2", (pool("q", 2),))]
+    demands = [demand("a/x", 2), demand("b/y", 1, nodes=2, priority=0)]
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        on = schedule(demands, clusters)
+        assert on.phase == "exact" and gc.isenabled()
+        gc.disable()
+        off = schedule(demands, clusters)
+        assert not gc.isenabled()
+        assert where(off) == where(on) == [("a/x", 0, "c2"), ("a/x", 1, "c2"), ("b/y", 0, "c1")]
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_higher_priority_is_served_first_whatever_its_name():
     clusters = [Cluster("c1", (pool("p", 2),))]
     demands = [demand("a/batch", 1, nodes=2, priority=0), demand("z/chat", 1, nodes=2, priority=2)]

@@ -45,7 +45,9 @@ class Fill:
 
 def make_room(kinds_, spots_, free, counts) -> list[int]:
     """Each deployment still unserved given a replica on a spot whose pools are made to hold it:
-    replicas there move to another spot of their kind with room (nothing lost), else are taken
+    replicas there move to another spot of their kind with room (nothing lost), or to one on
+    their own cluster with another pool for one of their roles if the spot then lacks fewer GPUs
+    (a prefill/decode pair needs room on two pools at once), else are taken
     off if worth less (a lower tier's, or its own tier's beyond each deployment's first: a tier's
     deployments served outrank its replicas). Then each kind with replicas still missing gets
     more the same way, giving up only a lower tier's (a replica for a replica of its own tier
@@ -56,6 +58,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     for i, s in enumerate(spots_):
         by_kind[s.kind].append(i)
     size = [sum(s.need.values()) for s in spots_]
+    rank = [(kinds_[s.kind].priority, -size[j], j) for j, s in enumerate(spots_)]   # a blocker's: lowest first
     left = fill.left
     held = defaultdict(set)                             # (cluster, pool) -> its spots with replicas on
     for i, n in enumerate(fill.counts):
@@ -65,7 +68,10 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
     # per kind, its spots with room for one more replica, in index order; a trade changes `left`
     # on a few pools only, so only the spots on those are looked at again
     on_pool = defaultdict(list)
+    paired = [len(k.members[0].roles) > 1 for k in kinds_]   # a kind with more than one role
+    same = defaultdict(list)                            # (kind, cluster) -> its spots there
     for i, s in enumerate(spots_):
+        same[(s.kind, s.cluster)].append(i)
         for p in s.need:
             on_pool[(s.cluster, p)].append(i)
 
@@ -92,42 +98,98 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                 else:
                     mine.pop(bisect.bisect_left(mine, t))
 
+    def movable(j, k, tier, extra):
+        """Whether a replica on spot j may make way for kind k at `tier`: it may move (its kind has
+        another spot with room, or one on its cluster), or it may be given up (`plan_for`)."""
+        v = spots_[j].kind
+        kind = kinds_[v]
+        if kind.group:
+            return False
+        if len(roomy_of[v]) > is_roomy[j] or len(same[(v, spots_[j].cluster)]) > 1:
+            return True
+        if kind.priority < tier:
+            return True
+        return kind.priority == tier and v != k and not extra and fill.placed[v] > kind.fresh
+
     def plan_for(k, i, extra=False):
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
         `extra`: the replica is not a deployment's first, so only a lower tier's is given up."""
-        s, tier = spots_[i], kinds_[k].priority
-        mine = {(s.cluster, p) for p in s.need}
-        short = {p: m - left[(s.cluster, p)] for p, m in s.need.items()}
+        s, tier, c = spots_[i], kinds_[k].priority, spots_[i].cluster
+        want = s.need
+        bal = {}                # (cluster, pool) -> GPUs free once the moves so far are made
+        short = {p: m - left[(c, p)] for p, m in want.items()}
         if all(v <= 0 for v in short.values()):
             return []
-        moves, off, fewer, into = [], Counter(), Counter(), Counter()
-        cands = sorted({j for p in s.need for j in held[(s.cluster, p)] if j != i},
-                       key=lambda j: (kinds_[spots_[j].kind].priority, -size[j], j))
+        lacking = sum(v for v in short.values() if v > 0)
+        # a blocker that cannot move (no other spot of its kind with room, none on its cluster)
+        # and is not worth less stays, whatever the order: if those that may go cannot free a
+        # short pool, nothing below can, and the search is skipped (it fails on most spots tried)
+        for p, x in short.items():
+            if x > 0:
+                for j in held[(c, p)]:
+                    if j != i and movable(j, k, tier, extra):
+                        x -= fill.counts[j] * spots_[j].need[p]
+                        if x <= 0:
+                            break
+                else:
+                    return None
+        moves, off, fewer = [], Counter(), Counter()
+        cands = sorted({j for p in want for j in held[(c, p)] if j != i}, key=rank.__getitem__)
         for j in cands:
             v = spots_[j].kind
             if kinds_[v].group:
                 continue
-            while fill.counts[j] > off[j] and any(short.get(p, 0) > 0 for p in spots_[j].need):
+            freed = spots_[j].need              # j is on cluster c: it holds one of spot i's pools
+            while fill.counts[j] > off[j] and any(short.get(p, 0) > 0 for p in freed):
                 # another spot of its kind, off these pools, with room for one more
-                to = next((t for t in roomy(v) if t != j
-                           and all((spots_[t].cluster, p) not in mine
-                                   and left[(spots_[t].cluster, p)] - into[(spots_[t].cluster, p)] >= m
-                                   for p, m in spots_[t].need.items())), None)
+                to = None
+                for t in roomy(v):
+                    if t == j:
+                        continue
+                    st = spots_[t]
+                    ct = st.cluster
+                    if ct != c:
+                        if all(bal.get((ct, p), left[(ct, p)]) >= m for p, m in st.need.items()):
+                            to = t
+                            break
+                    elif want.keys().isdisjoint(st.need) and all(
+                            bal.get((c, p), left[(c, p)]) + freed.get(p, 0) >= m for p, m in st.need.items()):
+                        to = t
+                        break
+                if to is None and (len(want) > 1 or paired[v]):
+                    # or its kind's spot on the same cluster with another pool for one of its
+                    # roles (a prefill/decode pair whose prefill moves to another pool frees the
+                    # pool the missing replica's decode needs), if spot i then lacks less. A
+                    # one-role blocker of a one-pool spot has no such spot: its others are on
+                    # other pools, which the spots with room above cover
+                    for t in same[(v, c)]:
+                        tneed = spots_[t].need
+                        if t == j or want.keys().isdisjoint(tneed) or not all(
+                                bal.get((c, p), left[(c, p)]) + freed.get(p, 0) >= m for p, m in tneed.items()):
+                            continue
+                        if sum(max(0, x - freed.get(p, 0) + tneed.get(p, 0)) for p, x in short.items()) < lacking:
+                            to = t
+                            break
                 if to is None:
                     if kinds_[v].priority > tier or v == k or (extra and kinds_[v].priority == tier):
                         break
                     if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
                         break
                     fewer[v] += 1
-                else:
-                    for p, m in spots_[to].need.items():
-                        into[(spots_[to].cluster, p)] += m
-                moves.append((j, to))
-                off[j] += 1
-                for p, m in spots_[j].need.items():
+                for p, m in freed.items():
+                    bal[(c, p)] = bal.get((c, p), left[(c, p)]) + m
                     if p in short:
                         short[p] -= m
-                if all(x <= 0 for x in short.values()):
+                if to is not None:
+                    ct = spots_[to].cluster
+                    for p, m in spots_[to].need.items():
+                        bal[(ct, p)] = bal.get((ct, p), left[(ct, p)]) - m
+                        if ct == c and p in short:
+                            short[p] += m
+                moves.append((j, to))
+                off[j] += 1
+                lacking = sum(v for v in short.values() if v > 0)
+                if not lacking:
                     return moves
         return None
 
@@ -182,13 +244,15 @@ def fill_room(kinds_, spots_, free, counts) -> list[int]:
     for i, s in enumerate(spots_):
         if not kinds_[s.kind].group:
             by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
+    key = [(sum(s.need.values()), s.cost, i) for i, s in enumerate(spots_)]    # smallest, then best
     for tier in sorted(by_tier, reverse=True):
-        order = sorted(by_tier[tier], key=lambda i: (size[i], spots_[i].cost, i))
+        order = sorted(by_tier[tier], key=key.__getitem__)
         for i in order:
             k = spots_[i].kind
             if kinds_[k].fresh > fill.placed[k]:
                 fill.put(i, kinds_[k].fresh - fill.placed[k])
+        room = fill.room
         for i in order:
-            fill.put(i, fill.room[spots_[i].kind])
+            if room[spots_[i].kind] > 0:         # put() would add nothing: skipped, it is called often
+                fill.put(i, room[spots_[i].kind])
     return fill.counts
