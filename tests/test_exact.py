@@ -37,11 +37,18 @@ def test_first_fit_strands_nodes_the_exact_phase_uses():
     assert final.changed == [("a/x", 0, "c1", "c2"), ("b/y", 0, None, "c1")]
 
 
-def test_the_exact_phase_leaves_the_cycle_collector_as_it_found_it():
-    """The exact phase pauses Python's cycle collector while it runs (core._exact) and restores it:
-    on if it was on, off if the caller had turned it off; the plan is the same either way."""
+def test_a_plan_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(monkeypatch):
+    """`schedule` pauses Python's cycle collector while it plans, the fast path and the exact
+    phase alike, and restores it: on if it was on, off if the caller had turned it off; the plan
+    is the same either way."""
     import gc
 
+    from modelplane.scheduler import core, exact
+
+    seen = []
+    for module, name in ((core, "_eligible"), (exact, "refill")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, **k: seen.append(gc.isenabled()) or real(*a, **k))
     clusters = [Cluster("c1", (pool("p", 2),)), Cluster("c2", (pool("q", 2),))]
     demands = [demand("a/x", 2), demand("b/y", 1, nodes=2, priority=0)]
     was = gc.isenabled()
@@ -49,6 +56,7 @@ def test_the_exact_phase_leaves_the_cycle_collector_as_it_found_it():
         gc.enable()
         on = schedule(demands, clusters)
         assert on.phase == "exact" and gc.isenabled()
+        assert len(seen) == 3 and not any(seen)      # two deployments' eligibility, one exact phase
         gc.disable()
         off = schedule(demands, clusters)
         assert not gc.isenabled()

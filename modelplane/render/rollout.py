@@ -69,8 +69,10 @@ def workloads(graph: Graph) -> dict[tuple[str, str, int], list[str]]:
     """(cluster, "namespace/deployment", replica) -> the keys of that replica's workload nodes."""
     out: dict[tuple[str, str, int], list[str]] = {}
     for node in graph:
+        if node.inputs.get("kind") not in WORKLOAD_KINDS:     # the cheap test first: most nodes fail it
+            continue
         lbls = _labels(node)
-        if node.inputs.get("kind") in WORKLOAD_KINDS and DEPLOYMENT in lbls and REPLICA in lbls:
+        if DEPLOYMENT in lbls and REPLICA in lbls:
             key = (node.cluster, f"{_namespace(node)}/{lbls[DEPLOYMENT]}", int(lbls[REPLICA]))
             out.setdefault(key, []).append(node.key)
     return out
@@ -104,13 +106,19 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
             mine = hosts.setdefault(s["hostname"], [])     # a shared hostname: every service's deployments
             mine += [d for d in s["deployments"] if d not in mine]
             named[key] = s["hostname"]
+    records = (ROUTE53_RECORD, CLOUD_DNS_RECORD)
+    traffic = []            # the routes and DNS records in graph order: the nodes the pass below changes
+    gateways = {}           # cluster -> its Gateway's record
     for node in graph:
-        lbls = _labels(node)
-        if node.type.startswith("kubernetes:") and node.inputs.get("kind") in TRAFFIC_KINDS and SERVICE_LABEL in lbls \
-                and (host := named.get(f"{_namespace(node)}/{lbls[SERVICE_LABEL]}")):
-            routes.setdefault((node.cluster, host), []).append(node.key)
-    gateways = {n.name.removeprefix("gateway-"): n.key for n in graph
-                if n.type == ROUTE53_RECORD and n.name.startswith("gateway-")}
+        if node.type in records:
+            traffic.append(node)
+            if node.type == ROUTE53_RECORD and node.name.startswith("gateway-"):
+                gateways[node.name.removeprefix("gateway-")] = node.key
+        elif node.inputs.get("kind") in TRAFFIC_KINDS and node.type.startswith("kubernetes:"):
+            traffic.append(node)
+            lbls = _labels(node)
+            if SERVICE_LABEL in lbls and (host := named.get(f"{_namespace(node)}/{lbls[SERVICE_LABEL]}")):
+                routes.setdefault((node.cluster, host), []).append(node.key)
     drains: dict[str, list[Node]] = {}      # record key -> its drains
 
     def through_drain(record: Node, host: str, cluster: str, keys, name: str) -> list[str]:
@@ -121,7 +129,7 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
         drains.setdefault(record.key, []).append(d)
         return [d.key]
 
-    for node in graph:
+    for node in traffic:
         targets, clusters = (), ()
         if node.type.startswith("kubernetes:") and node.inputs.get("kind") in TRAFFIC_KINDS:
             lbls, ns = _labels(node), _namespace(node)
