@@ -98,18 +98,24 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                 else:
                     mine.pop(bisect.bisect_left(mine, t))
 
+    def yields(v, k, tier, extra, fewer=0):
+        """Whether a replica of kind v may be given up for one of kind k at `tier`, `fewer` of its
+        replicas given up already: a lower tier's; or its own tier's beyond each deployment's
+        first, unless it is k's own or `extra` (the replica wanted is not a deployment's first)."""
+        kind = kinds_[v]
+        if kind.priority > tier or v == k or (extra and kind.priority == tier):
+            return False
+        return kind.priority < tier or fill.placed[v] - fewer > kind.fresh
+
     def movable(j, k, tier, extra):
         """Whether a replica on spot j may make way for kind k at `tier`: it may move (its kind has
-        another spot with room, or one on its cluster), or it may be given up (`plan_for`)."""
+        another spot with room, or one on its cluster), or it may be given up."""
         v = spots_[j].kind
-        kind = kinds_[v]
-        if kind.group:
+        if kinds_[v].group:
             return False
         if len(roomy_of[v]) > is_roomy[j] or len(same[(v, spots_[j].cluster)]) > 1:
             return True
-        if kind.priority < tier:
-            return True
-        return kind.priority == tier and v != k and not extra and fill.placed[v] > kind.fresh
+        return yields(v, k, tier, extra)
 
     def plan_for(k, i, extra=False):
         """Moves [(from spot, to spot or None)] that let one replica of kind k fit on spot i, or None.
@@ -171,9 +177,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
                             to = t
                             break
                 if to is None:
-                    if kinds_[v].priority > tier or v == k or (extra and kinds_[v].priority == tier):
-                        break
-                    if kinds_[v].priority == tier and fill.placed[v] - fewer[v] <= kinds_[v].fresh:
+                    if not yields(v, k, tier, extra, fewer[v]):
                         break
                     fewer[v] += 1
                 for p, m in freed.items():
