@@ -21,7 +21,8 @@ _HERE = Path(__file__).resolve().parent
 _KEEP = 8           # catalogs kept: a few projects' and branches' worth, 40-100 KiB each
 
 
-def _file(key: tuple) -> Path | None:
+def path_for(key: tuple) -> Path | None:
+    """Where the catalog for `key` is kept (None: no usable cache directory)."""
     from ..usercache import cache_dir
 
     folder = cache_dir()
@@ -44,11 +45,8 @@ def _file(key: tuple) -> Path | None:
     return folder / f"catalog-{digest.hexdigest()[:24]}.pickle"
 
 
-def kept(key: tuple, kind: type):
-    """The catalog (a `kind`) kept for `key`, or None."""
-    path = _file(key)
-    if path is None:
-        return None
+def kept(path: Path, kind: type):
+    """The catalog (a `kind`) kept at `path` (`path_for`), or None."""
     try:
         with path.open("rb") as f:
             found = pickle.load(f)
@@ -57,11 +55,8 @@ def kept(key: tuple, kind: type):
     return found if type(found) is kind else None
 
 
-def keep(key: tuple, catalog) -> None:
-    """Keep `catalog` for `key`: written whole (a temporary file renamed), or not at all."""
-    path = _file(key)
-    if path is None:
-        return
+def keep(path: Path, catalog) -> None:
+    """Keep `catalog` at `path` (`path_for`): written whole (a temporary file renamed), or not at all."""
     temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
         with temp.open("wb") as f:

@@ -233,11 +233,12 @@ def load_catalog(directory: Path | None = None, extra: Path | str | list | tuple
     user = [] if extra is None else [extra] if isinstance(extra, (str, Path)) else list(extra)
     key = _catalog_key(directory, user)
     if key is None or key not in _CATALOGS:
-        catalog = catalog_cache.kept(key, Catalog) if key is not None else None
+        kept_at = catalog_cache.path_for(key) if key is not None else None
+        catalog = catalog_cache.kept(kept_at, Catalog) if kept_at is not None else None
         if catalog is None:
             catalog = _load_catalog(directory, user)
-            if key is not None:
-                catalog_cache.keep(key, catalog)
+            if kept_at is not None:
+                catalog_cache.keep(kept_at, catalog)
         if key is not None:
             if len(_CATALOGS) >= 8:
                 _CATALOGS.clear()
