@@ -20,7 +20,7 @@ class _Console:
 
     def rich(self):
         """The Console itself, for what rich takes as one (Live, Progress: `with console:`)."""
-        made = self.__dict__.get("_made")
+        made = self._made
         if made is None:
             from rich.console import Console
 
@@ -29,6 +29,8 @@ class _Console:
         return made
 
     def __getattr__(self, name):
+        if name.startswith("_"):    # its own fields, and what copy/pickle probe on a bare instance
+            raise AttributeError(name)
         return getattr(self.rich(), name)
 
     def __enter__(self):        # special methods are looked up on the type, never through __getattr__
