@@ -189,22 +189,26 @@ def await_references(graph: Graph, named: dict | None = None) -> None:
     been modified" in its log), and `destroy` waited out its 10 minutes (e2e g4). One after
     another, nothing writes the backend while it goes. `named`: `index_by_name(graph)`, if made already."""
     named = index_by_name(graph) if named is None else named
-    by_name = {(c, ns, kind, name): nodes[0] for (c, ns, name, kind), nodes in named.items()}
+
+    def first(cluster: str, ns: str, kind: str, name) -> Node | None:
+        found = named.get((cluster, ns, name, kind))
+        return found[0] if found else None
+
     for node in list(graph):
-        kind, spec = node.inputs.get("kind"), node.inputs.get("spec") or {}
-        if not node.type.startswith("kubernetes:") or kind not in ("AIGatewayRoute", "BackendSecurityPolicy"):
+        kind = node.inputs.get("kind")
+        if kind not in ("AIGatewayRoute", "BackendSecurityPolicy") or not node.type.startswith("kubernetes:"):
             continue
-        where = (node.cluster, _namespace(node))
+        spec, where = node.inputs.get("spec") or {}, (node.cluster, _namespace(node))
         if kind == "AIGatewayRoute":
             refs = [r.get("name") for rule in spec.get("rules", []) for r in rule.get("backendRefs", [])]
-            _after(node, [by_name[k].key for k in ((*where, "AIServiceBackend", n) for n in refs) if k in by_name])
+            _after(node, [b.key for n in refs if (b := first(*where, "AIServiceBackend", n))])
             continue
-        secret = ((spec.get("apiKey") or {}).get("secretRef") or {}).get("name")
-        if (*where, "Secret", secret) in by_name:
-            _after(node, [by_name[(*where, "Secret", secret)].key])
+        secret = first(*where, "Secret", ((spec.get("apiKey") or {}).get("secretRef") or {}).get("name"))
+        if secret:
+            _after(node, [secret.key])
         for t in spec.get("targetRefs", []):
-            if t.get("kind") == "AIServiceBackend" and (*where, "AIServiceBackend", t.get("name")) in by_name:
-                _after(by_name[(*where, "AIServiceBackend", t["name"])], [node.key])
+            if t.get("kind") == "AIServiceBackend" and (backend := first(*where, "AIServiceBackend", t.get("name"))):
+                _after(backend, [node.key])
     _dependencies_first(graph)
 
 
@@ -249,11 +253,14 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
     (module docstring). Nothing here depends on a workload, so no cycle can form. `named`:
     `index_by_name(graph)`, if made already (dependencies change here, not names or registration order)."""
     named = index_by_name(graph) if named is None else named
-    # each (cluster, namespace)'s Deployments in the order `named` holds them: one scan, not one per pool ref
-    deployments: dict[tuple[str, str], list[Node]] = {}
+    # each (cluster, namespace)'s Deployments in the order `named` holds them, by what their selector
+    # matches: one scan, not one per pool ref (2,000 refs at 100 x 2,000)
+    deployments: dict[tuple, list[Node]] = {}
     for (c, n, _, kind), ds in named.items():
         if kind == "Deployment":
-            deployments.setdefault((c, n), []).extend(ds)
+            for d in ds:
+                if (labels := _frozen(_match_labels(d))) is not None:
+                    deployments.setdefault((c, n, labels), []).append(d)
     for node in graph:
         if not (node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS):
             continue
@@ -266,9 +273,24 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
             for svc in named.get((cluster, ns, picker, "Service"), ()):
                 needs.append(svc)
                 selector = (svc.inputs.get("spec") or {}).get("selector") or {}
-                needs += [d for d in deployments.get((cluster, ns), ()) if selector
-                          and ((d.inputs.get("spec") or {}).get("selector") or {}).get("matchLabels") == selector]
+                if selector and (labels := _frozen(selector)) is not None:
+                    needs += deployments.get((cluster, ns, labels), ())
         _after(node, [n.key for n in needs])
+
+
+def _match_labels(deployment: Node):
+    return ((deployment.inputs.get("spec") or {}).get("selector") or {}).get("matchLabels")
+
+
+def _frozen(labels) -> frozenset | None:
+    """Labels as a key, equal where the dicts are equal; None where they cannot be one (not a
+    dict, or a value that is not text, which the API server refuses anyway)."""
+    if not isinstance(labels, dict):
+        return None
+    try:
+        return frozenset(labels.items())
+    except TypeError:
+        return None
 
 
 def keep_own_pools(graph: Graph) -> None:
