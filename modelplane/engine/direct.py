@@ -296,12 +296,12 @@ class Resolver:
         # Their outputs share values: every deployment's names the inventories of its clusters,
         # which are the clusters' own (at 100 x 2,000, 40 deployments over 100 inventories). Each
         # value is wired once and the records share it: readers only read, and the SDK's copies
-        # would be equal.
+        # would be equal. Only values the graph holds are wired here, so no id is met twice for two values.
         by_key = {r.urn: r for r in out}
         self.shared = {}
         for node in self.graph:
-            if not node.custom and not node.remote:
-                by_key[self.urn(node.key)].outputs = self.wire(node.outputs or {}, set(), UNKNOWN_TEXT)
+            if not node.custom and not node.remote and node.outputs:
+                by_key[self.urn(node.key)].outputs = self.wire(node.outputs, set(), UNKNOWN_TEXT)
         self.shared = None
         return out
 
