@@ -63,6 +63,8 @@ def floatless(indent: bool = False):
 
 # plain inputs (engine/direct.py `wire`: exact str, bool, None, int within 2**53, dict, list) hold no float
 _PLAIN = floatless() or _ENCODE
+# the same text as UTF-8 bytes, which is what the digest hashes: None without orjson
+_PLAIN_BYTES = (lambda value: orjson.dumps(value, option=orjson.OPT_SORT_KEYS)) if orjson else None
 
 
 def _text(value) -> str:
@@ -102,10 +104,11 @@ def digests(inputs: dict, same: dict | None = None, plain: bool = False) -> tupl
     caller keeps over one document's resources; equal inputs then share one answer (at 100 x 2,000,
     26,341 resources have 9,733 digests), so its fieldDigests dict is written once. `plain`: the
     inputs are plain JSON with integers (no float; `floatless`), the same text written faster."""
-    if plain and same is not None and _PLAIN is not _ENCODE:
+    whole = None
+    if plain and same is not None and _PLAIN_BYTES is not None:
         try:
-            whole = _PLAIN(inputs)      # the text `_joined` makes below, in one call
-        except TypeError:               # orjson.JSONEncodeError: a key that is not text
+            whole = _PLAIN_BYTES(inputs)    # the text `_joined` would make below, in one call, as UTF-8
+        except TypeError:                   # orjson.JSONEncodeError: a key that is not text
             whole = None
         found = same.get(whole)
         if found is not None:           # equal inputs met before: no field walk (most of a fleet)
@@ -122,10 +125,14 @@ def digests(inputs: dict, same: dict | None = None, plain: bool = False) -> tupl
                     return _digests(inputs)
                 inner[sub] = t = _STR(v) if v.__class__ is str else encode(v)
                 fields[f"{key}.{sub}"] = kept.get(t) or _field(t)
-            texts[key] = _joined(inner)
+            if whole is None:
+                texts[key] = _joined(inner)
         else:
             texts[key] = t = _STR(value) if value.__class__ is str else encode(value)
             fields[key] = kept.get(t) or _field(t)
+    if whole is not None:               # the whole text is known: hashed as it is, kept under it
+        found = same[whole] = (hashlib.sha256(whole).hexdigest()[:16], dict(sorted(fields.items())))
+        return found
     t = _joined(texts)
     if same is None:
         return _sha(t)[:16], dict(sorted(fields.items()))
