@@ -180,6 +180,20 @@ def _plan_and_gate(gate, stack, config_file, prev, without, policy, policy_confi
     return run, verdicts, (services_before, cost_before), before, policy_file
 
 
+def _write_json(doc: dict) -> None:
+    """The plan document on stdout: as UTF-8 bytes straight to its binary buffer where stdout
+    writes UTF-8 anyway (the same bytes, without decoding orjson's and encoding them again)."""
+    from .output import report
+
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8":
+        sys.stdout.flush()          # what was written as text goes first
+        report.write_json(doc, buffer.write, utf8=True)
+        buffer.flush()
+    else:
+        report.write_json(doc, sys.stdout.write)
+
+
 def _format_of(fmt: str | None, as_json: bool) -> str:
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json is --format json; it cannot go with --format {fmt}")
@@ -336,7 +350,7 @@ def _plan(stack, config_file, fmt, out_dir, report_file, previous, explain, with
         err.print(f"wrote the fleet report to {report_file}", markup=False)
     if fmt == "json":
         try:
-            report.write_json(doc, sys.stdout.write)
+            _write_json(doc)
         except PackError as exc:        # a rule failed in the background: the document stops short
             sys.stdout.flush()
             _pack_failed(exc)

@@ -49,22 +49,25 @@ except ImportError:                 # a dependency; without it the json module w
     orjson = None
 
 
-def floatless(indent: bool = False):
+def floatless(indent: bool = False, utf8: bool = False):
     """orjson's encoder for values that hold no float: text, integers within 64 bits, booleans,
     None, lists and dicts with text keys. For those its text is json's byte for byte (compact and
     sorted, or indented by two), every code point and integer checked (tests/test_json_text.py),
     at a fifth of the time; a float it would write otherwise (1e16, not 1e+16), so callers pass
-    only values that cannot hold one. None without orjson."""
+    only values that cannot hold one. `utf8`: the text's UTF-8 bytes, as orjson makes them.
+    None without orjson."""
     if orjson is None:
         return None
     dumps, option = orjson.dumps, orjson.OPT_INDENT_2 if indent else orjson.OPT_SORT_KEYS
+    if utf8:
+        return lambda value: dumps(value, option=option)
     return lambda value: dumps(value, option=option).decode()
 
 
 # plain inputs (engine/direct.py `wire`: exact str, bool, None, int within 2**53, dict, list) hold no float
 _PLAIN = floatless() or _ENCODE
 # the same text as UTF-8 bytes, which is what the digest hashes: None without orjson
-_PLAIN_BYTES = (lambda value: orjson.dumps(value, option=orjson.OPT_SORT_KEYS)) if orjson else None
+_PLAIN_BYTES = floatless(utf8=True)
 
 
 def _text(value) -> str:

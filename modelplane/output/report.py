@@ -459,14 +459,20 @@ def settle(doc: dict) -> None:
             doc[key] = value.make()
 
 
-def write_json(doc: dict, write) -> None:
+def write_json(doc: dict, write, utf8: bool = False) -> None:
     """`to_json(doc)` passed to `write` in pieces, one per top-level list item: a large plan's text
-    (tens of MiB) is never held whole, nor its nested copies."""
+    (tens of MiB) is never held whole, nor its nested copies. `utf8`: `write` takes that text's
+    UTF-8 bytes (a binary stream): orjson's bytes for the resources go as they come, never
+    decoded and encoded again (a sixth of writing a large plan)."""
+    if utf8:
+        for piece in _pieces(doc, True):
+            write(piece if piece.__class__ is bytes else piece.encode())
+        return
     for piece in _pieces(doc):
         write(piece)
 
 
-def _pieces(doc):
+def _pieces(doc, utf8: bool = False):
     if doc.__class__ is not dict or not doc or any(k.__class__ is not str for k in doc):
         yield _item(doc, "\n") + "\n"
         return
@@ -478,11 +484,14 @@ def _pieces(doc):
         lead = ",\n  "
         if (value.__class__ is list or value.__class__ is Floatless) and value:
             first, item = "[\n    ", _item
-            if value.__class__ is Floatless and _INDENT is not None:
+            if value.__class__ is Floatless and _INDENT_BYTES is not None and utf8:
+                first, item = b"[\n    ", _floatless_bytes
+            elif value.__class__ is Floatless and _INDENT is not None:
                 item = _floatless_item
+            after = b",\n    " if first.__class__ is bytes else ",\n    "
             for x in value:
                 yield first + item(x, "\n    ")
-                first = ",\n    "
+                first = after
             yield "\n  ]"
         else:
             yield _item(value, "\n  ")
@@ -498,6 +507,7 @@ class Floatless(list):
 
 
 _INDENT = floatless(indent=True)
+_INDENT_BYTES = floatless(indent=True, utf8=True)
 
 
 def _floatless_item(value, nl: str) -> str:
@@ -505,6 +515,14 @@ def _floatless_item(value, nl: str) -> str:
         return _INDENT(value).replace("\n", nl)
     except TypeError:               # orjson.JSONEncodeError: an odd key or value; json then
         return _item(value, nl)
+
+
+def _floatless_bytes(value, nl: str) -> bytes:
+    """`_floatless_item`'s text as UTF-8."""
+    try:
+        return _INDENT_BYTES(value).replace(b"\n", nl.encode())
+    except TypeError:
+        return _item(value, nl).encode()
 
 
 def _item(value, nl: str) -> str:
