@@ -41,6 +41,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from . import cpsat
 from .score import _fabric_tier as fabric_tier
 from .trades import Fill, fill_room, make_room
 
@@ -461,12 +462,6 @@ def _rank(kinds_, spots_, counts) -> tuple:
     return (*(x for t in sorted({k.priority for k in kinds_}, reverse=True) for x in (srv[t], per[t])), gpus, -price)
 
 
-def _sum(terms):
-    from ortools.sat.python import cp_model
-
-    return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
-
-
 def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list[int] | None:
     """Coefficients per variable of one objective that orders lexicographically by `parts`
     (coefficients per variable, most important first, each with the largest value its sum can
@@ -626,8 +621,6 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     of sized deployments, spread, quality (two solves, see `_levels` and `_polish`). `fast`: the
     fast path's counts per spot (the least the result may be under that order, the starts' targets
     per tier, and the last tie-break: an equal plan moves nothing); `keep_fast`: see `_polish`."""
-    from ortools.sat.python import cp_model
-
     floors, served = _tiers(kinds_, spots_, fast), _served(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free)
     tries = _starts(kinds_, spots_, free, values, fast, floors, served)
@@ -639,8 +632,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
     use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
 
-    model = cp_model.CpModel()
-    x = {i: model.NewIntVar(0, spots_[i].cap, f"x{i}") for i in use}
+    model = cpsat.Model()
+    x = {i: model.var(0, spots_[i].cap, f"x{i}") for i in use}
     rows, per_kind = defaultdict(list), defaultdict(list)
     for i in use:
         s = spots_[i]
@@ -648,19 +641,21 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
             rows[(s.cluster, pool)].append((n, x[i]))
         per_kind[s.kind].append(x[i])
     for key, terms in rows.items():
-        model.Add(_sum(terms) <= free[key])
+        model.add(terms, ub=free[key])
     serves = {}          # per kind with fresh members: deployments served, min(replicas, fresh)
     for k, vs in sorted(per_kind.items()):
-        model.Add(sum(vs) <= kinds_[k].want)
+        model.add([(1, v) for v in vs], ub=kinds_[k].want)
         if kinds_[k].fresh and not kinds_[k].group:
-            serves[k] = model.NewIntVar(0, kinds_[k].fresh, f"s{k}")
-            model.Add(serves[k] <= sum(vs))
+            serves[k] = model.var(0, kinds_[k].fresh, f"s{k}")
+            model.add([(1, serves[k])] + [(-1, v) for v in vs], ub=0)
     y = {}
     for g, ks in groups_of(kinds_).items():
         for k in ks:
-            y[k] = model.NewBoolVar(f"y{k}")
-            model.Add(sum(per_kind.get(k, [])) == kinds_[k].want * y[k])
-        model.Add(sum(y[k] for k in ks) <= 1)
+            y[k] = model.var(0, 1, f"y{k}")
+            mine = [(1, v) for v in per_kind.get(k, [])]
+            # replicas == want * y (with no spot, want * y == 0: the sign cp_model wrote it with)
+            model.add(mine + [(-kinds_[k].want, y[k])] if mine else [(kinds_[k].want, y[k])], 0, 0)
+        model.add([(1, y[k]) for k in ks], ub=1)
     levels = _levels(kinds_, spots_, use, x, y, serves)
     whole = len(use) <= SMALL
     top_of, used, paid = {}, {}, {}
@@ -669,21 +664,19 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         by_cluster = defaultdict(list)
         for i in use:
             by_cluster[(spots_[i].kind, spots_[i].cluster)].append(i)
-        top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
+        top_of = {k: model.var(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
-            model.Add(sum(x[i] for i in idx) <= top_of[k])
+            model.add([(1, x[i]) for i in idx] + [(-1, top_of[k])], ub=0)
         # paid GPUs used per pool: at most its unused paid GPUs and at most what the plan puts there
         paid = paid_left(spots_, use, free)
         for j, (key, most) in enumerate(sorted(paid.items())):
-            used[key] = model.NewIntVar(0, most, f"paid{j}")
-            model.Add(_sum([(1, used[key])]) <= _sum(rows[key]))
+            used[key] = model.var(0, most, f"paid{j}")
+            model.add([(1, used[key])] + [(-n, v) for n, v in rows[key]], ub=0)
         levels += _polish(kinds_, spots_, use, x, fast, top_of, keep_fast,
                           [(used[key], paid[key]) for key in sorted(used)])
 
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 7
-    solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
+    # symmetry detection costs wall time here and finds little
+    parameters = cpsat.parameters(num_workers=1, random_seed=7, symmetry_level=0)
     ys, ss = sorted(y), sorted(serves)
     hinted = [x[i] for i in use] + [y[k] for k in ys] + [serves[k] for k in ss] + list(top_of.values()) \
         + [used[key] for key in sorted(used)]
@@ -702,22 +695,19 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     current += [min(taken[key], paid[key]) for key in sorted(used)]
     unproven, stopped = [], None
     for name, terms, maximize, share, linearization in levels:
-        solver.parameters.max_deterministic_time = budget * share
-        solver.parameters.linearization_level = linearization
-        expr = _sum(terms)
-        (model.Maximize if maximize else model.Minimize)(expr)
-        model.ClearHints()
-        for var, value in zip(hinted, current):
-            model.AddHint(var, value)
-        status = solver.Solve(model)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        parameters.max_deterministic_time = budget * share
+        parameters.linearization_level = linearization
+        model.objective(terms, maximize)
+        model.hint(hinted, current)
+        status, solution = model.solve(parameters)
+        if status not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
             stopped = name
             break
-        if status == cp_model.FEASIBLE:
+        if status == cpsat.FEASIBLE:
             unproven.append(name)
-        current = [solver.Value(v) for v in hinted]
-        best = solver.Value(expr)     # exact (an int), however wide the weights
-        model.Add(expr >= best) if maximize else model.Add(expr <= best)
+        current = [solution[v] for v in hinted]
+        best = cpsat.value(terms, solution)     # exact (an int), however wide the weights
+        model.add(terms, lb=best) if maximize else model.add(terms, ub=best)
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value
