@@ -323,3 +323,7 @@ def test_deployments_that_filter_alike_share_a_decision_but_keep_their_own_reaso
         assert got == {("east", "spot"), ("west", "clusterSelector")}
         assert all(key in r.detail for r in plan.rejections[key] if r.reason == "spot")
     assert plan.rejections["ml/c"] == []
+    for u in plan.unplaced:         # the reasons of an unplaced replica: its own as well
+        assert [r.detail for r in u.reasons if r.reason == "spot"] == \
+            [r.detail for r in plan.rejections[u.deployment] if r.reason == "spot"]
+    assert sorted(u.deployment for u in plan.unplaced) == ["ml/a", "ml/b"]
