@@ -76,10 +76,11 @@ class Kind:
 class Spot:
     """One kind on one cluster with one pool per role, and what a replica of it takes there."""
 
-    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost", "price")
+    __slots__ = ("kind", "cluster", "pools", "names", "need", "rows", "cap", "cost", "price")
 
     def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0):
         self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
+        self.rows = tuple(((cluster, p), n) for p, n in need.items())    # need keyed as `free` is: (cluster, pool)
         self.names = tuple(p.name for p in pools)
         self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
         self.price = price        # a group's replica here, in cents per hour (sizing's cost)
@@ -88,11 +89,15 @@ class Spot:
 def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
     """Deployments with replicas missing, grouped into kinds in a stable order."""
     groups: dict[tuple, list] = {}
+    seen: dict[tuple, tuple] = {}     # deployments that filter alike share their eligible pools (one dict)
     for d in sorted(demands, key=lambda d: d.key):
         if missing.get(d.key, 0) <= 0:
             continue
-        where = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
-                      for c, per in sorted(eligible[d.key].items()))
+        at = (id(eligible[d.key]), tuple(r.name for r in d.roles))
+        where = seen.get(at)
+        if where is None:
+            where = seen[at] = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
+                                     for c, per in sorted(eligible[d.key].items()))
         sig = (d.priority, tuple((r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles), where)
         groups.setdefault(sig, []).append(d)
     return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds), sum(r.gpus for r in ds[0].roles),
