@@ -108,26 +108,41 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Sp
     """Every (kind, cluster, pool per role) with room for at least one replica, in a stable order.
     `price(demand, cluster, pool names)`: $/hour of a group's replica there."""
     out = []
+    # kinds with the same eligible pools (one dict: deployments that filter alike, in any tier)
+    # and the same shape have the same pool combinations: made once, their GPUs shared (read only)
+    made: dict[tuple, list] = {}
     for k, kind in enumerate(kinds_):
         d = kind.members[0]
-        roles = d.roles
-        gpus = [r.gpus for r in roles]
-        for cluster, per_role in sorted((kind.eligible if kind.eligible is not None else eligible[d.key]).items()):
-            # GPUs each role takes of each of its pools (model.need), once per pool, not per combination
-            options = [[(pool, role.need(pool)) for pool in per_role[role.name]] for role in roles]
-            for pairs in itertools.product(*options):
-                need: dict[str, int] = {}
-                stranded = 0
-                for (pool, n), g in zip(pairs, gpus):
-                    need[pool.name] = need.get(pool.name, 0) + n
-                    stranded += n - g
-                cap = kind.want
-                for p, n in need.items():
-                    cap = min(cap, free[(cluster, p)] // n)
-                if cap > 0:
-                    combo = tuple(pool for pool, _ in pairs)
-                    cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
-                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded, cents))
+        where = kind.eligible if kind.eligible is not None else eligible[d.key]
+        at = (id(where), tuple((r.name, r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles))
+        if at not in made:
+            made[at] = _combinations(d.roles, where)
+        for cluster, combo, need, cost in made[at]:
+            cap = kind.want
+            for p, n in need.items():
+                cap = min(cap, free[(cluster, p)] // n)
+            if cap > 0:
+                cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
+                out.append(Spot(k, cluster, combo, need, cap, cost, cents))
+    return out
+
+
+def _combinations(roles, where: dict) -> list[tuple]:
+    """(cluster, one pool per role, GPUs per pool, quality cost) for every combination, clusters
+    in name order."""
+    out = []
+    gpus = [r.gpus for r in roles]
+    for cluster, per_role in sorted(where.items()):
+        # GPUs each role takes of each of its pools (model.need), once per pool, not per combination
+        options = [[(pool, role.need(pool)) for pool in per_role[role.name]] for role in roles]
+        for pairs in itertools.product(*options):
+            need: dict[str, int] = {}
+            stranded = 0
+            for (pool, n), g in zip(pairs, gpus):
+                need[pool.name] = need.get(pool.name, 0) + n
+                stranded += n - g
+            combo = tuple(pool for pool, _ in pairs)
+            out.append((cluster, combo, need, (2 - fabric_tier(combo)) * 1000 + stranded))
     return out
 
 
