@@ -307,6 +307,21 @@ def _order(memo: dict | None, name, idx, key) -> list[int]:
     return memo[name]
 
 
+def _shape(memo: dict | None, kinds_, spots_, values) -> tuple:
+    """(GPUs per spot, spots per tier, spots per kind, fraction of the LP's value per spot), made
+    once for the starts that share `memo` (same spots and values); read only."""
+    if memo is not None and "shape" in memo:
+        return memo["shape"]
+    by_tier, by_kind = defaultdict(list), defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_kind[s.kind].append(i)
+        by_tier[kinds_[s.kind].priority].append(i)
+    out = ([sum(s.need.values()) for s in spots_], dict(by_tier), dict(by_kind), [v - int(v + EPS) for v in values])
+    if memo is not None:
+        memo["shape"] = out
+    return out
+
+
 def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | None = None) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
@@ -318,14 +333,11 @@ def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | Non
     def put(i, most):
         per_tier[kinds_[spots_[i].kind].priority] += fill.put(i, most)
 
-    by_tier = defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_tier[kinds_[s.kind].priority].append(i)
-        if values[i] >= 1 - EPS:
-            put(i, int(values[i] + EPS))
-    size = [sum(s.need.values()) for s in spots_]
-    order = {t: _order(memo, ("largest", t), mine,
-                       lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+    size, by_tier, _, frac = _shape(memo, kinds_, spots_, values)
+    for i, v in enumerate(values):
+        if v >= 1 - EPS:
+            put(i, int(v + EPS))
+    order = {t: _order(memo, ("largest", t), mine, lambda i: (-size[i], -frac[i], spots_[i].cost, i))
              for t, mine in by_tier.items()}
     for tier in sorted(by_tier, reverse=True):                  # up to the floors
         target = floors.get(tier, 0)
@@ -352,11 +364,7 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
     fill = Fill(kinds_, spots_, free)
     counts, room, put = fill.counts, fill.room, fill.put
 
-    by_tier = defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
-    frac = [v - int(v + EPS) for v in values]
+    size, by_tier, _, frac = _shape(memo, kinds_, spots_, values)
     order = {t: _order(memo, ("fraction", t), mine, lambda i: (-frac[i], -size[i], spots_[i].cost, i))
              for t, mine in by_tier.items()}
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
@@ -393,12 +401,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     fill = Fill(kinds_, spots_, free)
     counts, room, placed, put = fill.counts, fill.room, fill.placed, fill.put
 
-    by_kind, by_tier = defaultdict(list), defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_kind[s.kind].append(i)
-        by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
-    frac = [v - int(v + EPS) for v in values]
+    size, by_tier, by_kind, frac = _shape(memo, kinds_, spots_, values)
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
     fresh = {t: sorted((k for k in by_kind if kinds_[k].priority == t and kinds_[k].fresh and not kinds_[k].group),
                        key=lambda k: (kinds_[k].gpus, k)) for t in by_tier}
@@ -624,7 +627,7 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     memo = {}          # orders of the spots by the LP's values, sorted once for the starts that share them
     tries = [start(kinds_, sub, left, vals, rest, memo), start_by_tier(kinds_, sub, left, vals, rest, memo=memo),
              start_by_tier(kinds_, sub, left, vals, rest, floors_first=True, memo=memo),
-             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest),
+             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest, {}),
              start_served(kinds_, sub, left, vals, rest, to_serve, memo), start_served(kinds_, sub, left, vals, {}, {}, memo)]
     out = []
     for counts in tries:
