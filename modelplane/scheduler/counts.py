@@ -624,7 +624,8 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     serving = _served(kinds_, spots_, fixed)
     to_serve = {t: max(0, n - serving[t]) for t, n in served.items()}
     vals = [values[i] for i in plain]
-    memo = {}          # orders of the spots by the LP's values, sorted once for the starts that share them
+    # the spots per tier and kind, and their orders by the LP's values: once for the starts that share them
+    memo = {}
     tries = [start(kinds_, sub, left, vals, rest, memo), start_by_tier(kinds_, sub, left, vals, rest, memo=memo),
              start_by_tier(kinds_, sub, left, vals, rest, floors_first=True, memo=memo),
              start(kinds_, sub, left, [float(fast[i]) for i in plain], rest, {}),
