@@ -78,9 +78,11 @@ class Spot:
 
     __slots__ = ("kind", "cluster", "pools", "names", "need", "rows", "cap", "cost", "price")
 
-    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0):
+    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0,
+                 rows: tuple | None = None):
         self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
-        self.rows = tuple(((cluster, p), n) for p, n in need.items())    # need keyed as `free` is: (cluster, pool)
+        # need keyed as `free` is, ((cluster, pool), GPUs) per pool; spots() passes it made once per combination
+        self.rows = rows if rows is not None else tuple(((cluster, p), n) for p, n in need.items())
         self.names = tuple(p.name for p in pools)
         self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
         self.price = price        # a group's replica here, in cents per hour (sizing's cost)
@@ -117,19 +119,19 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Sp
         at = (id(where), tuple((r.name, r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles))
         if at not in made:
             made[at] = _combinations(d.roles, where)
-        for cluster, combo, need, cost in made[at]:
+        for cluster, combo, need, rows, cost in made[at]:
             cap = kind.want
-            for p, n in need.items():
-                cap = min(cap, free[(cluster, p)] // n)
+            for key, n in rows:
+                cap = min(cap, free[key] // n)
             if cap > 0:
                 cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
-                out.append(Spot(k, cluster, combo, need, cap, cost, cents))
+                out.append(Spot(k, cluster, combo, need, cap, cost, cents, rows))
     return out
 
 
 def _combinations(roles, where: dict) -> list[tuple]:
-    """(cluster, one pool per role, GPUs per pool, quality cost) for every combination, clusters
-    in name order."""
+    """(cluster, one pool per role, GPUs per pool, the same keyed as the ledger is, quality cost)
+    for every combination, clusters in name order."""
     out = []
     gpus = [r.gpus for r in roles]
     for cluster, per_role in sorted(where.items()):
@@ -142,7 +144,8 @@ def _combinations(roles, where: dict) -> list[tuple]:
                 need[pool.name] = need.get(pool.name, 0) + n
                 stranded += n - g
             combo = tuple(pool for pool, _ in pairs)
-            out.append((cluster, combo, need, (2 - fabric_tier(combo)) * 1000 + stranded))
+            rows = tuple(((cluster, p), n) for p, n in need.items())
+            out.append((cluster, combo, need, rows, (2 - fabric_tier(combo)) * 1000 + stranded))
     return out
 
 
@@ -198,8 +201,8 @@ def relax(kinds_, spots_, free) -> list[float]:
         kind = kinds_[s.kind]
         v.lower_bound, v.upper_bound = 0.0, float(s.cap)
         v.objective_coefficient = 0.0 if kind.group else float(weight[kind.priority][0])
-        for pool, n in s.need.items():
-            idx, coef = rows.setdefault((s.cluster, pool), ([], []))
+        for key, n in s.rows:
+            idx, coef = rows.setdefault(key, ([], []))
             idx.append(i)
             coef.append(float(n))
     for key, (idx, coef) in rows.items():
