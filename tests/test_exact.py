@@ -323,3 +323,50 @@ def test_rounding_one_tier_at_a_time_keeps_the_replicas_plain_rounding_costs_a_h
     assert start_by_tier(found, where, free, lp, {}) == [2, 1, 1, 1]     # a/x: 3 of 3, b/y still 2
     # floors first: b/y's floor of 2 is met before a/x tops up to its LP total (here it then cannot)
     assert start_by_tier(found, where, free, lp, {0: 2}, floors_first=True) == [2, 0, 0, 2]
+
+
+def test_the_cp_sat_model_is_the_one_cp_model_writes():
+    """The exact phase writes CP-SAT's proto itself (cpsat.py, without cp_model's numpy and pandas):
+    for the same calls the solver gets the bytes cp_model writes (terms merged per variable, in
+    variable order, zeros dropped; bounds; a maximised objective negated; hints)."""
+    from ortools.sat.python import cp_model
+
+    from modelplane.scheduler import cpsat
+
+    ours, theirs = cpsat.Model(), cp_model.CpModel()
+    a = [ours.var(0, 5, f"x{i}") for i in range(4)] + [ours.var(0, 1, "y")]
+    b = [theirs.NewIntVar(0, 5, f"x{i}") for i in range(4)] + [theirs.NewBoolVar("y")]
+    ws = cp_model.LinearExpr.weighted_sum
+    rows = [([(3, 2), (0, 0), (2, 1)], None, 5), ([(1, 0), (-1, 1), (-1, 3)], None, 0),
+            ([(1, 1), (1, 3), (-3, 4)], 0, 0), ([(2, 1), (1, 0), (-2, 1)], 7, None)]
+    for terms, lb, ub in rows:
+        expr = ws([b[v] for _, v in terms], [c for c, _ in terms])
+        ours.add(terms, *((lb,) if lb is not None else ()), **({"ub": ub} if ub is not None else {}))
+        theirs.Add(expr == lb if lb == ub else expr >= lb if ub is None else expr <= ub)
+    assert ours.proto.SerializeToString() == theirs.proto.SerializeToString()
+    for terms, maximize in (([(4, 3), (0, 1), (-2, 0)], True), ([(1, 2), (5, 0)], False), ([], True)):
+        ours.objective(terms, maximize)
+        (theirs.Maximize if maximize else theirs.Minimize)(ws([b[v] for _, v in terms], [c for c, _ in terms]))
+        ours.hint([1, 4], [2, 1])
+        theirs.ClearHints()
+        theirs.AddHint(b[1], 2)
+        theirs.AddHint(b[4], 1)
+        assert ours.proto.SerializeToString() == theirs.proto.SerializeToString()
+
+
+def test_the_exact_phase_loads_neither_numpy_nor_pandas():
+    """cp_model's Python layer imports numpy and pandas (0.6 s of a first plan); the exact phase
+    solves without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from modelplane.scheduler import Cluster, Demand, Pool, Role, schedule\n"
+            "pool = lambda n: Pool(n, 'h100', 8, 2, {'gpu': {'count': 8}})\n"
+            "plan = schedule([Demand('a/x', 2, (Role('decode', '', 1, 1, 8),)), "
+            "Demand('b/y', 1, (Role('decode', '', 2, 1, 8),), priority=0)], "
+            "[Cluster('c1', (pool('p'),)), Cluster('c2', (pool('q'),))])\n"
+            "assert plan.phase == 'exact' and not plan.unplaced, plan.phase\n"
+            "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -304,3 +304,26 @@ def test_a_worker_stays_inside_one_nvlink_domain():
     assert reason.reason == DOMAIN and reason.detail == (
         "decode spans 19 nodes per worker; one NVLink domain of gke-gb200-4x-a4x holds 18 nodes, and a worker "
         "stays inside one")
+
+
+def test_deployments_that_filter_alike_share_a_decision_but_keep_their_own_reasons():
+    """Filter decides once per signature (every field it reads): deployments that differ only in
+    name, replicas or tier share it; a cluster selector or a spot refusal keeps them apart, and a
+    spot refusal names its own deployment."""
+    from dataclasses import replace
+
+    spot = pool("spot", capacity="spot")
+    fleet = [cluster("east", spot, labels={"tier": "production"}), cluster("west", spot)]
+    a, b = demand("ml/a", labels={"tier": "production"}), demand("ml/b", labels={"tier": "production"})
+    c = demand("ml/c")
+    plan = schedule([replace(a, spot="priority: critical"), replace(b, spot="priority: critical", priority=2), c], fleet)
+    assert [(p.deployment, p.cluster) for p in plan.placements] == [("ml/c", "east")]
+    for key in ("ml/a", "ml/b"):
+        got = {(r.cluster, r.reason) for r in plan.rejections[key]}
+        assert got == {("east", "spot"), ("west", "clusterSelector")}
+        assert all(key in r.detail for r in plan.rejections[key] if r.reason == "spot")
+    assert plan.rejections["ml/c"] == []
+    for u in plan.unplaced:         # the reasons of an unplaced replica: its own as well
+        assert [r.detail for r in u.reasons if r.reason == "spot"] == \
+            [r.detail for r in plan.rejections[u.deployment] if r.reason == "spot"]
+    assert sorted(u.deployment for u in plan.unplaced) == ["ml/a", "ml/b"]

@@ -41,6 +41,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from . import cpsat
 from .score import _fabric_tier as fabric_tier
 from .trades import Fill, fill_room, make_room
 
@@ -75,10 +76,13 @@ class Kind:
 class Spot:
     """One kind on one cluster with one pool per role, and what a replica of it takes there."""
 
-    __slots__ = ("kind", "cluster", "pools", "names", "need", "cap", "cost", "price")
+    __slots__ = ("kind", "cluster", "pools", "names", "need", "rows", "cap", "cost", "price")
 
-    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0):
+    def __init__(self, kind: int, cluster: str, pools: tuple, need: dict, cap: int, cost: int, price: int = 0,
+                 rows: tuple | None = None):
         self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
+        # need keyed as `free` is, ((cluster, pool), GPUs) per pool; spots() passes it made once per combination
+        self.rows = rows if rows is not None else tuple(((cluster, p), n) for p, n in need.items())
         self.names = tuple(p.name for p in pools)
         self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
         self.price = price        # a group's replica here, in cents per hour (sizing's cost)
@@ -87,11 +91,15 @@ class Spot:
 def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
     """Deployments with replicas missing, grouped into kinds in a stable order."""
     groups: dict[tuple, list] = {}
+    seen: dict[tuple, tuple] = {}     # deployments that filter alike share their eligible pools (one dict)
     for d in sorted(demands, key=lambda d: d.key):
         if missing.get(d.key, 0) <= 0:
             continue
-        where = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
-                      for c, per in sorted(eligible[d.key].items()))
+        at = (id(eligible[d.key]), tuple(r.name for r in d.roles))
+        where = seen.get(at)
+        if where is None:
+            where = seen[at] = tuple((c, tuple(tuple(p.name for p in per[r.name]) for r in d.roles))
+                                     for c, per in sorted(eligible[d.key].items()))
         sig = (d.priority, tuple((r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles), where)
         groups.setdefault(sig, []).append(d)
     return [Kind(ds[0].priority, ds, sum(missing[d.key] for d in ds), sum(r.gpus for r in ds[0].roles),
@@ -102,26 +110,42 @@ def spots(kinds_: list[Kind], eligible: dict, free: dict, price=None) -> list[Sp
     """Every (kind, cluster, pool per role) with room for at least one replica, in a stable order.
     `price(demand, cluster, pool names)`: $/hour of a group's replica there."""
     out = []
+    # kinds with the same eligible pools (one dict: deployments that filter alike, in any tier)
+    # and the same shape have the same pool combinations: made once, their GPUs shared (read only)
+    made: dict[tuple, list] = {}
     for k, kind in enumerate(kinds_):
         d = kind.members[0]
-        roles = d.roles
-        gpus = [r.gpus for r in roles]
-        for cluster, per_role in sorted((kind.eligible if kind.eligible is not None else eligible[d.key]).items()):
-            # GPUs each role takes of each of its pools (model.need), once per pool, not per combination
-            options = [[(pool, role.need(pool)) for pool in per_role[role.name]] for role in roles]
-            for pairs in itertools.product(*options):
-                need: dict[str, int] = {}
-                stranded = 0
-                for (pool, n), g in zip(pairs, gpus):
-                    need[pool.name] = need.get(pool.name, 0) + n
-                    stranded += n - g
-                cap = kind.want
-                for p, n in need.items():
-                    cap = min(cap, free[(cluster, p)] // n)
-                if cap > 0:
-                    combo = tuple(pool for pool, _ in pairs)
-                    cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
-                    out.append(Spot(k, cluster, combo, need, cap, (2 - fabric_tier(combo)) * 1000 + stranded, cents))
+        where = kind.eligible if kind.eligible is not None else eligible[d.key]
+        at = (id(where), tuple((r.name, r.nodes, r.gpus_per_node, r.nodes_per_worker) for r in d.roles))
+        if at not in made:
+            made[at] = _combinations(d.roles, where)
+        for cluster, combo, need, rows, cost in made[at]:
+            cap = kind.want
+            for key, n in rows:
+                cap = min(cap, free[key] // n)
+            if cap > 0:
+                cents = round(100 * price(d, cluster, tuple(p.name for p in combo))) if kind.group and price else 0
+                out.append(Spot(k, cluster, combo, need, cap, cost, cents, rows))
+    return out
+
+
+def _combinations(roles, where: dict) -> list[tuple]:
+    """(cluster, one pool per role, GPUs per pool, the same keyed as the ledger is, quality cost)
+    for every combination, clusters in name order."""
+    out = []
+    gpus = [r.gpus for r in roles]
+    for cluster, per_role in sorted(where.items()):
+        # GPUs each role takes of each of its pools (model.need), once per pool, not per combination
+        options = [[(pool, role.need(pool)) for pool in per_role[role.name]] for role in roles]
+        for pairs in itertools.product(*options):
+            need: dict[str, int] = {}
+            stranded = 0
+            for (pool, n), g in zip(pairs, gpus):
+                need[pool.name] = need.get(pool.name, 0) + n
+                stranded += n - g
+            combo = tuple(pool for pool, _ in pairs)
+            rows = tuple(((cluster, p), n) for p, n in need.items())
+            out.append((cluster, combo, need, rows, (2 - fabric_tier(combo)) * 1000 + stranded))
     return out
 
 
@@ -177,8 +201,8 @@ def relax(kinds_, spots_, free) -> list[float]:
         kind = kinds_[s.kind]
         v.lower_bound, v.upper_bound = 0.0, float(s.cap)
         v.objective_coefficient = 0.0 if kind.group else float(weight[kind.priority][0])
-        for pool, n in s.need.items():
-            idx, coef = rows.setdefault((s.cluster, pool), ([], []))
+        for key, n in s.rows:
+            idx, coef = rows.setdefault(key, ([], []))
             idx.append(i)
             coef.append(float(n))
     for key, (idx, coef) in rows.items():
@@ -286,6 +310,21 @@ def _order(memo: dict | None, name, idx, key) -> list[int]:
     return memo[name]
 
 
+def _shape(memo: dict | None, kinds_, spots_, values) -> tuple:
+    """(GPUs per spot, spots per tier, spots per kind, fraction of the LP's value per spot), made
+    once for the starts that share `memo` (same spots and values); read only."""
+    if memo is not None and "shape" in memo:
+        return memo["shape"]
+    by_tier, by_kind = defaultdict(list), defaultdict(list)
+    for i, s in enumerate(spots_):
+        by_kind[s.kind].append(i)
+        by_tier[kinds_[s.kind].priority].append(i)
+    out = ([sum(s.need.values()) for s in spots_], dict(by_tier), dict(by_kind), [v - int(v + EPS) for v in values])
+    if memo is not None:
+        memo["shape"] = out
+    return out
+
+
 def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | None = None) -> list[int]:
     """An integer solution: the LP's counts rounded down; then the tiers below their floor topped
     up to it, then every tier topped up (highest first). Top-up places the largest replicas first,
@@ -297,14 +336,11 @@ def start(kinds_, spots_, free, values, floors: dict[int, int], memo: dict | Non
     def put(i, most):
         per_tier[kinds_[spots_[i].kind].priority] += fill.put(i, most)
 
-    by_tier = defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_tier[kinds_[s.kind].priority].append(i)
-        if values[i] >= 1 - EPS:
-            put(i, int(values[i] + EPS))
-    size = [sum(s.need.values()) for s in spots_]
-    order = {t: _order(memo, ("largest", t), mine,
-                       lambda i: (-size[i], -(values[i] - int(values[i] + EPS)), spots_[i].cost, i))
+    size, by_tier, _, frac = _shape(memo, kinds_, spots_, values)
+    for i, v in enumerate(values):
+        if v >= 1 - EPS:
+            put(i, int(v + EPS))
+    order = {t: _order(memo, ("largest", t), mine, lambda i: (-size[i], -frac[i], spots_[i].cost, i))
              for t, mine in by_tier.items()}
     for tier in sorted(by_tier, reverse=True):                  # up to the floors
         target = floors.get(tier, 0)
@@ -331,11 +367,7 @@ def start_by_tier(kinds_, spots_, free, values, floors: dict[int, int], floors_f
     fill = Fill(kinds_, spots_, free)
     counts, room, put = fill.counts, fill.room, fill.put
 
-    by_tier = defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
-    frac = [v - int(v + EPS) for v in values]
+    size, by_tier, _, frac = _shape(memo, kinds_, spots_, values)
     order = {t: _order(memo, ("fraction", t), mine, lambda i: (-frac[i], -size[i], spots_[i].cost, i))
              for t, mine in by_tier.items()}
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
@@ -372,12 +404,7 @@ def start_served(kinds_, spots_, free, values, floors: dict[int, int], served: d
     fill = Fill(kinds_, spots_, free)
     counts, room, placed, put = fill.counts, fill.room, fill.placed, fill.put
 
-    by_kind, by_tier = defaultdict(list), defaultdict(list)
-    for i, s in enumerate(spots_):
-        by_kind[s.kind].append(i)
-        by_tier[kinds_[s.kind].priority].append(i)
-    size = [sum(s.need.values()) for s in spots_]
-    frac = [v - int(v + EPS) for v in values]
+    size, by_tier, by_kind, frac = _shape(memo, kinds_, spots_, values)
     lp = {t: int(sum(values[i] for i in mine) + EPS) for t, mine in by_tier.items()}
     fresh = {t: sorted((k for k in by_kind if kinds_[k].priority == t and kinds_[k].fresh and not kinds_[k].group),
                        key=lambda k: (kinds_[k].gpus, k)) for t in by_tier}
@@ -459,12 +486,6 @@ def _rank(kinds_, spots_, counts) -> tuple:
             per[kind.priority] += kind.units
             srv[kind.priority] += 1
     return (*(x for t in sorted({k.priority for k in kinds_}, reverse=True) for x in (srv[t], per[t])), gpus, -price)
-
-
-def _sum(terms):
-    from ortools.sat.python import cp_model
-
-    return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
 def _merge(parts: list[tuple[list[int], int]], limit: int | None = WIDE) -> list[int] | None:
@@ -606,10 +627,11 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     serving = _served(kinds_, spots_, fixed)
     to_serve = {t: max(0, n - serving[t]) for t, n in served.items()}
     vals = [values[i] for i in plain]
-    memo = {}          # orders of the spots by the LP's values, sorted once for the starts that share them
+    # the spots per tier and kind, and their orders by the LP's values: once for the starts that share them
+    memo = {}
     tries = [start(kinds_, sub, left, vals, rest, memo), start_by_tier(kinds_, sub, left, vals, rest, memo=memo),
              start_by_tier(kinds_, sub, left, vals, rest, floors_first=True, memo=memo),
-             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest),
+             start(kinds_, sub, left, [float(fast[i]) for i in plain], rest, {}),
              start_served(kinds_, sub, left, vals, rest, to_serve, memo), start_served(kinds_, sub, left, vals, {}, {}, memo)]
     out = []
     for counts in tries:
@@ -626,8 +648,6 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     of sized deployments, spread, quality (two solves, see `_levels` and `_polish`). `fast`: the
     fast path's counts per spot (the least the result may be under that order, the starts' targets
     per tier, and the last tie-break: an equal plan moves nothing); `keep_fast`: see `_polish`."""
-    from ortools.sat.python import cp_model
-
     floors, served = _tiers(kinds_, spots_, fast), _served(kinds_, spots_, fast)
     values = relax(kinds_, spots_, free)
     tries = _starts(kinds_, spots_, free, values, fast, floors, served)
@@ -639,8 +659,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     # a small model is solved whole; a large one on the spots the LP, the start or the fast path use
     use = [i for i in range(len(spots_)) if len(spots_) <= SMALL or values[i] > EPS or hint[i] or fast[i]]
 
-    model = cp_model.CpModel()
-    x = {i: model.NewIntVar(0, spots_[i].cap, f"x{i}") for i in use}
+    model = cpsat.Model()
+    x = {i: model.var(0, spots_[i].cap, f"x{i}") for i in use}
     rows, per_kind = defaultdict(list), defaultdict(list)
     for i in use:
         s = spots_[i]
@@ -648,19 +668,21 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
             rows[(s.cluster, pool)].append((n, x[i]))
         per_kind[s.kind].append(x[i])
     for key, terms in rows.items():
-        model.Add(_sum(terms) <= free[key])
+        model.add(terms, ub=free[key])
     serves = {}          # per kind with fresh members: deployments served, min(replicas, fresh)
     for k, vs in sorted(per_kind.items()):
-        model.Add(sum(vs) <= kinds_[k].want)
+        model.add([(1, v) for v in vs], ub=kinds_[k].want)
         if kinds_[k].fresh and not kinds_[k].group:
-            serves[k] = model.NewIntVar(0, kinds_[k].fresh, f"s{k}")
-            model.Add(serves[k] <= sum(vs))
+            serves[k] = model.var(0, kinds_[k].fresh, f"s{k}")
+            model.add([(1, serves[k])] + [(-1, v) for v in vs], ub=0)
     y = {}
     for g, ks in groups_of(kinds_).items():
         for k in ks:
-            y[k] = model.NewBoolVar(f"y{k}")
-            model.Add(sum(per_kind.get(k, [])) == kinds_[k].want * y[k])
-        model.Add(sum(y[k] for k in ks) <= 1)
+            y[k] = model.var(0, 1, f"y{k}")
+            mine = [(1, v) for v in per_kind.get(k, [])]
+            # replicas == want * y (with no spot, want * y == 0: the sign cp_model wrote it with)
+            model.add(mine + [(-kinds_[k].want, y[k])] if mine else [(kinds_[k].want, y[k])], 0, 0)
+        model.add([(1, y[k]) for k in ks], ub=1)
     levels = _levels(kinds_, spots_, use, x, y, serves)
     whole = len(use) <= SMALL
     top_of, used, paid = {}, {}, {}
@@ -669,21 +691,19 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
         by_cluster = defaultdict(list)
         for i in use:
             by_cluster[(spots_[i].kind, spots_[i].cluster)].append(i)
-        top_of = {k: model.NewIntVar(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
+        top_of = {k: model.var(0, kinds_[k].want, f"top{k}") for k in sorted(per_kind)}
         for (k, _), idx in sorted(by_cluster.items()):
-            model.Add(sum(x[i] for i in idx) <= top_of[k])
+            model.add([(1, x[i]) for i in idx] + [(-1, top_of[k])], ub=0)
         # paid GPUs used per pool: at most its unused paid GPUs and at most what the plan puts there
         paid = paid_left(spots_, use, free)
         for j, (key, most) in enumerate(sorted(paid.items())):
-            used[key] = model.NewIntVar(0, most, f"paid{j}")
-            model.Add(_sum([(1, used[key])]) <= _sum(rows[key]))
+            used[key] = model.var(0, most, f"paid{j}")
+            model.add([(1, used[key])] + [(-n, v) for n, v in rows[key]], ub=0)
         levels += _polish(kinds_, spots_, use, x, fast, top_of, keep_fast,
                           [(used[key], paid[key]) for key in sorted(used)])
 
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 7
-    solver.parameters.symmetry_level = 0    # symmetry detection costs wall time here and finds little
+    # symmetry detection costs wall time here and finds little
+    parameters = cpsat.parameters(num_workers=1, random_seed=7, symmetry_level=0)
     ys, ss = sorted(y), sorted(serves)
     hinted = [x[i] for i in use] + [y[k] for k in ys] + [serves[k] for k in ss] + list(top_of.values()) \
         + [used[key] for key in sorted(used)]
@@ -702,22 +722,19 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     current += [min(taken[key], paid[key]) for key in sorted(used)]
     unproven, stopped = [], None
     for name, terms, maximize, share, linearization in levels:
-        solver.parameters.max_deterministic_time = budget * share
-        solver.parameters.linearization_level = linearization
-        expr = _sum(terms)
-        (model.Maximize if maximize else model.Minimize)(expr)
-        model.ClearHints()
-        for var, value in zip(hinted, current):
-            model.AddHint(var, value)
-        status = solver.Solve(model)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        parameters.max_deterministic_time = budget * share
+        parameters.linearization_level = linearization
+        model.objective(terms, maximize)
+        model.hint(hinted, current)
+        status, solution = model.solve(parameters)
+        if status not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
             stopped = name
             break
-        if status == cp_model.FEASIBLE:
+        if status == cpsat.FEASIBLE:
             unproven.append(name)
-        current = [solver.Value(v) for v in hinted]
-        best = solver.Value(expr)     # exact (an int), however wide the weights
-        model.Add(expr >= best) if maximize else model.Add(expr <= best)
+        current = [solution[v] for v in hinted]
+        best = cpsat.value(terms, solution)     # exact (an int), however wide the weights
+        model.add(terms, lb=best) if maximize else model.add(terms, ub=best)
     counts = [0] * len(spots_)
     for i, value in zip(use, current):
         counts[i] = value

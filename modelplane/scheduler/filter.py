@@ -3,11 +3,13 @@
 The hot path (`eligible`) decides each (role, class) pair once and keeps no per-pool records;
 the reasons for every rejected candidate (`rejections`) are rebuilt from the same verdicts only
 when someone asks (an unplaced replica, `--explain`), so a fleet of thousands of pools costs a
-dictionary lookup per pool and deployment.
+dictionary lookup per pool and deployment. Deployments that agree in every field Filter reads
+(`signature`) share one decision: the eligible pools and the rejections are made once for them.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 
 from .cel import CelError, Matcher, cluster_place, place, uses_place
 from .model import (CLUSTER_SELECTOR, CO_LOCATION, DISK, DOMAIN, FABRIC, MEMORY, MULTI_NODE_FABRICS, NODE_SELECTOR,
@@ -234,6 +236,32 @@ def _cluster_problem(d: Demand, c, matcher: Matcher) -> Rejection | None:
     return None
 
 
+# Demand fields Filter does not read; every other field (and every field of its roles) is in its
+# `signature`, so a field added later counts until it is named here
+UNREAD = frozenset({"key", "replicas", "priority", "steps", "pinned"})
+_PLAIN = (str, int, float, bool, type(None), frozenset)
+_NAMES: dict[type, tuple[str, ...]] = {}       # a dataclass's field names, read once per type
+
+
+def _frozen(value):
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if is_dataclass(value):
+        names = _NAMES.get(type(value)) or _NAMES.setdefault(type(value), tuple(f.name for f in fields(value)))
+        return tuple(_frozen(getattr(value, n)) for n in names)
+    if isinstance(value, (tuple, list)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def signature(d: Demand) -> tuple:
+    """What Filter reads of a deployment: deployments with equal signatures have the same eligible
+    pools and the same rejections (but a spot refusal's text, which names the deployment)."""
+    return tuple(_frozen(getattr(d, f.name)) for f in fields(d) if f.name not in UNREAD)
+
+
 def eligible(d: Demand, clusters, verdicts: Verdicts) -> dict:
     """{cluster: {role: [pools]}} for clusters where every GPU role has at least one pool."""
     out = {}
@@ -290,15 +318,22 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
 
 
 class LazyRejections(Mapping):
-    """deployment key -> its Filter rejections, built on first access and then kept."""
+    """deployment key -> its Filter rejections, built on first access and then kept; once per
+    `signature` (and deployment, when a spot refusal names it), in `shared` when given (the
+    instances of one plan pass the same dict)."""
 
-    def __init__(self, demands, clusters, verdicts):
+    def __init__(self, demands, clusters, verdicts, shared: dict | None = None):
         self._demands = {d.key: d for d in demands}
         self._clusters, self._verdicts, self._done = clusters, verdicts, {}
+        self._shared = {} if shared is None else shared
 
     def __getitem__(self, key):
         if key not in self._done:
-            self._done[key] = rejections(self._demands[key], self._clusters, self._verdicts[key])
+            d = self._demands[key]
+            sig = (signature(d), d.key if d.spot else None)
+            if sig not in self._shared:
+                self._shared[sig] = tuple(rejections(d, self._clusters, self._verdicts[key]))
+            self._done[key] = list(self._shared[sig])
         return self._done[key]
 
     def __iter__(self):

@@ -28,15 +28,15 @@ class Fill:
         n = min(most, self.room[s.kind])
         if n <= 0:
             return 0
-        left, cluster = self.left, s.cluster
-        for p, m in s.need.items():
-            fits = left[(cluster, p)] // m
+        left = self.left
+        for key, m in s.rows:
+            fits = left[key] // m
             if fits < n:
                 if fits <= 0:
                     return 0
                 n = fits
-        for p, m in s.need.items():
-            left[(cluster, p)] -= n * m
+        for key, m in s.rows:
+            left[key] -= n * m
         self.counts[i] += n
         self.room[s.kind] -= n
         self.placed[s.kind] += n
@@ -76,7 +76,7 @@ def make_room(kinds_, spots_, free, counts) -> list[int]:
             on_pool[(s.cluster, p)].append(i)
 
     def fits(t):
-        return all(left[(spots_[t].cluster, p)] >= m for p, m in spots_[t].need.items())
+        return all(left[key] >= m for key, m in spots_[t].rows)
 
     roomy_of = {v: [t for t in mine if fits(t)] for v, mine in by_kind.items()}
     is_roomy = [False] * len(spots_)
