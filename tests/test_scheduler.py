@@ -327,3 +327,20 @@ def test_deployments_that_filter_alike_share_a_decision_but_keep_their_own_reaso
         assert [r.detail for r in u.reasons if r.reason == "spot"] == \
             [r.detail for r in plan.rejections[u.deployment] if r.reason == "spot"]
     assert sorted(u.deployment for u in plan.unplaced) == ["ml/a", "ml/b"]
+
+
+def test_a_refused_net_plugin_is_decided_per_pool_not_per_class():
+    """Two pools of one class and fabric, one pinning pods to a net plugin the engine cannot load
+    (an inventory from another stack's catalog): only that one is refused, whichever is met first."""
+    from dataclasses import replace
+
+    from modelplane.scheduler.model import PLUGIN_KEY
+
+    role = replace(r1(tensor=8, data=2, weights=100.0, experts=0.0),
+                   refused_fabrics={PLUGIN_KEY + "efa": "image cannot load aws-ofi-nccl"})
+    bare = Pool("a-bare", "eks-h100-8x-p5", 8, 2, {}, "efa", H100)
+    pinned = replace(bare, name="b-pinned", net_plugin="efa")
+    for pools in ((bare, pinned), (pinned, bare)):
+        plan = schedule([Demand("ml/r1", 2, (role,))], [Cluster("c", pools)])
+        assert [p.roles["decode"].pool for p in plan.placements] == ["a-bare"]
+        assert [(r.pool, r.reason) for r in plan.rejections["ml/r1"]] == [("b-pinned", FABRIC)]

@@ -53,8 +53,9 @@ class Verdicts:
         self.placed = {r.name for r in d.roles if uses_place(r.cel)}
 
     def fit(self, role, pool) -> tuple[str, str] | None:
+        # every Pool field fit_problem reads
         key = (role.name, pool.class_name, pool.gpus_per_node, pool.fabric, pool.memory_mib, pool.disk_gib,
-               pool.domain_nodes)
+               pool.domain_nodes, pool.net_plugin)
         if key not in self.fits:
             self.fits[key] = fit_problem(role, pool)
         return self.fits[key]
