@@ -259,7 +259,7 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
     for (c, n, _, kind), ds in named.items():
         if kind == "Deployment":
             for d in ds:
-                if (labels := _frozen(_match_labels(d))) is not None:
+                if (labels := _label_key(_match_labels(d))) is not None:
                     deployments.setdefault((c, n, labels), []).append(d)
     for node in graph:
         if not (node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS):
@@ -273,7 +273,7 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
             for svc in named.get((cluster, ns, picker, "Service"), ()):
                 needs.append(svc)
                 selector = (svc.inputs.get("spec") or {}).get("selector") or {}
-                if selector and (labels := _frozen(selector)) is not None:
+                if selector and (labels := _label_key(selector)) is not None:
                     needs += deployments.get((cluster, ns, labels), ())
         _after(node, [n.key for n in needs])
 
@@ -282,7 +282,7 @@ def _match_labels(deployment: Node):
     return ((deployment.inputs.get("spec") or {}).get("selector") or {}).get("matchLabels")
 
 
-def _frozen(labels) -> frozenset | None:
+def _label_key(labels) -> frozenset | None:
     """Labels as a key, equal where the dicts are equal; None where they cannot be one (not a
     dict, or a value that is not text, which the API server refuses anyway)."""
     if not isinstance(labels, dict):
