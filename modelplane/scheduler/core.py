@@ -40,8 +40,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from .cel import CelError, Matcher, check_syntax
-from .filter import (DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order,
-                     signature as _signature)
+from .filter import Alike, DemandError, LazyRejections, Verdicts, eligible as _eligible, order as _order
 from . import sizing
 from .model import (CAPACITY, NO_CLUSTER, Demand, Move, Options, Placement, Plan, Rejection, RolePlacement,
                     Transition, Unplaced)
@@ -259,9 +258,9 @@ def _schedule(demands, clusters, previous, matcher, exact, budget, options) -> P
         verdicts[d.key] = Verdicts(d, matcher)
     # decided once per Filter signature and shared (the benchmark's 349 deployments at 100 clusters
     # have 36); the first deployment of a signature is decided with its own verdicts, so an error names it
-    eligible, decided = {}, {}
+    eligible, decided, alike = {}, {}, Alike()
     for d in demands:
-        sig = _signature(d)
+        sig = alike.signature(d)
         if sig not in decided:
             decided[sig] = _eligible(d, clusters, verdicts[d.key])
         eligible[d.key] = decided[sig]
@@ -270,8 +269,7 @@ def _schedule(demands, clusters, previous, matcher, exact, budget, options) -> P
         demands.append(d)
         verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
     demands.sort(key=lambda d: d.key)
-    said = {}          # rejections per Filter signature, shared by the plan's LazyRejections
-    rejections = LazyRejections(demands, clusters, verdicts, said)
+    rejections = LazyRejections(demands, clusters, verdicts, alike)
 
     kept: dict[str, dict[int, Placement]] = {d.key: {} for d in demands}
     moves, stale, leaving, gone = [], [], [], {}
@@ -358,7 +356,7 @@ def _schedule(demands, clusters, previous, matcher, exact, budget, options) -> P
             if failed is not None:
                 failed_at[d.key] = failed
     demands.sort(key=lambda d: d.key)
-    rejections = LazyRejections(demands, clusters, verdicts, said)
+    rejections = LazyRejections(demands, clusters, verdicts, alike)
 
     phase, changed = "fast path", []
     if exact == "always" or (exact == "auto" and (failed_at or choice.dearer_than_bound(filled))):
@@ -367,7 +365,7 @@ def _schedule(demands, clusters, previous, matcher, exact, budget, options) -> P
         for key, d in swapped.items():
             demands[next(i for i, x in enumerate(demands) if x.key == key)] = d
             verdicts[key], eligible[key] = choice.verdicts_of(key), choice.eligible_of(key)
-        rejections = LazyRejections(demands, clusters, verdicts, said)
+        rejections = LazyRejections(demands, clusters, verdicts, alike)
     transitions = replace_changed(stale, kept, filled, eligible, free, held, moves, pools)
     transitions += _relocated(gone, kept, filled)
     for d in demands:
@@ -383,12 +381,12 @@ def _schedule(demands, clusters, previous, matcher, exact, budget, options) -> P
         missing = [i for i in range(d.replicas) if i not in kept[d.key] and i not in filled[d.key]]
         if not missing:
             continue
-        alike = (_signature(d), d.key if d.spot else None, id(eligible[d.key]))
-        if alike not in why:
-            why[alike] = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity,
+        same = (alike.key(d), id(eligible[d.key]))
+        if same not in why:
+            why[same] = tuple(sorted(set(rejections[d.key]) | set(_capacity_reasons(d, eligible[d.key], free, capacity,
                                                                                     held)), key=_order)) \
                 or (Rejection("-", None, NO_CLUSTER, "the fleet has no cluster to place on"),)
-        unplaced += [Unplaced(d.key, i, why[alike]) for i in missing]
+        unplaced += [Unplaced(d.key, i, why[same]) for i in missing]
     by_d = defaultdict(list)
     for p in placements:
         by_d[p.deployment].append(p)

@@ -82,10 +82,15 @@ class Spot:
                  rows: tuple | None = None):
         self.kind, self.cluster, self.pools, self.need, self.cap = kind, cluster, pools, need, cap
         # need keyed as `free` is, ((cluster, pool), GPUs) per pool; spots() passes it made once per combination
-        self.rows = rows if rows is not None else tuple(((cluster, p), n) for p, n in need.items())
+        self.rows = rows if rows is not None else ledger_rows(cluster, need)
         self.names = tuple(p.name for p in pools)
         self.cost = cost          # quality: fabric tier and GPUs stranded (lower is better)
         self.price = price        # a group's replica here, in cents per hour (sizing's cost)
+
+
+def ledger_rows(cluster: str, need: dict) -> tuple:
+    """A spot's GPUs per pool keyed as the ledger (`free`) is: ((cluster, pool), GPUs) per pool."""
+    return tuple(((cluster, p), n) for p, n in need.items())
 
 
 def kinds(demands, eligible: dict, missing: dict) -> list[Kind]:
@@ -144,8 +149,7 @@ def _combinations(roles, where: dict) -> list[tuple]:
                 need[pool.name] = need.get(pool.name, 0) + n
                 stranded += n - g
             combo = tuple(pool for pool, _ in pairs)
-            rows = tuple(((cluster, p), n) for p, n in need.items())
-            out.append((cluster, combo, need, rows, (2 - fabric_tier(combo)) * 1000 + stranded))
+            out.append((cluster, combo, need, ledger_rows(cluster, need), (2 - fabric_tier(combo)) * 1000 + stranded))
     return out
 
 
@@ -618,8 +622,8 @@ def _starts(kinds_, spots_, free, values, fast, floors, served) -> list[list[int
     fixed = _group_start(kinds_, spots_, fast)
     left = dict(free)
     for s, n in zip(spots_, fixed):
-        for pool, m in s.need.items():
-            left[(s.cluster, pool)] -= n * m
+        for key, m in s.rows:
+            left[key] -= n * m
     plain = [i for i, s in enumerate(spots_) if not kinds_[s.kind].group]
     sub = [spots_[i] for i in plain]
     got = _tiers(kinds_, spots_, fixed)
@@ -664,8 +668,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
     rows, per_kind = defaultdict(list), defaultdict(list)
     for i in use:
         s = spots_[i]
-        for pool, n in s.need.items():
-            rows[(s.cluster, pool)].append((n, x[i]))
+        for key, n in s.rows:
+            rows[key].append((n, x[i]))
         per_kind[s.kind].append(x[i])
     for key, terms in rows.items():
         model.add(terms, ub=free[key])
@@ -717,8 +721,8 @@ def optimise(kinds_: list[Kind], spots_: list[Spot], free: dict, fast: list[int]
                            default=0))
     taken = Counter()
     for i in use:
-        for pool, n in spots_[i].need.items():
-            taken[(spots_[i].cluster, pool)] += n * hint[i]
+        for key, n in spots_[i].rows:
+            taken[key] += n * hint[i]
     current += [min(taken[key], paid[key]) for key in sorted(used)]
     unproven, stopped = [], None
     for name, terms, maximize, share, linearization in levels:

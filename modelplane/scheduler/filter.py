@@ -318,23 +318,42 @@ def rejections(d: Demand, clusters, verdicts: Verdicts) -> list[Rejection]:
     return sorted(out, key=order)
 
 
+class Alike:
+    """What one plan's deployments that filter alike share: each Demand's `signature`, made once,
+    and the rejections per `alike` key."""
+
+    def __init__(self):
+        self._signatures: dict[int, tuple] = {}     # id(demand) -> (demand, its signature): kept alive
+        self.rejections: dict[tuple, tuple] = {}
+
+    def signature(self, d: Demand) -> tuple:
+        hit = self._signatures.get(id(d))
+        if hit is None:
+            hit = self._signatures[id(d)] = (d, signature(d))
+        return hit[1]
+
+    def key(self, d: Demand) -> tuple:
+        """Deployments with equal keys have the same rejections: equal signatures, and the same
+        deployment where a spot refusal names it."""
+        return self.signature(d), d.key if d.spot else None
+
+
 class LazyRejections(Mapping):
     """deployment key -> its Filter rejections, built on first access and then kept; once per
-    `signature` (and deployment, when a spot refusal names it), in `shared` when given (the
-    instances of one plan pass the same dict)."""
+    `Alike.key`, in `alike` when given (the instances of one plan pass the same one)."""
 
-    def __init__(self, demands, clusters, verdicts, shared: dict | None = None):
+    def __init__(self, demands, clusters, verdicts, alike: Alike | None = None):
         self._demands = {d.key: d for d in demands}
         self._clusters, self._verdicts, self._done = clusters, verdicts, {}
-        self._shared = {} if shared is None else shared
+        self._alike = Alike() if alike is None else alike
 
     def __getitem__(self, key):
         if key not in self._done:
             d = self._demands[key]
-            sig = (signature(d), d.key if d.spot else None)
-            if sig not in self._shared:
-                self._shared[sig] = tuple(rejections(d, self._clusters, self._verdicts[key]))
-            self._done[key] = list(self._shared[sig])
+            shared, at = self._alike.rejections, self._alike.key(d)
+            if at not in shared:
+                shared[at] = tuple(rejections(d, self._clusters, self._verdicts[key]))
+            self._done[key] = list(shared[at])
         return self._done[key]
 
     def __iter__(self):
