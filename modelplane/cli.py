@@ -186,12 +186,22 @@ def _write_json(doc: dict) -> None:
     from .output import report
 
     buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8":
+    if buffer is not None and _is_utf8(getattr(sys.stdout, "encoding", None)):
         sys.stdout.flush()          # what was written as text goes first
         report.write_json(doc, buffer.write, utf8=True)
         buffer.flush()
     else:
         report.write_json(doc, sys.stdout.write)
+
+
+def _is_utf8(encoding: str | None) -> bool:
+    """Whether a stream's encoding is UTF-8 under any of its names (utf8, UTF-8, utf_8)."""
+    import codecs
+
+    try:
+        return encoding is not None and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _format_of(fmt: str | None, as_json: bool) -> str:

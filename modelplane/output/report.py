@@ -483,12 +483,10 @@ def _pieces(doc, utf8: bool = False):
         yield lead + _STR(key) + ": "
         lead = ",\n  "
         if (value.__class__ is list or value.__class__ is Floatless) and value:
-            first, item = "[\n    ", _item
-            if value.__class__ is Floatless and _INDENT_BYTES is not None and utf8:
-                first, item = b"[\n    ", _floatless_bytes
-            elif value.__class__ is Floatless and _INDENT is not None:
-                item = _floatless_item
-            after = b",\n    " if first.__class__ is bytes else ",\n    "
+            first, after, item = "[\n    ", ",\n    ", _item
+            if value.__class__ is Floatless and _INDENT is not None:      # orjson's, as bytes where asked
+                first, after, item = (b"[\n    ", b",\n    ", _floatless_bytes) if utf8 else \
+                    (first, after, _floatless_item)
             for x in value:
                 yield first + item(x, "\n    ")
                 first = after
