@@ -10,6 +10,29 @@ from pathlib import Path
 
 import click
 
+
+def _without_pydantic_plugins() -> None:
+    """The command runs pydantic without plugins unless PYDANTIC_DISABLE_PLUGINS says otherwise.
+
+    Before its first validator pydantic asks `pydantic.plugin._loader.get_plugins()`, whose module
+    imports importlib.metadata (email, zipfile, csv, tempfile, ...) and then reads the entry
+    points of every installed distribution: about 50 ms of a plan, a twentieth of a 20 x 500 one.
+    The models are the command's own; a plugin installed for an application's models would only
+    watch and slow them. So where the user has not set pydantic's own switch, the loader is one
+    that answers "no plugins" (what pydantic answers to PYDANTIC_DISABLE_PLUGINS=__all__). Set the
+    variable to anything, an empty string included, and pydantic loads plugins as it always does.
+    tests/test_startup.py holds pydantic 2.13 to asking the loader by that name."""
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ or "pydantic.plugin._loader" in sys.modules:
+        return
+    import types
+
+    loader = types.ModuleType("pydantic.plugin._loader", "No pydantic plugins (modelplane.cli).")
+    loader.get_plugins = lambda: ()
+    sys.modules["pydantic.plugin._loader"] = loader
+
+
+_without_pydantic_plugins()
+
 from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out,  # noqa: F401  (re-exported)
                       project_options)
 from .console import fail as _fail, refuse as _refuse

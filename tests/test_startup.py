@@ -65,6 +65,50 @@ def test_the_dev_plan_loads_only_what_it_needs(tmp_path):
         ["catalog", "cel-outcomes", "cel-parser", "secret-patterns"]
 
 
+
+PLUGINS = """
+import io, json, sys
+import modelplane.cli as cli
+sys.stdout = io.StringIO()
+try:
+    cli.main(["plan", "dev", "--json"])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout = sys.__stdout__
+from pydantic.plugin._loader import get_plugins
+print(json.dumps([code, "importlib.metadata" in sys.modules, hasattr(sys.modules["pydantic.plugin._loader"],
+                  "PYDANTIC_ENTRY_POINT_GROUP"), list(get_plugins())]))
+"""
+
+
+@pytest.mark.parametrize("switch, pydantics_own", [(None, False), ("", True), ("__all__", True)])
+def test_a_plan_asks_pydantic_for_no_plugins_unless_the_user_set_its_switch(switch, pydantics_own, tmp_path):
+    """cli.py `_without_pydantic_plugins`: unset, a plan (its caches filled) never imports
+    importlib.metadata nor reads installed distributions; set to anything, pydantic's own loader answers."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env.update({"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    if switch is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = switch
+    for _ in range(2):      # the first run fills the caches (detect-secrets' requests imports importlib.metadata)
+        done = subprocess.run([sys.executable, "-c", PLUGINS], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+    code, metadata, own, plugins = json.loads(done.stdout.splitlines()[-1])
+    assert (code, own, plugins) == (0, pydantics_own, [])
+    if not pydantics_own:
+        assert not metadata
+
+
+def test_pydantic_still_asks_its_plugin_loader_by_the_name_the_command_answers_for():
+    """If an upgrade of pydantic asks for plugins elsewhere, the command's answer would be skipped
+    and the time back: re-measure and drop `_without_pydantic_plugins`, or move it."""
+    import inspect
+
+    from pydantic.plugin import _schema_validator
+
+    assert "from ._loader import get_plugins" in inspect.getsource(_schema_validator.create_schema_validator)
+
+
 CEL = """
 import json
 from modelplane.scheduler.cel import Matcher, environment
