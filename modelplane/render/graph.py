@@ -10,7 +10,6 @@ the way a preview under the offline mocks would, without the SDK.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Callable
 
 
@@ -74,10 +73,12 @@ class Node:
     outputs: dict | None = None        # what a component registers (register_outputs)
     cluster: str = ""                  # the cluster a Kubernetes object belongs to
 
-    @cached_property
-    def key(self) -> str:
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
         # made once: a node's type and name never change, and the graph's passes ask for it often
-        return key_of(self.type, self.name)
+        # (a field, not a cached_property, whose first read takes a lock on Python 3.11)
+        self.key = key_of(self.type, self.name)
 
 
 def key_of(type_: str, name: str) -> str:
