@@ -8,30 +8,11 @@ import sys
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-import click
+from . import startup
 
+startup.prepare()     # before pydantic or any dataclass is imported (startup.py)
 
-def _without_pydantic_plugins() -> None:
-    """The command runs pydantic without plugins unless PYDANTIC_DISABLE_PLUGINS says otherwise.
-
-    Before its first validator pydantic asks `pydantic.plugin._loader.get_plugins()`, whose module
-    imports importlib.metadata (email, zipfile, csv, tempfile, ...) and then reads the entry
-    points of every installed distribution: about 50 ms of a plan, a twentieth of a 20 x 500 one.
-    The models are the command's own; a plugin installed for an application's models would only
-    watch and slow them. So where the user has not set pydantic's own switch, the loader is one
-    that answers "no plugins" (what pydantic answers to PYDANTIC_DISABLE_PLUGINS=__all__). Set the
-    variable to anything, an empty string included, and pydantic loads plugins as it always does.
-    tests/test_startup.py holds pydantic 2.13 to asking the loader by that name."""
-    if "PYDANTIC_DISABLE_PLUGINS" in os.environ or "pydantic.plugin._loader" in sys.modules:
-        return
-    import types
-
-    loader = types.ModuleType("pydantic.plugin._loader", "No pydantic plugins (modelplane.cli).")
-    loader.get_plugins = lambda: ()
-    sys.modules["pydantic.plugin._loader"] = loader
-
-
-_without_pydantic_plugins()
+import click  # noqa: E402
 
 from .console import (EXIT_FAILED, EXIT_INPUT, EXIT_VIOLATION, FORMATS, err, out,  # noqa: F401  (re-exported)
                       project_options)
@@ -71,6 +52,7 @@ def run() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    startup.keep()
     if not _ENTRY["plan done"] or not (code is None or isinstance(code, int)):
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "modelplane"
 # and those below it, never one above.
 LAYERS = {
     # the commands: the CLI glue and the commands' own packages
-    "cli": 5, "console": 5, "scaffold": 5, "__main__": 5, "automation": 5, "prices": 5,
+    "cli": 5, "console": 5, "scaffold": 5, "startup": 5, "__main__": 5, "automation": 5, "prices": 5,
     # what a plan prints
     "output": 4,
     # the public Pulumi face: the Fleet component and its typed entries
@@ -116,4 +116,4 @@ def test_imports_flow_one_way():
 
 def test_the_root_holds_only_the_cli_glue_and_packages():
     modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
-    assert modules == ["__init__", "__main__", "cli", "console", "errors", "scaffold", "usercache"]
+    assert modules == ["__init__", "__main__", "cli", "console", "errors", "scaffold", "startup", "usercache"]

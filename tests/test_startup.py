@@ -2,6 +2,7 @@
 import that creeps back onto the plan path fails here; and the caches that stand in for
 cel-python's parser build and detect-secrets' import give the answers they stand in for."""
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -83,7 +84,7 @@ print(json.dumps([code, "importlib.metadata" in sys.modules, hasattr(sys.modules
 
 @pytest.mark.parametrize("switch, pydantics_own", [(None, False), ("", True), ("__all__", True)])
 def test_a_plan_asks_pydantic_for_no_plugins_unless_the_user_set_its_switch(switch, pydantics_own, tmp_path):
-    """cli.py `_without_pydantic_plugins`: unset, a plan (its caches filled) never imports
+    """startup.py `_without_pydantic_plugins`: unset, a plan (its caches filled) never imports
     importlib.metadata nor reads installed distributions; set to anything, pydantic's own loader answers."""
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     env.update({"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")})
@@ -101,12 +102,113 @@ def test_a_plan_asks_pydantic_for_no_plugins_unless_the_user_set_its_switch(swit
 
 def test_pydantic_still_asks_its_plugin_loader_by_the_name_the_command_answers_for():
     """If an upgrade of pydantic asks for plugins elsewhere, the command's answer would be skipped
-    and the time back: re-measure and drop `_without_pydantic_plugins`, or move it."""
+    and the time back: re-measure and drop startup.py `_without_pydantic_plugins`, or move it."""
     import inspect
 
     from pydantic.plugin import _schema_validator
 
     assert "from ._loader import get_plugins" in inspect.getsource(_schema_validator.create_schema_validator)
+
+
+
+DATACLASS_CODE = """
+import io, json, sys
+import modelplane.cli as cli
+from modelplane import startup
+sys.stdout = io.StringIO()
+try:
+    cli.main(["plan", "dev", "--json"])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout = sys.__stdout__
+compiled = startup.compiled_here()
+startup.keep()
+print(json.dumps([code, compiled]))
+"""
+
+# Dataclasses of every kind `dataclasses` writes methods for; what their methods' code is made of.
+DATACLASSES = """
+import json
+from dataclasses import dataclass, field
+
+@dataclass(frozen=True, order=True)
+class Frozen:
+    a: int
+    b: str = "x"
+    c: tuple = ()
+
+@dataclass
+class Plain:
+    a: int
+    items: list = field(default_factory=list)
+    hidden: str = field(default="", repr=False, compare=False)
+
+@dataclass(kw_only=True, slots=True, unsafe_hash=True)
+class Keywords:
+    a: int = 0
+    b: "list[str] | None" = None
+
+def shape(code):     # what a code object is made of (marshal's bytes also depend on reference counts)
+    return [code.co_code.hex(), [shape(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts],
+            code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_flags, code.co_argcount,
+            code.co_kwonlyargcount, code.co_filename, code.co_qualname, code.co_firstlineno]
+
+out = {}
+for cls in (Frozen, Plain, Keywords):
+    for name, fn in sorted(vars(cls).items()):
+        if hasattr(fn, "__code__"):
+            out[f"{cls.__name__}.{name}"] = shape(fn.__code__)
+print(json.dumps([out, repr(Frozen(1)), Frozen(1) < Frozen(2), Plain(1) == Plain(1, [], "y"),
+                  hash(Keywords(a=1)) == hash(Keywords(a=1)), Keywords(a=1) != Keywords(a=2)]))
+"""
+
+
+def _run(code: str, tmp_path: Path, prefix: str = "") -> list:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", prefix + code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _code_file(tmp_path: Path) -> Path:
+    found = list((tmp_path / "cache" / "modelplane").glob("dataclass-code-*.marshal"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_dataclass_methods_are_compiled_once_per_machine(tmp_path):
+    """startup.py `_dataclass_code_kept`: the first plan compiles the methods of every dataclass it
+    imports and keeps them; the next compiles none."""
+    code, first = _run(DATACLASS_CODE, tmp_path)
+    assert code == 0 and first > 300
+    kept = _code_file(tmp_path).read_bytes()
+    assert _run(DATACLASS_CODE, tmp_path) == [0, 0]
+    assert _code_file(tmp_path).read_bytes() == kept        # nothing new: not written again
+
+
+def test_kept_dataclass_code_is_the_code_exec_makes(tmp_path):
+    """Methods run from the kept code are the ones `dataclasses` compiles itself, byte for byte
+    (the same text, no __future__ flags inherited), and behave the same."""
+    cached = "from modelplane import startup\nstartup.prepare()\n"
+    counted = "\nprint(json.dumps(startup.compiled_here()))\nstartup.keep()\n"
+    first = _run(cached + DATACLASSES + counted, tmp_path)
+    second = _run(cached + DATACLASSES + counted, tmp_path)
+    plain = _run(DATACLASSES, tmp_path)                  # dataclasses alone
+    assert first > 0 and second == 0                # compiled and kept, then read back
+    outcome = [_run(code, tmp_path) for code in (cached + DATACLASSES, DATACLASSES)]
+    assert outcome[0] == outcome[1] == plain
+    assert len(plain[0]) >= 12
+
+
+def test_a_damaged_code_file_only_means_compiling_again(tmp_path):
+    _run(DATACLASS_CODE, tmp_path)
+    path = _code_file(tmp_path)
+    for damage in (b"not marshal", marshal.dumps({"def f(): pass": 1}), marshal.dumps([1, 2])):
+        path.write_bytes(damage)
+        code, compiled = _run(DATACLASS_CODE, tmp_path)
+        assert code == 0 and compiled > 300
+        assert _run(DATACLASS_CODE, tmp_path) == [0, 0]     # written whole again
 
 
 CEL = """
