@@ -1,5 +1,6 @@
 """What the `modelplane` command does before its imports, so that it starts sooner: pydantic is
-asked for no plugins, and the methods `dataclasses` writes are compiled once per machine.
+asked for no plugins, and the code `dataclasses` and `typing` compile from text is compiled
+once per machine.
 
 Only the command does this (cli.py calls `prepare` first and `keep` at its end); importing
 modelplane as a library changes nothing in the importing process. docs/performance.md has the
@@ -13,16 +14,17 @@ import os
 import sys
 import types
 
-# Texts kept in the code file: a plan needs about 420; past this many (old code piling up) the
+# Texts kept in the code file: a plan needs about 800; past this many (old code piling up) the
 # file starts afresh with the texts this command compiled.
 _KEEP = 4096
 _STATE: dict = {"path": None, "kept": {}, "new": {}}
+_EVAL = "\0eval "     # keys of expressions (typing.ForwardRef); no text compiled by exec starts so
 
 
 def prepare() -> None:
     """Before pydantic or any dataclass is imported."""
     _without_pydantic_plugins()
-    _dataclass_code_kept()
+    _code_kept()
 
 
 def _without_pydantic_plugins() -> None:
@@ -48,7 +50,7 @@ def _code_file():
 
     folder = cache_dir()
     # bytecode is this interpreter's (magic number) at this optimisation level (-O drops asserts)
-    return folder / f"dataclass-code-{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal" if folder else None
+    return folder / f"compiled-code-{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal" if folder else None
 
 
 def _read(path) -> dict:
@@ -62,18 +64,25 @@ def _read(path) -> dict:
     return kept
 
 
-def _dataclass_code_kept() -> None:
-    """A dataclass's __init__, __repr__, __eq__ (and __setattr__, __delattr__ and __hash__ when
-    frozen) are source text that `dataclasses` compiles with exec() each time the class is made:
-    about 0.2 ms a method, 60-110 ms for the 95 dataclasses a plan imports (ours, pydantic's,
-    annotated_types'), and Python keeps no bytecode for them as it does for modules. Here
-    `dataclasses` finds an `exec` of its own first: a text it has compiled before (same bytes)
-    runs from the code kept in the user's cache, any other text is compiled as exec() compiles
-    it (filename "<string>", no inherited __future__ flags) and kept when the command ends. A
-    missing or unreadable file means compiling again."""
-    import dataclasses
+def _code_kept() -> None:
+    """Code Python compiles from text on every run, kept instead (by the exact text, for this
+    interpreter's bytecode at this -O level):
 
-    if "exec" in vars(dataclasses):
+    - A dataclass's __init__, __repr__, __eq__ (and __setattr__, __delattr__ and __hash__ when
+      frozen) are text that `dataclasses` compiles with exec() each time the class is made: about
+      0.2 ms a method, 60-110 ms for the 95 dataclasses a plan imports (ours, pydantic's,
+      annotated_types'). Python keeps no bytecode for them, as it does for modules.
+    - An annotation written as text (`from __future__ import annotations`) that pydantic
+      evaluates becomes a typing.ForwardRef, which compiles the text: ~1,100 a plan, ~20 ms.
+
+    `dataclasses` finds an `exec`, and `typing` a `compile`, of this module's first: a text seen
+    before runs from the kept code; any other is compiled as they compile it (filename
+    "<string>", no __future__ flags inherited) and kept when the command ends. A missing or
+    unreadable file means compiling again."""
+    import dataclasses
+    import typing
+
+    if "exec" in vars(dataclasses) or "compile" in vars(typing):
         return                              # someone else's, or done already
     path = _code_file()
     kept = _read(path) if path is not None else {}
@@ -88,12 +97,23 @@ def _dataclass_code_kept() -> None:
             code = new[source] = compile_(source, "<string>", "exec", dont_inherit=True)
         return exec_(code, globals, locals)
 
+    def _compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1, **more):
+        if source.__class__ is not str or filename != "<string>" or mode != "eval" or flags or optimize != -1 \
+                or more:
+            return compile_(source, filename, mode, flags, dont_inherit, optimize, **more)
+        key = _EVAL + source                # an expression's text, apart from exec's
+        code = kept.get(key)
+        if code is None:
+            code = new[key] = compile_(source, "<string>", "eval", dont_inherit=True)
+        return code
+
     dataclasses.exec = _exec
+    typing.compile = _compile
     _STATE.update(path=path, kept=kept, new=new)
 
 
 def compiled_here() -> int:
-    """How many dataclass method texts this process compiled (none once the cache holds them)."""
+    """How many texts this process compiled for dataclasses and typing (none once all are kept)."""
     return len(_STATE["new"])
 
 

@@ -126,9 +126,9 @@ startup.keep()
 print(json.dumps([code, compiled]))
 """
 
-# Dataclasses of every kind `dataclasses` writes methods for; what their methods' code is made of.
+# Dataclasses of every kind `dataclasses` writes methods for, and forward references: what their code is made of.
 DATACLASSES = """
-import json
+import json, typing
 from dataclasses import dataclass, field
 
 @dataclass(frozen=True, order=True)
@@ -158,6 +158,11 @@ for cls in (Frozen, Plain, Keywords):
     for name, fn in sorted(vars(cls).items()):
         if hasattr(fn, "__code__"):
             out[f"{cls.__name__}.{name}"] = shape(fn.__code__)
+for text in ("int", "list[str] | None", "dict[str, 'Frozen']", "*tuple[int, str]"):
+    ref = typing.ForwardRef(text)
+    out[text] = shape(ref.__forward_code__)
+    if not text.startswith("*"):
+        out[text].append(repr(typing._eval_type(ref, globals(), None)))
 print(json.dumps([out, repr(Frozen(1)), Frozen(1) < Frozen(2), Plain(1) == Plain(1, [], "y"),
                   hash(Keywords(a=1)) == hash(Keywords(a=1)), Keywords(a=1) != Keywords(a=2)]))
 """
@@ -172,14 +177,14 @@ def _run(code: str, tmp_path: Path, prefix: str = "") -> list:
 
 
 def _code_file(tmp_path: Path) -> Path:
-    found = list((tmp_path / "cache" / "modelplane").glob("dataclass-code-*.marshal"))
+    found = list((tmp_path / "cache" / "modelplane").glob("compiled-code-*.marshal"))
     assert len(found) == 1, found
     return found[0]
 
 
 def test_dataclass_methods_are_compiled_once_per_machine(tmp_path):
-    """startup.py `_dataclass_code_kept`: the first plan compiles the methods of every dataclass it
-    imports and keeps them; the next compiles none."""
+    """startup.py `_code_kept`: the first plan compiles the methods of every dataclass it
+    imports, and the forward references pydantic evaluates, and keeps them; the next compiles none."""
     code, first = _run(DATACLASS_CODE, tmp_path)
     assert code == 0 and first > 300
     kept = _code_file(tmp_path).read_bytes()
@@ -188,8 +193,8 @@ def test_dataclass_methods_are_compiled_once_per_machine(tmp_path):
 
 
 def test_kept_dataclass_code_is_the_code_exec_makes(tmp_path):
-    """Methods run from the kept code are the ones `dataclasses` compiles itself, byte for byte
-    (the same text, no __future__ flags inherited), and behave the same."""
+    """Methods and forward references run from the kept code are what `dataclasses` and `typing`
+    compile themselves (the same text, no __future__ flags inherited), and behave the same."""
     cached = "from modelplane import startup\nstartup.prepare()\n"
     counted = "\nprint(json.dumps(startup.compiled_here()))\nstartup.keep()\n"
     first = _run(cached + DATACLASSES + counted, tmp_path)
@@ -198,7 +203,7 @@ def test_kept_dataclass_code_is_the_code_exec_makes(tmp_path):
     assert first > 0 and second == 0                # compiled and kept, then read back
     outcome = [_run(code, tmp_path) for code in (cached + DATACLASSES, DATACLASSES)]
     assert outcome[0] == outcome[1] == plain
-    assert len(plain[0]) >= 12
+    assert len(plain[0]) >= 16
 
 
 def test_a_damaged_code_file_only_means_compiling_again(tmp_path):
