@@ -66,35 +66,54 @@ def test_the_dev_plan_loads_only_what_it_needs(tmp_path):
         ["catalog", "cel-outcomes", "cel-parser", "secret-patterns"]
 
 
-
-PLUGINS = """
+# The dev stack planned in a fresh interpreter, as the command does; what follows it prints a JSON line.
+A_PLAN = """
 import io, json, sys
 import modelplane.cli as cli
+from modelplane import startup
 sys.stdout = io.StringIO()
 try:
     cli.main(["plan", "dev", "--json"])
 except SystemExit as exc:
     code = exc.code
 sys.stdout = sys.__stdout__
+"""
+
+PLUGINS = A_PLAN + """
 from pydantic.plugin._loader import get_plugins
 print(json.dumps([code, "importlib.metadata" in sys.modules, hasattr(sys.modules["pydantic.plugin._loader"],
                   "PYDANTIC_ENTRY_POINT_GROUP"), list(get_plugins())]))
 """
 
 
+def _run(code: str, tmp_path: Path, env: dict | None = None) -> list:
+    """`code` in a fresh interpreter with its own user cache; its last line, read as JSON. `env`:
+    variables set (a value) or unset (None) for it."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _code_file(tmp_path: Path) -> Path:
+    found = list((tmp_path / "cache" / "modelplane").glob("compiled-code-*.marshal"))
+    assert len(found) == 1, found
+    return found[0]
+
+
 @pytest.mark.parametrize("switch, pydantics_own", [(None, False), ("", True), ("__all__", True)])
 def test_a_plan_asks_pydantic_for_no_plugins_unless_the_user_set_its_switch(switch, pydantics_own, tmp_path):
     """startup.py `_without_pydantic_plugins`: unset, a plan (its caches filled) never imports
     importlib.metadata nor reads installed distributions; set to anything, pydantic's own loader answers."""
-    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
-    env.update({"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")})
-    if switch is not None:
-        env["PYDANTIC_DISABLE_PLUGINS"] = switch
-    for _ in range(2):      # the first run fills the caches (detect-secrets' requests imports importlib.metadata)
-        done = subprocess.run([sys.executable, "-c", PLUGINS], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr
-    code, metadata, own, plugins = json.loads(done.stdout.splitlines()[-1])
+    switched = {"PYDANTIC_DISABLE_PLUGINS": switch}
+    _run(PLUGINS, tmp_path, env=switched)    # fills the caches (detect-secrets' requests imports importlib.metadata)
+    code, metadata, own, plugins = _run(PLUGINS, tmp_path, env=switched)
     assert (code, own, plugins) == (0, pydantics_own, [])
     if not pydantics_own:
         assert not metadata
@@ -110,17 +129,7 @@ def test_pydantic_still_asks_its_plugin_loader_by_the_name_the_command_answers_f
     assert "from ._loader import get_plugins" in inspect.getsource(_schema_validator.create_schema_validator)
 
 
-
-DATACLASS_CODE = """
-import io, json, sys
-import modelplane.cli as cli
-from modelplane import startup
-sys.stdout = io.StringIO()
-try:
-    cli.main(["plan", "dev", "--json"])
-except SystemExit as exc:
-    code = exc.code
-sys.stdout = sys.__stdout__
+DATACLASS_CODE = A_PLAN + """
 compiled = startup.compiled_here()
 startup.keep()
 print(json.dumps([code, compiled]))
@@ -166,20 +175,6 @@ for text in ("int", "list[str] | None", "dict[str, 'Frozen']", "*tuple[int, str]
 print(json.dumps([out, repr(Frozen(1)), Frozen(1) < Frozen(2), Plain(1) == Plain(1, [], "y"),
                   hash(Keywords(a=1)) == hash(Keywords(a=1)), Keywords(a=1) != Keywords(a=2)]))
 """
-
-
-def _run(code: str, tmp_path: Path, prefix: str = "") -> list:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", prefix + code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _code_file(tmp_path: Path) -> Path:
-    found = list((tmp_path / "cache" / "modelplane").glob("compiled-code-*.marshal"))
-    assert len(found) == 1, found
-    return found[0]
 
 
 def test_dataclass_methods_are_compiled_once_per_machine(tmp_path):
