@@ -123,16 +123,10 @@ def keep() -> None:
     path, kept, new = _STATE["path"], _STATE["kept"], _STATE["new"]
     if path is None or not new:
         return
+    from .usercache import write_whole
+
     merged = {**kept, **new} if len(kept) + len(new) <= _KEEP else dict(new)
-    part = path.with_name(f"{path.name}.{os.getpid()}.part")
-    try:
-        part.write_bytes(marshal.dumps(merged))
-        os.replace(part, path)
-    except OSError:
-        try:
-            part.unlink()
-        except OSError:
-            pass
+    if not write_whole(path, marshal.dumps(merged)):
         return
     kept.clear()        # in place: the `exec` dataclasses calls reads these two
     kept.update(merged)

@@ -11,7 +11,6 @@ A missing, unreadable or foreign file only means loading the catalog again.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import sys
 from contextlib import suppress
@@ -57,13 +56,11 @@ def kept(path: Path, kind: type):
 
 def keep(path: Path, catalog) -> None:
     """Keep `catalog` at `path` (`path_for`): written whole (a temporary file renamed), or not at all."""
-    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-        with temp.open("wb") as f:
-            pickle.dump(catalog, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temp, path)
+    from ..usercache import write_whole
+
+    with suppress(pickle.PicklingError, TypeError, AttributeError):
+        write_whole(path, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
     with suppress(OSError):
-        temp.unlink(missing_ok=True)
         # the newest few: an edited catalog or package leaves its old pickles behind
         old = sorted(path.parent.glob("catalog-*.pickle"), key=lambda p: p.stat().st_mtime_ns)[:-_KEEP]
         for stale in old:

@@ -84,11 +84,8 @@ def _screen() -> tuple | None:
     detect-secrets, whose import costs ~0.15 s. detect-secrets' own patterns are kept in the
     user's cache directory, stamped with its files; None when they cannot be had without it."""
     import json
-    import os
-    import threading
-    from contextlib import suppress
 
-    from ..usercache import cache_dir
+    from ..usercache import cache_dir, write_whole
 
     stamp, folder = _plugin_stamp(), cache_dir()
     if stamp is None or folder is None:
@@ -100,13 +97,7 @@ def _screen() -> tuple | None:
         patterns = _denylists()
         if patterns is None:
             return None
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            tmp.write_text(json.dumps(patterns))
-            os.replace(tmp, path)       # whole or not at all, for a run reading it meanwhile
-        except OSError:
-            with suppress(OSError):
-                tmp.unlink(missing_ok=True)
+        write_whole(path, json.dumps(patterns).encode())
     try:
         return (*(p for pats in EXTRA.values() for p in pats), *(re.compile(p, f) for p, f in patterns))
     except re.error:

@@ -72,12 +72,12 @@ def _save_parser(parser, path: Path) -> None:
     Lark saves a rule's name as text while the parser it builds names trees with the grammar's
     Token('RULE', name), and cel-python's error messages show that name: the Tokens are put back
     so a parser loaded from here builds the same trees and the same messages."""
-    import os
     import pickle
-    from contextlib import suppress
 
     from lark.grammar import Rule
     from lark.lexer import TerminalDef
+
+    from ..usercache import write_whole
 
     names = {str(r.origin.name): r.origin.name for r in parser.rules if type(r.origin.name) is not str}
 
@@ -90,14 +90,12 @@ def _save_parser(parser, path: Path) -> None:
             return [restore(v) for v in value]
         return value
 
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         data, memo = parser.memo_serialize([TerminalDef, Rule])
-        tmp.write_bytes(pickle.dumps({"data": restore(data), "memo": restore(memo)}, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)       # whole or not at all, for a run reading it meanwhile
+        kept = pickle.dumps({"data": restore(data), "memo": restore(memo)}, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001  (no cache: the next run builds the parser again)
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        return
+    write_whole(path, kept)
 
 
 _LOCK = threading.Lock()     # one thread builds or loads the parser; another waits and uses it
@@ -312,22 +310,20 @@ def _keep(kind: str, key, value) -> None:
 def _save() -> None:
     """Write what this run added, whole or not at all (another run may be reading the file)."""
     import json
-    import os
-    from contextlib import suppress
+
+    from ..usercache import write_whole
 
     path = _store.get("file")
     if path is None or not _store.get("new"):
         return
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         doc = {"names": _store["names"],
                "outcomes": [[e, v, [list(x) for x in values], o if isinstance(o, bool) else list(o)]
                             for (e, v, values), o in _store["outcomes"].items()]}
-        tmp.write_text(json.dumps(doc, sort_keys=True))
-        os.replace(tmp, path)
+        text = json.dumps(doc, sort_keys=True)
     except Exception:  # noqa: BLE001  (no cache: the next run evaluates again)
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        return
+    write_whole(path, text.encode())
 
 
 def _read_values(expr: str, source: dict) -> tuple:
