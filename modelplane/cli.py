@@ -45,14 +45,14 @@ _ENTRY = {"plan done": False}     # set by `plan` once its output is written; re
 def run() -> None:
     """The console script (and `python -m modelplane`): `main`, and after a finished `plan` out at
     once: its output flushed, the heap it leaves (hundreds of MiB on a large fleet) is not torn
-    down object by object, which is a twentieth of such a plan. Other commands exit as usual
-    (their temporary folders and threads end at exit)."""
+    down object by object, which is a twentieth of such a plan. Its exit handlers still run first:
+    they keep the user's caches (startup.py's compiled code, scheduler/cel.py's outcomes). Other
+    commands exit as usual (their temporary folders and threads end at exit)."""
     try:
         main()
         code = 0
     except SystemExit as exc:
         code = exc.code
-    startup.keep()
     if not _ENTRY["plan done"] or not (code is None or isinstance(code, int)):
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
@@ -60,6 +60,9 @@ def run() -> None:
             stream.flush()
         except (OSError, ValueError):       # a closed pipe: what a normal exit would meet too
             code = code or EXIT_FAILED
+    import atexit
+
+    atexit._run_exitfuncs()     # what interpreter shutdown runs first; os._exit skips the rest of it
     os._exit(code or 0)
 
 

@@ -2,7 +2,7 @@
 asked for no plugins, and the code `dataclasses` and `typing` compile from text is compiled
 once per machine.
 
-Only the command does this (cli.py calls `prepare` first and `keep` at its end); importing
+Only the command does this (cli.py calls `prepare` first; `keep` runs at exit); importing
 modelplane as a library changes nothing in the importing process. docs/performance.md has the
 measurements.
 """
@@ -77,8 +77,9 @@ def _code_kept() -> None:
 
     `dataclasses` finds an `exec`, and `typing` a `compile`, of this module's first: a text seen
     before runs from the kept code; any other is compiled as they compile it (filename
-    "<string>", no __future__ flags inherited) and kept when the command ends. A missing or
-    unreadable file means compiling again."""
+    "<string>", no __future__ flags inherited) and kept at exit. A missing or unreadable file
+    means compiling again."""
+    import atexit
     import dataclasses
     import typing
 
@@ -110,6 +111,7 @@ def _code_kept() -> None:
     dataclasses.exec = _exec
     typing.compile = _compile
     _STATE.update(path=path, kept=kept, new=new)
+    atexit.register(keep)
 
 
 def compiled_here() -> int:

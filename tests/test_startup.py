@@ -211,6 +211,21 @@ def test_a_damaged_code_file_only_means_compiling_again(tmp_path):
         assert _run(DATACLASS_CODE, tmp_path) == [0, 0]     # written whole again
 
 
+def test_the_command_keeps_its_caches_though_a_plan_leaves_at_once(tmp_path):
+    """`plan` leaves with os._exit (cli.py `run`), after running the exit handlers that keep the
+    caches: a second `modelplane plan` of the dev stack imports neither cel-python nor Lark."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "modelplane", "plan", "dev", "--json"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    kept = sorted(p.name for p in (tmp_path / "cache" / "modelplane").iterdir())
+    assert [[n for n in kept if n.startswith(kind)] != [] for kind in
+            ("catalog-", "cel-outcomes-", "cel-parser-", "compiled-code-", "secret-patterns-")] == [True] * 5, kept
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert not imported & {"celpy", "lark"}
+
+
 CEL = """
 import json
 from modelplane.scheduler.cel import Matcher, environment
