@@ -23,13 +23,25 @@ NEVER_AT_IMPORT = ("ortools", "jinja2", "detect_secrets", "requests", "jsonschem
 DEV_PLAN_NEEDS = {"celpy", "lark", "pendulum"}
 
 
+def _run(code: str, tmp_path: Path, env: dict | None = None) -> list:
+    """`code` in a fresh interpreter with its own user cache; its last line, read as JSON. `env`:
+    variables set (a value) or unset (None) for it."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def _loaded(code: str, tmp_path: Path) -> set[str]:
     """Which of NEVER_AT_IMPORT a fresh interpreter has loaded after running `code`."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {NEVER_AT_IMPORT!r} if m in sys.modules]))"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return set(_run(f"{code}\nimport json, sys\nprint(json.dumps([m for m in {NEVER_AT_IMPORT!r} if m in sys.modules]))",
+                    tmp_path))
 
 
 @pytest.mark.parametrize("module", ["modelplane.cli", "modelplane.api", "modelplane.scheduler", "modelplane.render",
@@ -84,21 +96,6 @@ from pydantic.plugin._loader import get_plugins
 print(json.dumps([code, "importlib.metadata" in sys.modules, hasattr(sys.modules["pydantic.plugin._loader"],
                   "PYDANTIC_ENTRY_POINT_GROUP"), list(get_plugins())]))
 """
-
-
-def _run(code: str, tmp_path: Path, env: dict | None = None) -> list:
-    """`code` in a fresh interpreter with its own user cache; its last line, read as JSON. `env`:
-    variables set (a value) or unset (None) for it."""
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    for name, value in (env or {}).items():
-        if value is None:
-            environ.pop(name, None)
-        else:
-            environ[name] = value
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _code_file(tmp_path: Path) -> Path:
@@ -209,6 +206,7 @@ def test_a_damaged_code_file_only_means_compiling_again(tmp_path):
         code, compiled = _run(DATACLASS_CODE, tmp_path)
         assert code == 0 and compiled > 300
         assert _run(DATACLASS_CODE, tmp_path) == [0, 0]     # written whole again
+
 
 
 def test_the_command_keeps_its_caches_though_a_plan_leaves_at_once(tmp_path):
