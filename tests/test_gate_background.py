@@ -155,17 +155,21 @@ def test_the_stack_policies_are_shared_each_run_once(monkeypatch, tmp_path, stri
     _forks(monkeypatch, False)
     here = cli("plan", "prod", "--json", "--policy-config", strict)
     _forks(monkeypatch, True)
-    log, parent, real = tmp_path / "turns.log", os.getpid(), direct._stack_verdicts
+    log, parent, real = tmp_path / "turns.log", os.getpid(), direct._stack_turn
 
-    def logged(policy, *args, **kwargs):
+    def logged(running, *args, **kwargs):
+        import time
+        if os.getpid() == parent:       # the parent waits (at most 20 s) until the child has a turn
+            deadline = time.monotonic() + 20
+            while "child" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+                time.sleep(0.01)
         with open(log, "a") as f:
-            f.write(f"{'parent' if os.getpid() == parent else 'child'} {policy.name}\n")
+            f.write(f"{'parent' if os.getpid() == parent else 'child'} {running[0].name}\n")
         if os.getpid() != parent:
-            import time
             time.sleep(0.3)             # a slow child: the parent gets turns of its own
-        return real(policy, *args, **kwargs)
+        return real(running, *args, **kwargs)
 
-    monkeypatch.setattr(direct, "_stack_verdicts", logged)
+    monkeypatch.setattr(direct, "_stack_turn", logged)
     there = cli("plan", "prod", "--json", "--policy-config", strict)
     assert there.returncode == here.returncode == 1 and there.stdout == here.stdout
     runs = [line.split() for line in log.read_text().splitlines()]

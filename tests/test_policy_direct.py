@@ -37,11 +37,19 @@ def analyzer():
         yield a
 
 
+def plain_urns(resources) -> frozenset:
+    """The resources the direct engine would record as given (its `_plain`), whatever wrote their props."""
+    return frozenset(r.urn for r in resources
+                     if r.custom and direct_engine._plain({k: v for k, v in r.props.items() if v is not None}))
+
+
 def both(analyzer, resources, config):
     analyzer.configure(config)
     eager = direct.evaluate(resources, config)
     # props read lazily (what the direct engine's finite records get) give the same verdicts
     assert direct.evaluate(resources, config, finite=True) == eager
+    # and so do props read as given where the direct engine records them so (issue 48)
+    assert direct.evaluate(resources, config, finite=True, plain=plain_urns(resources)) == eager
     return analyzer.analyze(resources), eager
 
 
@@ -211,6 +219,96 @@ def test_only_records_with_finite_numbers_are_read_lazily():
     run = engine.run("dev")
     assert run.finite
     assert evaluate(run) == direct.evaluate(_resources(run), None)
+
+
+def _outcomes(resources, views, config) -> dict:
+    """Every running policy's messages (or the error it raised) on these views of the props,
+    without the direct gate's second reading: what the rule itself makes of them."""
+    settings = direct.configure(config)
+    objects = direct._objects(resources, views)
+    out = {}
+    for name, policy in sorted(direct.POLICIES.items()):
+        level, cfg = settings[name]
+        if level == "disabled":
+            continue
+        calls = ([(r.urn, (r.type, v)) for r, v in zip(resources, views) if r.custom] if policy.kind == "resource"
+                 else [("", (list(objects),))])
+        for urn, args in calls:
+            try:
+                out[name, urn] = list(policy.check(*args, dict(cfg) if cfg else {}))
+            except Exception as exc:
+                out[name, urn] = type(exc).__name__
+    return out
+
+
+@pytest.mark.parametrize("tamper", [False, True], ids=["as-planned", "tampered"])
+def test_every_rule_reads_props_as_given_as_it_reads_the_packs_view(runs, tamper):
+    """What lets the direct gate hand a rule the recorded props (integers, dicts, lists) where the
+    pack hands doubles and read-only proxies: no rule tells them apart, in a verdict, a message or an
+    error, on any example stack, generated fleet or tampered stack. (Where one finds something, the
+    gate asks the pack's view again anyway, so a message could not differ; this is the stronger claim.)"""
+    compared = found = 0
+    for name, run in runs.items():
+        if tamper and name not in ("dev", "prod", "example-inplace"):
+            continue
+        resources = tampered(run) if tamper else _resources(run)
+        pack = [direct.lazy_props_of(r.props) for r in resources]
+        given = [raw if raw is not None else view
+                 for raw, view in zip(direct.raw_views(resources, plain_urns(resources)), pack)]
+        assert sum(v is not w for v, w in zip(given, pack)) > len(resources) // 2, name   # most read as given
+        for config in (TAMPER_CONFIG, {"all": "mandatory"}):
+            mine, theirs = _outcomes(resources, given, config), _outcomes(resources, pack, config)
+            assert mine == theirs, (name, config, [k for k in theirs if mine[k] != theirs[k]][:5])
+            compared += len(theirs)
+            found += sum(bool(v) for v in theirs.values())
+    assert compared > 4_000 and found >= 20
+
+
+def test_a_finding_on_props_read_as_given_is_worded_by_the_packs_view(monkeypatch):
+    """A rule that finds something, or fails, on props read as given runs again on the pack's view,
+    whose words are returned: a number in a message is the pack's double, an error the pack's."""
+    from modelplane.policy.registry import Policy
+
+    def counts(resource_type, props, config=None):
+        return [f"min {props['spec']['minMember']}"] if props.get("kind") == "PodGroup" else []
+
+    def copies(resources, config=None):
+        groups = [r for r in resources if r.props.get("kind") == "PodGroup"]
+        return [(f"{len(groups)} gangs, the first {groups[0].props['spec'].copy()}", None)]
+
+    monkeypatch.setitem(direct.POLICIES, "zz-counts", Policy("zz-counts", "Counts.", "mandatory", "resource", counts))
+    monkeypatch.setitem(direct.POLICIES, "zz-copies", Policy("zz-copies", "Copies.", "mandatory", "stack", copies))
+    run = direct_engine.run("dev")
+    resources = resources_of(run)
+    assert set() != {r.urn for r in resources if r.custom and r.urn in run.plain} <= plain_urns(resources)
+    groups = [r for r in resources if r.props.get("kind") == "PodGroup"]
+    assert groups and all(r.urn in run.plain and type(r.props["spec"]["minMember"]) is int for r in groups)
+    config = {"all": "mandatory"}
+    with pytest.raises(direct.PackError, match="zz-copies: AttributeError"):      # a proxy has no .copy()
+        direct.evaluate(resources, config, finite=True, plain=run.plain)
+    monkeypatch.delitem(direct.POLICIES, "zz-copies")
+    given = direct.evaluate(resources, config, finite=True, plain=run.plain)
+    assert given == direct.evaluate(resources, config)
+    counted = [v["message"] for v in given if v["policy"] == "zz-counts"]
+    assert len(counted) == len(groups) and all(m.startswith("min ") and m.endswith(".0") for m in counted)
+
+
+def test_the_gate_leaves_the_records_as_they_were(runs):
+    """Props read as given are the records' own: the rules only read them."""
+    run = runs["fleet20x200"]
+    before = json.dumps([(r.inputs, r.outputs) for r in run.records], sort_keys=True, default=repr)
+    assert evaluate(run, {"all": "mandatory"}) == evaluate(run, {"all": "mandatory"}, engine="direct")
+    assert json.dumps([(r.inputs, r.outputs) for r in run.records], sort_keys=True, default=repr) == before
+
+
+def test_only_plain_json_is_recorded_as_given():
+    """The direct engine records as given (and the gate reads as given) string-keyed JSON of text,
+    booleans, null, integers a double holds, dicts and lists, with no unknown's sentinel in it."""
+    plain = direct_engine._plain
+    assert plain({"a": [1, "x", True, None, {"b": 2 ** 53}]})
+    for odd in ({"a": 1.5}, {"a": (1,)}, {"a": {1: "x"}}, {"a": 2 ** 53 + 1}, {"a": [UNKNOWN]},
+                {"a": {SIG: SECRET, "value": "x"}}, {"a": "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7"}):
+        assert not plain(odd), odd
 
 
 def test_the_direct_engine_imports_no_grpc_protobuf_or_pulumi(runs, tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..api.loader import check_stack, display_path, stack_source
 from .assemble import Remote, assemble
 from .records import (_COMPUTED, OFFLINE_KUBECONFIG, ORGANIZATION, PROJECT, SECRET_OUTPUTS, SECRET_SIG, SIG_KEY,
-                      UNKNOWN, UNKNOWN_TEXT, OfflineRun, Record, _merge)
+                      UNKNOWN, UNKNOWN_SENTINELS, UNKNOWN_TEXT, OfflineRun, Record, _merge)
 from .references import fleet_references
 from ..render.graph import STACK_REFERENCE, Apply, Graph, Ref, Secret, StackOutput, key_of
 from ..render.names import SecretValue
@@ -37,13 +37,22 @@ _SDK_ADDS = {
 
 
 def _plain(v) -> bool:
-    """Plain JSON with integers a double holds exactly: no float, tuple, secret, expression or
-    other type, so recorded as given (module docstring)."""
-    for x in (v.values() if v.__class__ is dict else v):
+    """Plain JSON with integers a double holds exactly: string keys, no float, tuple, secret,
+    expression, unknown's sentinel or other type, so recorded as given (module docstring) and read
+    as given by the gate (policy/direct.py `raw_views`)."""
+    if v.__class__ is dict:
+        for k in v:
+            if k.__class__ is not str:
+                return False
+        v = v.values()
+    for x in v:
         c = x.__class__
-        if c is str or c is bool or x is None:
+        if c is str:
+            if x in UNKNOWN_SENTINELS:
+                return False
+        elif c is bool or x is None:
             continue
-        if c is int:
+        elif c is int:
             if not -_EXACT <= x <= _EXACT:
                 return False
         elif c is dict:

@@ -20,6 +20,17 @@ SECRET_OUTPUTS = ("kubeconfigs",)  # outputs of another stack that are secret (a
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 UNKNOWN_TEXT = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# Every unknown sentinel of the protocol, by the type it stands for (pulumi_policy/proxy.py names them
+# so in its errors): a string equal to one of them is no value the engine would pass on as known.
+UNKNOWN_SENTINELS = {
+    "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7": "boolean",
+    "3eeb2bf0-c639-47a8-9e75-3b44932eb421": "number",
+    UNKNOWN_TEXT: "string",          # also what policy/gate.py `_plain` sends for a non-JSON value
+    "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2": "Array",
+    "030794c1-ac77-496b-92df-f27374a8bd58": "asset",
+    "e48ece36-62e2-4504-bad9-02848725956a": "archive",
+    "dd056dcd-154b-4c76-9bd3-c8f88648b5ff": "Object",
+}
 
 
 class Unknown:

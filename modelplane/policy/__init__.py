@@ -49,7 +49,8 @@ def evaluate(run, config: dict | None = None, analyzer: Analyzer | None = None, 
         return analyzer.analyze(resources_of(run))
     if engine == "direct":
         from . import direct
-        return direct.evaluate(resources_of(run), config, finite=getattr(run, "finite", False))
+        return direct.evaluate(resources_of(run), config, finite=getattr(run, "finite", False),
+                               plain=getattr(run, "plain", frozenset()))
     with Analyzer(stack=run.stack) as a:
         a.configure(config)
         return a.analyze(resources_of(run))

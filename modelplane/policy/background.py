@@ -82,7 +82,7 @@ def _part(run, config: dict, per_resource: bool, turns: int) -> list[dict]:
         got = os.read(turns, 1)
         return got[0] if got else None
 
-    return evaluate_part(resources_of(run), config, run.finite, per_resource, take)
+    return evaluate_part(resources_of(run), config, run.finite, per_resource, take, run.plain)
 
 
 def evaluate_later(run, config: dict) -> Verdicts:

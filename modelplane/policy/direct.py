@@ -23,28 +23,30 @@ to the data what the gRPC path does (pulumi-policy 1.21, protobuf 5.29 — read 
 Props are converted once per resource and shared by every policy (the pack converts them per
 policy, or once per request with memo.py); policies only read them. Props the direct engine
 recorded are converted lazily, one level on its first read (`lazy_props_of`).
+
+Most props need no conversion at all (`raw_views`). The direct engine's plain records (string
+keys, strings, booleans, null, integers, dicts, lists; no unknown or secret) and wired outputs
+holding no unknown, secret or odd type are what the pack reads but for representation: its
+numbers are doubles, its dicts and lists read-only proxies. The rules read props only by key,
+index, iteration, truth and comparison, where the two answer alike (registry.py says so to
+whoever writes one; tests/test_policy_direct.py compares both views on every example stack,
+fixture and generated fleet). So each policy first reads those props as given; where it finds
+something or fails, it runs again on the pack's view, whose verdicts and errors are the ones
+returned, word for word (a number in a message is the pack's double).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import ItemsView, Mapping, Sequence, ValuesView
 
-from ..engine.records import SECRET_SIG, SIG_KEY, UNKNOWN_TEXT
+from ..engine.records import SECRET_SIG, SIG_KEY, UNKNOWN_SENTINELS, UNKNOWN_TEXT
 from .gate import LEVELS, NAMES, PackError, Resource, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
 
 PACK_NAME, PACK_VERSION = "modelplane", "0.0.1"   # pulumi_policy's PolicyPack reports version 0.0.1
 
-# pulumi_policy/proxy.py: the engine's unknown sentinels and how an error names them.
-_UNKNOWNS = {
-    "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7": "boolean",
-    "3eeb2bf0-c639-47a8-9e75-3b44932eb421": "number",
-    UNKNOWN_TEXT: "string",          # also what gate._plain sends for a non-JSON value
-    "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2": "Array",
-    "030794c1-ac77-496b-92df-f27374a8bd58": "asset",
-    "e48ece36-62e2-4504-bad9-02848725956a": "archive",
-    "dd056dcd-154b-4c76-9bd3-c8f88648b5ff": "Object",
-}
+_UNKNOWNS = UNKNOWN_SENTINELS     # pulumi_policy/proxy.py: the sentinels and how an error names them
 
 # pulumi_policy/deserialize.py: signatures of secrets, assets and archives.
 ASSET_SIG = "c44067f5952c0a294b673a41bacd8c17"
@@ -313,6 +315,47 @@ def _proxied(value, chain):
     return value
 
 
+# While the direct gate runs the resource policies: a token of that reading, else None. What a
+# rule keeps of props read as given (resource.py `pod_templates`) holds only within one reading.
+READING: list = [None]
+
+
+def raw_views(resources: list[Resource], plain: frozenset) -> list:
+    """Per resource, its props as given where a policy may read them so (module docstring), else
+    None: the inputs of the custom resources in `plain` (the direct engine's plain records; a
+    component's props are its outputs), and props whose every value is already what the pack's
+    conversion gives (checked here, each shared value once)."""
+    seen: set[int] = set()
+    return [r.props if (r.custom and r.urn in plain) or _as_wired(r.props, seen) else None for r in resources]
+
+
+def _as_wired(value, seen: set) -> bool:
+    """JSON as `_wire` leaves it and `_proxied` reads it: exact strings (no sentinel), booleans,
+    null, doubles (known finite by the caller), string-keyed dicts without the signature key, lists."""
+    c = value.__class__
+    if c is not dict and c is not list:
+        return False
+    if id(value) in seen:
+        return True
+    items = value
+    if c is dict:
+        if SIG_KEY in value:
+            return False
+        for k in value:
+            if k.__class__ is not str:
+                return False
+        items = value.values()
+    for v in items:
+        c = v.__class__
+        if c is str:
+            if v in _UNKNOWNS:
+                return False
+        elif not (c is float or c is bool or v is None or _as_wired(v, seen)):
+            return False
+    seen.add(id(value))
+    return True
+
+
 def lazy_props_of(props: dict):
     """`props_of` converted on read, for props whose every number is finite (the direct engine
     checks each while recording, `OfflineRun.finite`): `props_of` raises the pack's error for a
@@ -461,10 +504,13 @@ def _failed(policy, exc: Exception) -> PackError:
     return PackError(f"the policy pack failed (UNKNOWN): policy {policy.name}: {type(exc).__name__}: {exc}")
 
 
-def evaluate(resources: list[Resource], config: dict | None = None, finite: bool = False) -> list[dict]:
+def evaluate(resources: list[Resource], config: dict | None = None, finite: bool = False,
+             plain: frozenset | None = None) -> list[dict]:
     """The pack's violations over `resources`, as `Analyzer.configure(config)` + `analyze(resources)` give them.
-    `finite`: every number in the props is known finite, so they may be converted on read."""
-    return in_order(evaluate_part(resources, config, finite))
+    `finite`: every number in the props is known finite, so they may be converted on read. `plain`:
+    the URNs of the direct engine's plain records (`OfflineRun.plain`), whose props policies may
+    read as given (module docstring); None reads every resource through the pack's view."""
+    return in_order(evaluate_part(resources, config, finite, plain=plain))
 
 
 def in_order(verdicts: list[dict]) -> list[dict]:
@@ -473,7 +519,7 @@ def in_order(verdicts: list[dict]) -> list[dict]:
 
 
 def evaluate_part(resources: list[Resource], config: dict | None = None, finite: bool = False,
-                  per_resource: bool = True, take=None) -> list[dict]:
+                  per_resource: bool = True, take=None, plain: frozenset | None = None) -> list[dict]:
     """Some of `evaluate`'s verdicts, unsorted: the resource policies' if `per_resource`, and the
     stack policies whose turns `take()` hands out (their index among the running stack policies,
     None when none is left; every one when `take` is None). Two processes that share `take`
@@ -492,40 +538,83 @@ def evaluate_part(resources: list[Resource], config: dict | None = None, finite:
         return []
     convert = lazy_props_of if finite else props_of
     props = [convert(r.props) for r in resources]
+    # a NaN or an infinity fails the pack before any policy runs (props_of), so never read as given
+    raws = raw_views(resources, plain) if finite and plain is not None else [None] * len(resources)
     out: list[dict] = []
-
-    # Resource by resource, each one's policies together, as the pack gets them (one Analyze call
-    # per resource); the verdicts are sorted at the end.
     each = [(policy, level, cfg) for policy, level, cfg in running if policy.kind == "resource" and per_resource]
-    for r, p in zip(resources, props):
-        if not r.custom or not each:
-            continue
-        for policy, level, cfg in each:
-            found = []
-            try:
-                for message in policy.check(r.type, p, dict(cfg) if cfg else {}):
-                    found.append(_verdict(policy, level, message, r.name))
-            except UnknownValueError as exc:
-                found.append(_cant_run(policy, exc, r.name))
-            except PackError:
-                raise
-            except Exception as exc:
-                raise _failed(policy, exc) from exc
-            out += found
-
+    if each:
+        out += _resource_verdicts(resources, props, raws, each)
     if turn is None:
         return out
+    given = _objects(resources, [p if raw is None else raw for p, raw in zip(props, raws)]) \
+        if any(raw is not None for raw in raws) else None
+    exact = functools.cache(lambda: _objects(resources, props))
+    names = {r.urn: r.name for r in resources}
+    while turn is not None:
+        if turn < len(stack):
+            out += _stack_turn(stack[turn], given, exact, names)
+        turn = next(turns, None)
+    return out
+
+
+def _stack_turn(running: tuple, given: list | None, exact, names: dict) -> list[dict]:
+    """One stack policy's verdicts: none where it finds nothing on the props read as given, else
+    what it says on the pack's view (`exact()`, made once)."""
+    policy, level, cfg = running
+    if given is not None and _finds_nothing(policy, cfg, given):
+        return []
+    return _stack_verdicts(policy, level, cfg, exact(), names)
+
+
+def _resource_verdicts(resources: list[Resource], props: list, raws: list, each: list) -> list[dict]:
+    """Resource by resource, each one's policies together, as the pack gets them (one Analyze call
+    per resource); the caller sorts the verdicts."""
+    out: list[dict] = []
+    READING[0] = object()       # props read as given stay as they are until this ends
+    try:
+        for r, p, raw in zip(resources, props, raws):
+            if not r.custom:
+                continue
+            for policy, level, cfg in each:
+                if raw is not None:
+                    try:    # a resource policy returns a list; anything else it returns asks the pack's view
+                        if not policy.check(r.type, raw, dict(cfg) if cfg else {}):
+                            continue
+                    except Exception:
+                        pass    # the pack's view says what failed, in its words
+                found = []
+                try:
+                    for message in policy.check(r.type, p, dict(cfg) if cfg else {}):
+                        found.append(_verdict(policy, level, message, r.name))
+                except UnknownValueError as exc:
+                    found.append(_cant_run(policy, exc, r.name))
+                except PackError:
+                    raise
+                except Exception as exc:
+                    raise _failed(policy, exc) from exc
+                out += found
+    finally:
+        READING[0] = None
+    return out
+
+
+def _finds_nothing(policy, cfg, objects: list) -> bool:
+    """A stack policy finds nothing on props read as given. A finding or an error is for the
+    pack's view to say, in its own words."""
+    try:
+        return not list(policy.check(list(objects), dict(cfg) if cfg else {}))
+    except Exception:
+        return False
+
+
+def _objects(resources: list[Resource], props: list) -> list[PolicyResource]:
+    """Every resource as a stack policy gets it, its parent linked by URN."""
     objects = [PolicyResource(r.type, p, r.urn, r.name) for r, p in zip(resources, props)]
     by_urn = {o.urn: o for o in objects}
     for r, o in zip(resources, objects):
         if r.parent in by_urn:
             o.parent = by_urn[r.parent]
-    names = {r.urn: r.name for r in resources}
-    while turn is not None:
-        if turn < len(stack):
-            out += _stack_verdicts(*stack[turn], objects, names)
-        turn = next(turns, None)
-    return out
+    return objects
 
 
 def _stack_verdicts(policy, level, cfg, objects: list, names: dict) -> list[dict]:

@@ -3,6 +3,12 @@
 `policies/__main__.py` turns these into a CrossGuard pack; `modelplane plan` runs that pack over
 the recorded resources through the analyzer's gRPC protocol (gate.py). Rule bodies are plain
 functions, so tests also call them directly.
+
+A rule only reads the props it gets: by key (`[]`, `get`, `in`), index, iteration, `len`, truth
+and comparison. It never changes them, asks a value's type or method beyond those, or decides on
+a number's text. The pack hands it doubles and read-only proxies; the direct gate hands it most
+props as recorded (integers, dicts, lists: policy/direct.py `raw_views`), and on those reads the
+two agree (tests/test_policy_direct.py holds every rule to it).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from ..api.cluster import GPU_TAINT, POOL_LABEL
 from ..api.deployment import _SECRET_NAME
 from ..render.names import GPU_RESOURCE, KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KAI_SCHEDULER
 from ..render.routing import rule_problems
-from .direct import DictProxy
+from .direct import READING, DictProxy
 from .registry import policy
 
 NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
@@ -48,12 +48,12 @@ def pod_templates(props: dict):
     policies ask in turn for the same resource's (policy/direct.py runs each resource's policies
     together): the templates of the last props the direct gate read whole are kept, so the others
     get them without reading again; what a policy reads of them it still reads itself."""
-    if _LAST[0] is props:
+    if _LAST[0] is props and (props.__class__ is DictProxy or _LAST[2] is READING[0]):
         return iter(_LAST[1])
     return _kept(props)
 
 
-_LAST: list = [None, ()]        # (props, their templates), set once every template was read
+_LAST: list = [None, (), None]  # (props, their templates, the reading they were kept in)
 
 
 def _kept(props):
@@ -61,8 +61,9 @@ def _kept(props):
     for template in _templates(props):
         out.append(template)
         yield template
-    if props.__class__ is DictProxy:        # the direct gate's read-only props; a dict may change
-        _LAST[0], _LAST[1] = props, out
+    # the direct gate's proxies are read-only; a dict only while the gate reads it as given
+    if props.__class__ is DictProxy or READING[0] is not None:
+        _LAST[0], _LAST[1], _LAST[2] = props, out, READING[0]
 
 
 def _templates(props):
