@@ -1,6 +1,6 @@
 """What the `modelplane` command does before its imports, so that it starts sooner: pydantic is
-asked for no plugins, and the code `dataclasses` and `typing` compile from text is compiled
-once per machine.
+asked for no plugins, and the code `dataclasses` and `typing` compile from text, and the regular
+expressions `re` compiles, are compiled once per machine.
 
 Only the command does this (cli.py calls `prepare` first; `keep` runs at exit); importing
 modelplane as a library changes nothing in the importing process. docs/performance.md has the
@@ -46,11 +46,15 @@ def _without_pydantic_plugins() -> None:
 def _code_file():
     from importlib.util import MAGIC_NUMBER
 
+    import _sre
+
     from .usercache import cache_dir
 
     folder = cache_dir()
-    # bytecode is this interpreter's (magic number) at this optimisation level (-O drops asserts)
-    return folder / f"compiled-code-{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal" if folder else None
+    # bytecode is this interpreter's (magic number) at this optimisation level (-O drops asserts);
+    # a pattern's code is its regular expression engine's (its MAGIC)
+    name = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}-O{sys.flags.optimize}.marshal"
+    return folder / name if folder else None
 
 
 def _read(path) -> dict:
@@ -58,10 +62,18 @@ def _read(path) -> dict:
         kept = marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return {}
-    if kept.__class__ is not dict or not all(k.__class__ is str and v.__class__ is types.CodeType
+    if kept.__class__ is not dict or not all(v.__class__ is types.CodeType if k.__class__ is str else _pattern(k, v)
                                            for k, v in kept.items()):
         return {}
     return kept
+
+
+def _pattern(key, value) -> bool:
+    """A kept pattern: (text, flags) -> what `_sre.compile` was given for it (`_patterns_kept`)."""
+    return (key.__class__ is tuple and len(key) == 2 and key[0].__class__ in (str, bytes) and key[1].__class__ is int
+            and value.__class__ is tuple and len(value) == 5 and value[0].__class__ is int
+            and value[1].__class__ is list and all(c.__class__ is int for c in value[1])
+            and value[2].__class__ is int and value[3].__class__ is dict and value[4].__class__ is tuple)
 
 
 def _code_kept() -> None:
@@ -110,8 +122,52 @@ def _code_kept() -> None:
 
     dataclasses.exec = _exec
     typing.compile = _compile
+    _patterns_kept(kept, new)
     _STATE.update(path=path, kept=kept, new=new)
     atexit.register(keep)
+
+
+def _patterns_kept(kept: dict, new: dict) -> None:
+    """`re` parses a pattern's text and generates its engine code on every run (117 patterns a
+    plan, 25-38 ms: pydantic's, ours, the stdlib's). `re._compiler.compile` ends by handing
+    `_sre.compile` the text, flags, code and groups; for a text and flags seen before, the kept
+    arguments go to `_sre.compile` directly. Any other pattern is compiled by `re` itself, which
+    hands its arguments to a recorder of this module's, and they are kept at exit. Same Pattern
+    (equal flags, text and code; tests/test_startup.py)."""
+    import _sre
+    from re import DEBUG, _compiler
+
+    if getattr(_compiler.compile, "__module__", None) == __name__:
+        return
+    compile_, engine, made = _compiler.compile, _sre.compile, []
+
+    class _Recorder:
+        """`_sre` for `re._compiler`: what it compiles, recorded on the way."""
+
+        def __getattr__(self, name):
+            return getattr(_sre, name)
+
+        @staticmethod
+        def compile(pattern, flags, code, groups, groupindex, indexgroup):
+            made.append((int(flags), [int(c) for c in code], int(groups), dict(groupindex), tuple(indexgroup)))
+            return engine(pattern, flags, code, groups, groupindex, indexgroup)
+
+    def _compile(p, flags=0):
+        if p.__class__ not in (str, bytes) or flags & DEBUG:   # a parsed pattern, or one that prints itself
+            return compile_(p, flags)
+        key = (p, int(flags))
+        args = kept.get(key) or new.get(key)
+        if args is not None:
+            return engine(p, *args)
+        made.clear()
+        pattern = compile_(p, flags)
+        if len(made) == 1:
+            new[key] = made[0]
+        return pattern
+
+    _compile.__module__, _compile.__wrapped__ = __name__, compile_
+    _compiler._sre = _Recorder()
+    _compiler.compile = _compile
 
 
 def compiled_here() -> int:
@@ -128,7 +184,11 @@ def keep() -> None:
     from .usercache import write_whole
 
     merged = {**kept, **new} if len(kept) + len(new) <= _KEEP else dict(new)
-    if not write_whole(path, marshal.dumps(merged)):
+    try:
+        data = marshal.dumps(merged)
+    except ValueError:          # something marshal cannot write: nothing kept, compiled again next time
+        return
+    if not write_whole(path, data):
         return
     kept.clear()        # in place: the `exec` dataclasses calls reads these two
     kept.update(merged)

@@ -198,10 +198,38 @@ def test_kept_dataclass_code_is_the_code_exec_makes(tmp_path):
     assert len(plain[0]) >= 16
 
 
+PATTERNS = """
+import json, re
+from modelplane import startup
+startup.prepare()
+texts = [(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", 0), (r"(?P<key>\\w+)=(?P<value>[^,]*)", re.I), (r"(?<=@)sha256:[0-9a-f]{64}$", 0),
+         (r"^\\s*# (?:latest|v\\d+)", re.M | re.X), (b"\\x00+(..)", re.S), (r"caf\\u00e9|\\d+", re.A), (r"(a)|b", re.U)]
+patterns = [re._compiler.compile(text, flags) for text, flags in texts]
+fresh = [re._compiler.compile.__wrapped__(text, flags) for text, flags in texts]
+found = [[bool(p.search(s)) for s in ("ab-c", "Key=v", "x@sha256:" + "0" * 64, " # latest", b"\\x00\\x00ab", "caf\u00e9")
+          if isinstance(s, bytes) == isinstance(p.pattern, bytes)] for p in patterns]
+print(json.dumps([startup.compiled_here(), [p == f for p, f in zip(patterns, fresh)], [p.groupindex == f.groupindex
+                  for p, f in zip(patterns, fresh)], found]))
+startup.keep()
+"""
+
+
+def test_kept_patterns_are_the_patterns_re_makes(tmp_path):
+    """startup.py `_patterns_kept`: the first run compiles its patterns and keeps them, the next
+    compiles none, and each pattern made from what was kept equals (flags, text and engine code)
+    the one `re` itself makes, and finds the same."""
+    compiled, same, groups, found = _run(PATTERNS, tmp_path)
+    assert compiled >= 7 and all(same) and all(groups)
+    again = _run(PATTERNS, tmp_path)
+    assert again == [0, same, groups, found]
+
+
 def test_a_damaged_code_file_only_means_compiling_again(tmp_path):
     _run(DATACLASS_CODE, tmp_path)
     path = _code_file(tmp_path)
-    for damage in (b"not marshal", marshal.dumps({"def f(): pass": 1}), marshal.dumps([1, 2])):
+    for damage in (b"not marshal", marshal.dumps({"def f(): pass": 1}), marshal.dumps([1, 2]),
+                   marshal.dumps({("a+", 0): (32, "not code", 0, {}, (None,))}),
+                   marshal.dumps({("a+", 0): (32, [1, 2.5], 0, {}, (None,))})):
         path.write_bytes(damage)
         code, compiled = _run(DATACLASS_CODE, tmp_path)
         assert code == 0 and compiled > 300
