@@ -199,9 +199,17 @@ def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]
     and what it costs, the alternatives and the frontier (sizing/report.py)."""
     from ..sizing.report import row
 
-    by_d = {c["deployment"]: c for c in cost["deployments"]}
-    return [row(s, c, [p for p in placements if p["deployment"] == key], run.result.inventories, by_d.get(key))
+    by_d, placed = {c["deployment"]: c for c in cost["deployments"]}, _by_deployment(placements)
+    return [row(s, c, placed.get(key, []), run.result.inventories, by_d.get(key))
             for key, (s, c) in sorted(run.result.sizing.items())]
+
+
+def _by_deployment(placements: list[dict]) -> dict[str, list[dict]]:
+    """Placements per deployment key, in the plan's order (read once, not once per deployment)."""
+    out: dict[str, list[dict]] = {}
+    for p in placements:
+        out.setdefault(p["deployment"], []).append(p)
+    return out
 
 
 _FLEET_RUNS: dict[tuple[str, str], list] = {}
@@ -283,9 +291,9 @@ def envelopes(run: OfflineRun, placements: list[dict]) -> list[dict]:
     from ..engine.fleet import envelope
 
     out = []
-    free = run.result.plan.free
+    free, placed = run.result.plan.free, _by_deployment(placements)
     for md in sorted(run.result.spec.deployments, key=lambda d: d.key):
-        row = envelope(md, [p for p in placements if p["deployment"] == md.key])
+        row = envelope(md, placed.get(md.key, []))
         if row:
             row["headroom"] = {where: free.get(tuple(where.split("/", 1)), 0) for where in row["pools"]}
             out.append(row)
@@ -296,8 +304,9 @@ def idle_prefill_of(run: OfflineRun, placements: list[dict]) -> list[dict]:
     """Native disaggregated replicas whose prefill GPUs no request reaches (fleet.idle_prefill)."""
     from ..engine.fleet import idle_prefill
 
+    placed = _by_deployment(placements)
     return [row for md in sorted(run.result.spec.deployments, key=lambda d: d.key)
-            for row in idle_prefill(md, [p for p in placements if p["deployment"] == md.key])]
+            for row in idle_prefill(md, placed.get(md.key, []))]
 
 
 def _dns_view(run) -> tuple[dict, int | None, dict]:
