@@ -301,14 +301,19 @@ def test_the_gate_leaves_the_records_as_they_were(runs):
     assert json.dumps([(r.inputs, r.outputs) for r in run.records], sort_keys=True, default=repr) == before
 
 
-def test_only_plain_json_is_recorded_as_given():
-    """The direct engine records as given (and the gate reads as given) string-keyed JSON of text,
-    booleans, null, integers a double holds, dicts and lists, with no unknown's sentinel in it."""
+def test_only_plain_json_is_recorded_as_given_and_only_text_keys_read_so():
+    """The direct engine records as given JSON of text, booleans, null, integers a double holds,
+    dicts and lists, with no unknown's sentinel in it; the gate reads those as given where every
+    key is text (the pack's keys all are)."""
     plain = direct_engine._plain
-    assert plain({"a": [1, "x", True, None, {"b": 2 ** 53}]})
-    for odd in ({"a": 1.5}, {"a": (1,)}, {"a": {1: "x"}}, {"a": 2 ** 53 + 1}, {"a": [UNKNOWN]},
+    assert plain({"a": [1, "x", True, None, {"b": 2 ** 53}]}) and plain({"a": {1: "x"}})
+    for odd in ({"a": 1.5}, {"a": (1,)}, {"a": 2 ** 53 + 1}, {"a": [UNKNOWN]},
                 {"a": {SIG: SECRET, "value": "x"}}, {"a": "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7"}):
         assert not plain(odd), odd
+    urn = "urn:pulumi:s::modelplane::kubernetes:core/v1:ConfigMap::c"
+    given = [Resource("kubernetes:core/v1:ConfigMap", urn, "c", props) for props in
+             ({"data": {"a": "1"}}, {"data": {1: "x"}}, {"data": {"a": {("t",): 1}}})]
+    assert [v is not None for v in direct.raw_views(given, frozenset((urn,)))] == [True, False, False]
 
 
 def test_the_direct_engine_imports_no_grpc_protobuf_or_pulumi(runs, tmp_path):
