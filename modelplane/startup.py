@@ -135,21 +135,23 @@ def _patterns_kept(kept: dict, new: dict) -> None:
     hands its arguments to a recorder of this module's, and they are kept at exit. Same Pattern
     (equal flags, text and code; tests/test_startup.py)."""
     import _sre
+    import threading
     from re import DEBUG, _compiler
 
     if getattr(_compiler.compile, "__module__", None) == __name__:
         return
-    compile_, engine, made = _compiler.compile, _sre.compile, []
+    compile_, engine, local = _compiler.compile, _sre.compile, threading.local()
 
     class _Recorder:
-        """`_sre` for `re._compiler`: what it compiles, recorded on the way."""
+        """`_sre` for `re._compiler`: what it compiles, recorded on the way (per thread, so a
+        pattern another thread compiles meanwhile is never kept under this one's text)."""
 
         def __getattr__(self, name):
             return getattr(_sre, name)
 
         @staticmethod
         def compile(pattern, flags, code, groups, groupindex, indexgroup):
-            made.append((int(flags), [int(c) for c in code], int(groups), dict(groupindex), tuple(indexgroup)))
+            local.made = (int(flags), [int(c) for c in code], int(groups), dict(groupindex), tuple(indexgroup))
             return engine(pattern, flags, code, groups, groupindex, indexgroup)
 
     def _compile(p, flags=0):
@@ -159,10 +161,10 @@ def _patterns_kept(kept: dict, new: dict) -> None:
         args = kept.get(key) or new.get(key)
         if args is not None:
             return engine(p, *args)
-        made.clear()
+        local.made = None
         pattern = compile_(p, flags)
-        if len(made) == 1:
-            new[key] = made[0]
+        if local.made is not None:
+            new[key] = local.made
         return pattern
 
     _compile.__module__, _compile.__wrapped__ = __name__, compile_
@@ -171,7 +173,7 @@ def _patterns_kept(kept: dict, new: dict) -> None:
 
 
 def compiled_here() -> int:
-    """How many texts this process compiled for dataclasses and typing (none once all are kept)."""
+    """How many texts this process compiled for dataclasses, typing and re (none once all are kept)."""
     return len(_STATE["new"])
 
 
