@@ -25,8 +25,9 @@ policy, or once per request with memo.py); policies only read them. Props the di
 recorded are converted lazily, one level on its first read (`lazy_props_of`).
 
 Most props need no conversion at all (`raw_views`). The direct engine's plain records (strings,
-booleans, null, integers, dicts, lists; no unknown or secret) with text keys, and wired outputs
-holding no unknown, secret or odd type are what the pack reads but for representation: its
+booleans, null, integers, dicts, lists; no unknown or secret) with text keys, and wired props
+(a component's outputs, a resource's resolved inputs) holding no unknown, secret or odd type
+are what the pack reads but for representation: its
 numbers are doubles, its dicts and lists read-only proxies. The rules read props only by key,
 index, iteration, truth and comparison, where the two answer alike (registry.py says so to
 whoever writes one; tests/test_policy_direct.py compares both views on every example stack,
