@@ -860,3 +860,38 @@ def test_a_deployments_await_seconds_bounds_every_await_of_its_replicas(tmp_path
         ("llminferenceservice", ""), ("leaderworkerset", "-kserve-mn"), ("deployment", "-kserve-prefill"))}, deepseek
     assert set(deepseek.values()) == {"900"}
     assert {t for n, t in timeouts.items() if n not in deepseek} == {"3600"}
+
+
+def _order_options(run) -> list[tuple]:
+    return [(r.urn, r.dependencies, r.protect, r.replace_on_changes, r.delete_before_replace, r.retain_on_delete)
+            for r in run.records]
+
+
+@pytest.mark.parametrize("stack", ["dev", "lab", "prod", "example-5p3d", "example-inplace", "example-slo",
+                                   "example-wide-ep", "prod rolled"])
+def test_the_passes_read_the_index_as_they_read_the_graph(stack, tmp_path, prod_json, monkeypatch):
+    """`order_up` reads the graph once (rollout.Index) and checks only the nodes its passes edited
+    for order: the renderers register every node after its parent, provider and dependencies, and
+    the records (order, dependencies, options) are those of passes that read every node."""
+    from modelplane.engine import assemble
+    from modelplane.render import rollout
+
+    if stack == "prod rolled":      # rolls and chains: one_at_a_time and replace_in_place at work
+        args = _prod_changed(tmp_path, prod_json, "--max-model-len=65536", "--max-model-len=32768")
+        stack, config, previous = "prod", Path(args[3]), prod_json["placements"]
+    else:
+        config, previous = ROOT / "stacks" / f"Pulumi.{stack}.yaml", None
+    rendered = []
+    order_up = assemble.order_up
+
+    def check_first(graph, *a, **k):
+        rendered.append(rollout._in_order(graph.nodes))
+        return order_up(graph, *a, **k)
+
+    monkeypatch.setattr(assemble, "order_up", check_first)
+    indexed = _order_options(direct.run(stack, config, previous))
+    assert rendered == [True]
+    monkeypatch.setattr(rollout, "Index", lambda graph: None)      # every pass reads every node
+    assert _order_options(direct.run(stack, config, previous)) == indexed
+    if previous:
+        assert any(r[4] for r in indexed)       # a roll: replaced in place, old first

@@ -308,11 +308,12 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
     services = {s.key: {"hostname": s.hostname, "deployments": [e.key(s.namespace) for e in s.endpoints if e.deployment]}
                 for s in spec.services}
     rollout.await_children(graph)
-    named = rollout.index_by_name(graph)      # one index of the objects by name for both
-    rollout.await_pools(graph, named)
-    rollout.await_references(graph, named)
+    index = rollout.Index(graph)              # one scan of the graph for every pass below
+    named = rollout.index_by_name(graph, index)
+    rollout.await_pools(graph, named, index)
+    rollout.await_references(graph, named, index)
     drain = spec.dns.ttl if spec.dns is not None and spec.dns.drain else None
-    rollout.await_traffic(graph, services, http01, drain)
+    rollout.await_traffic(graph, services, http01, drain, index)
     was = {(p.deployment, p.replica): p for p in previous}
     chains: dict[str, list] = {}
     for p in plan.placements:
@@ -320,8 +321,8 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
         if old is not None and (old.cluster, old.slot) == (p.cluster, p.slot):
             chains.setdefault(p.deployment, []).append((p.cluster, p.deployment, p.replica))
     rolls = [(t.after, t.deployment, t.replica) for t in sorted(plan.transitions, key=lambda t: t.step) if t.how == "roll"]
-    rollout.one_at_a_time(graph, [*chains.values(), rolls])
-    rollout.immutable_specs(graph)
+    rollout.one_at_a_time(graph, [*chains.values(), rolls], index)
+    rollout.immutable_specs(graph, index)
     rollout.replace_in_place(graph, rolls)
     carrying = {(p.cluster, rp.pool) for p in plan.placements for rp in p.roles.values()}
     lifted = set(spec.unprotect)
@@ -335,7 +336,7 @@ def order_up(graph: Graph, spec: StackSpec, plan: Plan, previous: list, http01: 
         for pool in c.node_pools:
             keep = spec.production or (c.name, pool.name) in carrying
             wanted[f"{c.name}-{pool.name}"] = keep and not {c.name, f"{c.name}/{pool.name}"} & lifted
-    rollout.protect(graph, wanted)
+    rollout.protect(graph, wanted, index)
 
 
 def model_namespaces(graph: Graph, spec: StackSpec, plan: Plan, targets: dict, route_grants: dict) -> dict:

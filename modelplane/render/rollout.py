@@ -65,10 +65,43 @@ def _namespace(node: Node) -> str:
     return (node.inputs.get("metadata") or {}).get("namespace") or ""
 
 
-def workloads(graph: Graph) -> dict[tuple[str, str, int], list[str]]:
+class Index:
+    """The graph read once for every pass of `order_up` (without it, each pass reads every node):
+    Kubernetes objects by kind, every node by type, each in registration order, and every node's
+    place. Passes change dependencies and options, never a node's kind, type or the order of the
+    nodes indexed, except `_dependencies_first`, which indexes the graph again when it reorders
+    it. `edited`: nodes whose dependencies a pass extended, the only ones that can now come
+    before a dependency (the renderers register a node after its parent, provider and
+    dependencies: graph.py)."""
+
+    def __init__(self, graph: Graph):
+        self.scan(graph)
+
+    def scan(self, graph: Graph) -> None:
+        self.kinds: dict[str, list[Node]] = {}
+        self.types: dict[str, list[Node]] = {}
+        self.edited: list[Node] = []
+        kinds, types = self.kinds, self.types
+        for node in graph:
+            types.setdefault(node.type, []).append(node)
+            if node.type.startswith("kubernetes:"):
+                kinds.setdefault(node.inputs.get("kind"), []).append(node)
+        self.place = {key: i for i, key in enumerate(graph.nodes)}
+
+    def of(self, kinds=(), types=()) -> list[Node]:
+        """Kubernetes objects of these kinds and nodes of these types, in registration order."""
+        lists = [found for k in kinds if (found := self.kinds.get(k))] + \
+                [found for t in types if (found := self.types.get(t))]
+        if len(lists) == 1:
+            return list(lists[0])
+        place = self.place
+        return sorted((n for found in lists for n in found), key=lambda n: place[n.key])
+
+
+def workloads(graph: Graph, index: Index | None = None) -> dict[tuple[str, str, int], list[str]]:
     """(cluster, "namespace/deployment", replica) -> the keys of that replica's workload nodes."""
     out: dict[tuple[str, str, int], list[str]] = {}
-    for node in graph:
+    for node in (graph if index is None else index.of(WORKLOAD_KINDS)):
         if node.inputs.get("kind") not in WORKLOAD_KINDS:     # the cheap test first: most nodes fail it
             continue
         lbls = _labels(node)
@@ -78,14 +111,16 @@ def workloads(graph: Graph) -> dict[tuple[str, str, int], list[str]]:
     return out
 
 
-def _after(node: Node, keys) -> None:
+def _after(node: Node, keys, index: Index | None = None) -> None:
     if not keys:            # most nodes of a pass gain nothing
         return
     node.depends_on = tuple(dict.fromkeys([*node.depends_on, *(k for k in keys if k != node.key)]))
+    if index is not None:
+        index.edited.append(node)
 
 
 def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = frozenset(),
-                  drain_ttl: int | None = None) -> None:
+                  drain_ttl: int | None = None, index: Index | None = None) -> None:
     """Make every route and DNS record of a service wait for the workloads it sends requests to,
     and every record for the service's routes on its cluster(s): created after them, so a resolved
     name finds a route, and deleted before them when a cluster leaves the service (module docstring).
@@ -93,8 +128,9 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
     and the routes of each cluster (render/drain.py), registered just before the record.
     `services`: "namespace/name" -> {"hostname", "deployments": [keys]}; `http01`: the (hostname,
     cluster) pairs whose certificate that cluster proves over ACME HTTP-01: their records wait for
-    the cluster's Gateway record instead, undrained (module docstring)."""
-    by_replica = workloads(graph)
+    the cluster's Gateway record instead, undrained (module docstring). `index`: `Index(graph)`,
+    if made already."""
+    by_replica = workloads(graph, index)
     on: dict[tuple[str, str], list[str]] = {}
     for (cluster, deployment, _), keys in sorted(by_replica.items()):
         on.setdefault((cluster, deployment), []).extend(keys)
@@ -109,7 +145,7 @@ def await_traffic(graph: Graph, services: dict[str, dict], http01: frozenset = f
     records = (ROUTE53_RECORD, CLOUD_DNS_RECORD)
     traffic = []            # the routes and DNS records in graph order: the nodes the pass below changes
     gateways = {}           # cluster -> its Gateway's record
-    for node in graph:
+    for node in (graph if index is None else index.of(TRAFFIC_KINDS, records)):
         if node.type in records:
             traffic.append(node)
             if node.type == ROUTE53_RECORD and node.name.startswith("gateway-"):
@@ -167,18 +203,23 @@ def _picker_name(pool: Node) -> str | None:
     return (spec.get("endpointPickerRef") or spec.get("extensionRef") or {}).get("name")
 
 
-def index_by_name(graph: Graph) -> dict[tuple[str, str, str, str], list[Node]]:
+# The kinds `await_pools` and `await_references` look up by name
+NAMED_KINDS = (POOL_KIND, "Service", "Deployment", "AIServiceBackend", "Secret")
+
+
+def index_by_name(graph: Graph, index: Index | None = None) -> dict[tuple[str, str, str, str], list[Node]]:
     """(cluster, namespace, name, kind) -> the Kubernetes objects of that name and kind, in
-    registration order (an InferencePool in both API groups shares one key)."""
+    registration order (an InferencePool in both API groups shares one key). With `index`
+    (`Index(graph)`), only the objects of NAMED_KINDS, the ones the passes look up."""
     named: dict[tuple[str, str, str, str], list[Node]] = {}
-    for node in graph:
+    for node in (graph if index is None else index.of(NAMED_KINDS)):
         if node.type.startswith("kubernetes:"):
             name = (node.inputs.get("metadata") or {}).get("name") or ""
             named.setdefault((node.cluster, _namespace(node), name, node.inputs.get("kind") or ""), []).append(node)
     return named
 
 
-def await_references(graph: Graph, named: dict | None = None) -> None:
+def await_references(graph: Graph, named: dict | None = None, index: Index | None = None) -> None:
     """Envoy AI Gateway's objects after what they name, so deleted before it: an AIGatewayRoute after
     the AIServiceBackends of its rules, an AIServiceBackend after the BackendSecurityPolicy that
     targets it, that policy after its Secret. AI Gateway v1.0.0 removes its finalizer with one
@@ -187,37 +228,40 @@ def await_references(graph: Graph, named: dict | None = None) -> None:
     nothing retries: a backend deleted while the policy's deletion had AI Gateway rewrite the
     backend's status kept its finalizer for good ("Failed to remove finalizer ... the object has
     been modified" in its log), and `destroy` waited out its 10 minutes (e2e g4). One after
-    another, nothing writes the backend while it goes. `named`: `index_by_name(graph)`, if made already."""
-    named = index_by_name(graph) if named is None else named
+    another, nothing writes the backend while it goes. `named`: `index_by_name(graph)`, `index`:
+    `Index(graph)`, if made already."""
+    named = index_by_name(graph, index) if named is None else named
 
     def first(cluster: str, ns: str, kind: str, name) -> Node | None:
         found = named.get((cluster, ns, name, kind))
         return found[0] if found else None
 
-    for node in list(graph):
+    kinds = ("AIGatewayRoute", "BackendSecurityPolicy")
+    for node in (list(graph) if index is None else index.of(kinds)):
         kind = node.inputs.get("kind")
-        if kind not in ("AIGatewayRoute", "BackendSecurityPolicy") or not node.type.startswith("kubernetes:"):
+        if kind not in kinds or not node.type.startswith("kubernetes:"):
             continue
         spec, where = node.inputs.get("spec") or {}, (node.cluster, _namespace(node))
         if kind == "AIGatewayRoute":
             refs = [r.get("name") for rule in spec.get("rules", []) for r in rule.get("backendRefs", [])]
-            _after(node, [b.key for n in refs if (b := first(*where, "AIServiceBackend", n))])
+            _after(node, [b.key for n in refs if (b := first(*where, "AIServiceBackend", n))], index)
             continue
         secret = first(*where, "Secret", ((spec.get("apiKey") or {}).get("secretRef") or {}).get("name"))
         if secret:
-            _after(node, [secret.key])
+            _after(node, [secret.key], index)
         for t in spec.get("targetRefs", []):
             if t.get("kind") == "AIServiceBackend" and (backend := first(*where, "AIServiceBackend", t.get("name"))):
-                _after(backend, [node.key])
-    _dependencies_first(graph)
+                _after(backend, [node.key], index)
+    _dependencies_first(graph, index)
 
 
-def _dependencies_first(graph: Graph) -> None:
+def _dependencies_first(graph: Graph, index: Index | None = None) -> None:
     """Registration order again with each node after its parent, provider and dependencies (the
     materialiser resolves a dependency by the node registered before it); nodes already in order
-    keep their places."""
+    keep their places. With `index`, only the nodes it says were edited are checked (the others
+    were registered in order), and it indexes the graph again if the order changes."""
     nodes, placed, order = graph.nodes, set(), []
-    if _in_order(nodes):
+    if _in_order(nodes) if index is None else _edits_in_order(index):
         return
 
     def place(node: Node) -> None:
@@ -231,6 +275,19 @@ def _dependencies_first(graph: Graph) -> None:
         if node.key not in placed:
             place(node)
     graph.nodes = {n.key: n for n in order}
+    if index is not None:
+        index.scan(graph)
+
+
+def _edits_in_order(index: Index) -> bool:
+    """Every edited node still after its dependencies (`_in_order`, for the nodes a pass changed)."""
+    at = index.place.get
+    for node in index.edited:
+        i = at(node.key)
+        for k in node.depends_on:
+            if at(k, -1) > i:
+                return False
+    return True
 
 
 def _in_order(nodes: dict) -> bool:
@@ -246,13 +303,14 @@ def _in_order(nodes: dict) -> bool:
     return True
 
 
-def await_pools(graph: Graph, named: dict | None = None) -> None:
+def await_pools(graph: Graph, named: dict | None = None, index: Index | None = None) -> None:
     """Every LLMInferenceService that names a shared InferencePool (`router.scheduler.pool.ref`)
     depends on that pool on its cluster and namespace, in every API group, and on the pool's
     endpoint picker: the Service the pool names and the Deployment that Service selects
     (module docstring). Nothing here depends on a workload, so no cycle can form. `named`:
-    `index_by_name(graph)`, if made already (dependencies change here, not names or registration order)."""
-    named = index_by_name(graph) if named is None else named
+    `index_by_name(graph)`, `index`: `Index(graph)`, if made already (dependencies change here, not
+    names or registration order)."""
+    named = index_by_name(graph, index) if named is None else named
     # each (cluster, namespace)'s Deployments in the order `named` holds them, by what their selector
     # matches: one scan, not one per pool ref (2,000 refs at 100 x 2,000)
     deployments: dict[tuple, list[Node]] = {}
@@ -261,7 +319,7 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
             for d in ds:
                 if (labels := _label_key(_match_labels(d))) is not None:
                     deployments.setdefault((c, n, labels), []).append(d)
-    for node in graph:
+    for node in (graph if index is None else index.of(POOL_REF_KINDS)):
         if not (node.type.startswith("kubernetes:") and node.inputs.get("kind") in POOL_REF_KINDS):
             continue
         ref = pool_ref(node.inputs.get("spec") or {})
@@ -275,7 +333,7 @@ def await_pools(graph: Graph, named: dict | None = None) -> None:
                 selector = (svc.inputs.get("spec") or {}).get("selector") or {}
                 if selector and (labels := _label_key(selector)) is not None:
                     needs += deployments.get((cluster, ns, labels), ())
-        _after(node, [n.key for n in needs])
+        _after(node, [n.key for n in needs], index)
 
 
 def _match_labels(deployment: Node):
@@ -359,18 +417,23 @@ def await_children(graph: Graph) -> None:
                                                 SPEC_DIGEST: digest}}}
             order.append(Node(k8s_type(obj) + "Patch", logical_name(node.cluster, obj), obj, node.parent,
                               node.provider, (node.key,), retain_on_delete=True, cluster=node.cluster))
-    graph.nodes = {}
-    for node in order:
-        graph.add(node)
+    if len(order) == len(graph.nodes):
+        return
+    nodes = {n.key: n for n in order}
+    if len(nodes) < len(order):         # a name taken twice: Graph.add says which
+        graph.nodes = {}
+        for node in order:
+            graph.add(node)
+    graph.nodes = nodes
 
 
-def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]]) -> None:
+def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]], index: Index | None = None) -> None:
     """Each (cluster, deployment, replica) of a chain waits for the workloads of the one before it,
     so `up` changes them one replica at a time, each awaited Ready before the next starts."""
     chains = [chain for chain in chains if len(chain) > 1]
     if not chains:          # a first plan: nothing ran before, no graph pass
         return
-    by_replica = workloads(graph)
+    by_replica = workloads(graph, index)
     for chain in chains:
         for before, now in zip(chain, chain[1:]):
             for key in by_replica.get(now, ()):
@@ -394,16 +457,17 @@ def replace_in_place(graph: Graph, replicas: list[tuple[str, str, int]]) -> None
             node.replace_on_changes, node.delete_before_replace = ("spec",), True
 
 
-def protect(graph: Graph, wanted: dict[str, bool]) -> None:
+def protect(graph: Graph, wanted: dict[str, bool], index: Index | None = None) -> None:
     """Pulumi `protect` on cloud clusters, node pools and workload CRD releases by name
     (`<cluster>`, `<cluster>-<pool>`, `<cluster>-kserve-llmisvc-crd`): `up` and `destroy` then
     refuse to delete or replace them until an `up` without it ran."""
-    for node in graph:
-        if node.type in (*CLOUD_CLUSTERS, *CLOUD_POOLS, HELM_RELEASE) and node.name in wanted:
+    types = (*CLOUD_CLUSTERS, *CLOUD_POOLS, HELM_RELEASE)
+    for node in (graph if index is None else index.of(types=types)):
+        if node.type in types and node.name in wanted:
             node.protect = wanted[node.name]
 
 
-def immutable_specs(graph: Graph) -> None:
+def immutable_specs(graph: Graph, index: Index | None = None) -> None:
     """A ResourceClaimTemplate's spec is immutable (Kubernetes 1.35 OpenAPI: "This field is
     immutable"): a changed one is replaced, never sent as an update the API server refuses, and
     the old one is deleted first. Its name is fixed, and pulumi-kubernetes asks for delete-first
@@ -413,6 +477,6 @@ def immutable_specs(graph: Graph) -> None:
     the engine takes the program's choice over the provider's (pulumi/pulumi@v3.259.0
     pkg/resource/deploy/step_generator.go L2044-2047). Deleting a template leaves the claims made
     from it, and the pods holding them, as they are (claims are owned by their pods)."""
-    for node in graph:
+    for node in (graph if index is None else index.of(("ResourceClaimTemplate",))):
         if node.inputs.get("kind") == "ResourceClaimTemplate" and node.type.startswith("kubernetes:"):
             node.replace_on_changes, node.delete_before_replace = ("spec",), True
