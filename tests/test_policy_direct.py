@@ -221,9 +221,10 @@ def test_only_records_with_finite_numbers_are_read_lazily():
     assert evaluate(run) == direct.evaluate(_resources(run), None)
 
 
-def _outcomes(resources, views, config) -> dict:
+def _outcomes(resources, views, config, indexed: bool = False) -> dict:
     """Every running policy's messages (or the error it raised) on these views of the props,
-    without the direct gate's second reading: what the rule itself makes of them."""
+    without the direct gate's second reading: what the rule itself makes of them. `indexed`: stack
+    rules get what the direct gate hands them (stackview.Resources), else the pack's plain list."""
     settings = direct.configure(config)
     objects = direct._objects(resources, views)
     out = {}
@@ -232,7 +233,7 @@ def _outcomes(resources, views, config) -> dict:
         if level == "disabled":
             continue
         calls = ([(r.urn, (r.type, v)) for r, v in zip(resources, views) if r.custom] if policy.kind == "resource"
-                 else [("", (list(objects),))])
+                 else [("", (direct._copy(objects) if indexed else list(objects),))])
         for urn, args in calls:
             try:
                 out[name, urn] = list(policy.check(*args, dict(cfg) if cfg else {}))
@@ -259,6 +260,8 @@ def test_every_rule_reads_props_as_given_as_it_reads_the_packs_view(runs, tamper
         for config in (TAMPER_CONFIG, {"all": "mandatory"}):
             mine, theirs = _outcomes(resources, given, config), _outcomes(resources, pack, config)
             assert mine == theirs, (name, config, [k for k in theirs if mine[k] != theirs[k]][:5])
+            # and stack rules read the gate's index of the resources as they read a plain list
+            assert _outcomes(resources, given, config, True) == mine == _outcomes(resources, pack, config, True)
             compared += len(theirs)
             found += sum(bool(v) for v in theirs.values())
     assert compared > 4_000 and found >= 20
@@ -352,3 +355,20 @@ def test_the_bad_config_corpus_gets_the_analyzers_verdicts(analyzer):
         assert mine == grpc, path.stem
         compared += bool(grpc)
     assert compared >= 10
+
+
+def test_stack_rules_find_resources_by_type_and_kind_as_a_scan_finds_them(runs):
+    """The direct gate's index (stackview.Resources) answers as a scan of a plain list does, in the
+    stack's order, for every type and kind of a stack, tampered kinds included."""
+    from modelplane.policy.stackview import of_kind, of_type
+
+    resources = tampered(runs["prod"])
+    for views in ([direct.lazy_props_of(r.props) for r in resources], [r.props for r in resources]):
+        objects = direct._objects(resources, views)
+        plain = list(objects)
+        kinds = {str(v.get("kind")) for v in views} | {"Deployment", "no-such-kind"}
+        for t in {r.type for r in resources} | {"no:such:Type"}:
+            assert of_type(direct._copy(objects), t) == of_type(plain, t) == [o for o in plain if o.resource_type == t]
+        for k in kinds:
+            assert of_kind(direct._copy(objects), k) == of_kind(plain, k)
+        assert of_kind(plain, "Deployment")

@@ -49,6 +49,7 @@ except ImportError:     # a dependency; without it every plain record is read th
 from ..engine.records import SECRET_SIG, SIG_KEY, UNKNOWN_SENTINELS, UNKNOWN_TEXT
 from .gate import LEVELS, NAMES, PackError, Resource, resolve
 from .registry import ADVISORY, DISABLED, MANDATORY, POLICIES
+from .stackview import Resources
 
 PACK_NAME, PACK_VERSION = "modelplane", "0.0.1"   # pulumi_policy's PolicyPack reports version 0.0.1
 
@@ -622,25 +623,30 @@ def _finds_nothing(policy, cfg, objects: list) -> bool:
     """A stack policy finds nothing on props read as given. A finding or an error is for the
     pack's view to say, in its own words."""
     try:
-        return not list(policy.check(list(objects), dict(cfg) if cfg else {}))
+        return not list(policy.check(_copy(objects), dict(cfg) if cfg else {}))
     except Exception:
         return False
 
 
-def _objects(resources: list[Resource], props: list) -> list[PolicyResource]:
-    """Every resource as a stack policy gets it, its parent linked by URN."""
+def _objects(resources: list[Resource], props: list) -> Resources:
+    """Every resource as a stack policy gets it, its parent linked by URN; each policy gets a copy
+    (`_copy`) that shares one index of them by type and kind (stackview.py)."""
     objects = [PolicyResource(r.type, p, r.urn, r.name) for r, p in zip(resources, props)]
     by_urn = {o.urn: o for o in objects}
     for r, o in zip(resources, objects):
         if r.parent in by_urn:
             o.parent = by_urn[r.parent]
-    return objects
+    return Resources(objects, {})
+
+
+def _copy(objects: Resources) -> Resources:
+    return Resources(objects, objects._index)
 
 
 def _stack_verdicts(policy, level, cfg, objects: list, names: dict) -> list[dict]:
     out = []
     try:
-        for message, urn in policy.check(list(objects), dict(cfg) if cfg else {}):
+        for message, urn in policy.check(_copy(objects), dict(cfg) if cfg else {}):
             if urn is not None and not isinstance(urn, str):
                 raise PackError(f"the policy pack failed (UNKNOWN): TypeError: Expected urn to be a string "
                                 f"({policy.name})")

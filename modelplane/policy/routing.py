@@ -10,13 +10,14 @@ from ..api.cluster import external_issuer, https_problems, issuance_problems
 from ..api.rules import check_services
 from ..api.service import ModelService, Provider
 from .registry import ADVISORY, policy
+from .stackview import of_type
 
 MODEL_SERVICE = "modelplane:index:ModelService"
 
 
 def _services(resources):
-    for r in resources:
-        if r.resource_type == MODEL_SERVICE and r.props.get("spec"):
+    for r in of_type(resources, MODEL_SERVICE):
+        if r.props.get("spec"):
             yield r
 
 

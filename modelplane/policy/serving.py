@@ -15,6 +15,7 @@ from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from ..engine.fleet import idle_prefill
 from ..scheduler.model import MULTI_NODE_FABRICS
 from .registry import ADVISORY, policy
+from .stackview import of_type
 from .resource import pod_templates
 from .stack import _key, _spec_findings, deployments, inventories, pools_of, replicas
 
@@ -213,8 +214,8 @@ def queue_quota(resources, config=None):
             quota[key] = int(limit)
             used[key] = used.get(key, 0) + sum(int(rp["nodes"]) * int(rp["gpusPerNode"]) for rp in p["roles"].values())
     # the leaf Queue where this stack creates it (a cluster of an infra stack has none here)
-    queues = {(r.name.split("/", 1)[0], (r.props.get("metadata") or {}).get("name")): r.urn for r in resources
-              if r.resource_type == "kubernetes:scheduling.run.ai/v2:Queue"}
+    queues = {(r.name.split("/", 1)[0], (r.props.get("metadata") or {}).get("name")): r.urn
+              for r in of_type(resources, "kubernetes:scheduling.run.ai/v2:Queue")}
     return [(f"{QUOTA_SUBJECT.format(queue=q, cluster=c)}: {used[(c, q)]} GPUs placed, its quota is {quota[(c, q)]}",
              queues.get((c, q))) for c, q in sorted(used) if used[(c, q)] > quota[(c, q)]]
 

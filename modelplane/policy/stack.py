@@ -13,6 +13,7 @@ from ..render.names import DEPLOYMENT, REPLICA, ROLE
 from ..scheduler.filter import all_to_all_problem, domain_problem
 from ..scheduler.model import Pool, Role, domain_nodes
 from .registry import ADVISORY, policy
+from .stackview import of_kind, of_type
 
 MODEL_DEPLOYMENT = "modelplane:index:ModelDeployment"
 INFERENCE_CLUSTER = "modelplane:index:InferenceCluster"
@@ -20,8 +21,8 @@ INFERENCE_CLUSTER = "modelplane:index:InferenceCluster"
 
 def deployments(resources):
     """(resource, spec, placements, clusters) for each ModelDeployment component."""
-    for r in resources:
-        if r.resource_type == MODEL_DEPLOYMENT and r.props.get("spec"):
+    for r in of_type(resources, MODEL_DEPLOYMENT):
+        if r.props.get("spec"):
             yield r, r.props["spec"], list(r.props.get("placements") or []), dict(r.props.get("clusters") or {})
 
 
@@ -35,8 +36,8 @@ def replicas(resources):
 def inventories(resources) -> dict[str, dict]:
     """Every cluster inventory the stack has: its InferenceClusters' and its deployments' targets."""
     out = {}
-    for r in resources:
-        if r.resource_type == INFERENCE_CLUSTER and r.props.get("inventory"):
+    for r in of_type(resources, INFERENCE_CLUSTER):
+        if r.props.get("inventory"):
             out[r.props["inventory"]["name"]] = r.props["inventory"]
     for _, _, _, clusters in deployments(resources):
         out.update(clusters)
@@ -49,9 +50,8 @@ def pools_of(inv: dict) -> dict[str, dict]:
 
 
 def objects(resources, kind: str):
-    for r in resources:
-        if r.resource_type.startswith("kubernetes:") and r.props.get("kind") == kind:
-            yield r
+    """The Kubernetes objects of one kind, in the stack's order."""
+    return of_kind(resources, kind)
 
 
 def _key(spec) -> str:
