@@ -372,3 +372,27 @@ def test_stack_rules_find_resources_by_type_and_kind_as_a_scan_finds_them(runs):
         for k in kinds:
             assert of_kind(direct._copy(objects), k) == of_kind(plain, k)
         assert of_kind(plain, "Deployment")
+
+
+def test_a_rule_reads_only_the_types_it_names_under_the_pack_and_in_the_direct_gate(monkeypatch):
+    """`types` on a resource rule: the pack's check passes any other type unread, and the direct
+    gate never asks the rule about one; a provider prefix ("kubernetes:") stands for its types."""
+    from modelplane.policy import registry
+
+    seen = []
+
+    @registry.policy("zz-typed", "Sees types.", "resource", types=("kubernetes:", "aws:eks/nodeGroup:NodeGroup"))
+    def typed(resource_type, props, config=None):
+        seen.append(resource_type)
+        return []
+
+    monkeypatch.setitem(direct.POLICIES, "zz-typed", registry.POLICIES.pop("zz-typed"))
+    assert typed("gcp:container/nodePool:NodePool", {}) == [] and seen == []
+    assert typed("aws:eks/nodeGroup:NodeGroupX", {}) == [] and seen == []     # a name is exact, not a prefix
+    run = direct_engine.run("infra-eks-us-east-1")
+    resources = resources_of(run)
+    direct.evaluate(resources, {"all": "mandatory"}, finite=True, plain=run.plain)
+    wanted = [r.type for r in resources if r.custom and (r.type.startswith("kubernetes:") or
+                                                         r.type == "aws:eks/nodeGroup:NodeGroup")]
+    assert seen == wanted and "aws:eks/nodeGroup:NodeGroup" in seen
+    assert len(wanted) < sum(r.custom for r in resources)

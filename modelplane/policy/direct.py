@@ -591,21 +591,27 @@ def _resource_verdicts(resources: list[Resource], props: list, raws: list, each:
     """Resource by resource, each one's policies together, as the pack gets them (one Analyze call
     per resource); the caller sorts the verdicts."""
     out: list[dict] = []
+    # a resource type -> the rules that read it (Policy.types), called past the test they then pass
+    reading: dict[str, list] = {}
     READING[0] = object()       # props read as given stay as they are until this ends
     try:
         for r, p, raw in zip(resources, props, raws):
             if not r.custom:
                 continue
-            for policy, level, cfg in each:
+            rules = reading.get(r.type)
+            if rules is None:
+                rules = reading[r.type] = [(policy, level, cfg, getattr(policy.check, "__wrapped__", policy.check))
+                                           for policy, level, cfg in each if policy.reads(r.type)]
+            for policy, level, cfg, check in rules:
                 if raw is not None:
                     try:    # a resource policy returns a list; anything else it returns asks the pack's view
-                        if not policy.check(r.type, raw, dict(cfg) if cfg else {}):
+                        if not check(r.type, raw, dict(cfg) if cfg else {}):
                             continue
                     except Exception:
                         pass    # the pack's view says what failed, in its words
                 found = []
                 try:
-                    for message in policy.check(r.type, p, dict(cfg) if cfg else {}):
+                    for message in check(r.type, p, dict(cfg) if cfg else {}):
                         found.append(_verdict(policy, level, message, r.name))
                 except UnknownValueError as exc:
                     found.append(_cant_run(policy, exc, r.name))

@@ -15,6 +15,8 @@ from .registry import policy
 
 NODE_POOL, NODE_GROUP = "gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 
 
 @lru_cache(maxsize=1)
@@ -97,19 +99,18 @@ def uses_gpus(pod: dict) -> bool:
 
 @policy("gpu-pool-taint-and-label", "GPU node pools carry the GPU taint and the modelplane pool label.", "resource",
         fix="let modelplane render the pool from the stack file's nodePools entry; keep the nvidia.com/gpu taint "
-            "and the modelplane.ai/pool label it sets (no labels, taints or transformations that replace them)")
+            "and the modelplane.ai/pool label it sets (no labels, taints or transformations that replace them)",
+        types=(NODE_POOL, NODE_GROUP))
 def gpu_pool_tainted_and_labelled(resource_type: str, props: dict, config=None) -> list[str]:
     if resource_type == NODE_POOL:
         node = props.get("nodeConfig") or {}
         if not node.get("guestAccelerators"):
             return []
         taints, labels = node.get("taints") or [], node.get("labels") or {}
-    elif resource_type == NODE_GROUP:
+    else:
         if "NVIDIA" not in str(props.get("amiType", "")):
             return []
         taints, labels = props.get("taints") or [], props.get("labels") or {}
-    else:
-        return []
     out = []
     if not any(t.get("key") == GPU_TAINT["key"] and t.get("effect") == "NO_SCHEDULE" for t in taints):
         out.append(f"GPU pool lacks the taint {GPU_TAINT['key']}={GPU_TAINT['value']}:NoSchedule")
@@ -119,18 +120,16 @@ def gpu_pool_tainted_and_labelled(resource_type: str, props: dict, config=None) 
 
 
 @policy("node-pool-bounds", "Node pool autoscaling bounds are ordered (min <= desired <= max).", "resource",
-        fix="set the pool's minNodes no higher than its maxNodes in the stack file")
+        fix="set the pool's minNodes no higher than its maxNodes in the stack file", types=(NODE_POOL, NODE_GROUP))
 def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
     if resource_type == NODE_POOL:
         a = props.get("autoscaling") or {}
         lo, hi = a.get("minNodeCount"), a.get("maxNodeCount")
-    elif resource_type == NODE_GROUP:
+    else:
         s = props.get("scalingConfig") or {}
         lo, hi = s.get("minSize"), s.get("maxSize")
         if lo is not None and hi is not None and not lo <= s.get("desiredSize", lo) <= hi:
             return [f"desiredSize {int(s['desiredSize'])} is outside {int(lo)}..{int(hi)}"]
-    else:
-        return []
     if lo is not None and hi is not None and lo > hi:
         return [f"autoscaling minimum {int(lo)} is greater than maximum {int(hi)}"]
     return []
@@ -139,7 +138,8 @@ def node_pool_bounds(resource_type: str, props: dict, config=None) -> list[str]:
 @policy("multi-node-placement", "Pools of multi-node GPU classes use compact placement (GKE on-demand and Spot; "
         "a reservation fixes placement itself) or EFA through a launch template (EKS).", "resource",
         fix="build the pool from its class's own recipe (compact placement on GKE, EFA through the launch template "
-            "on EKS): on GKE use on-demand, Spot or a reservation, on EKS a class with efaInterfaces")
+            "on EKS): on GKE use on-demand, Spot or a reservation, on EKS a class with efaInterfaces",
+        types=(NODE_POOL, NODE_GROUP))
 def multi_node_placement(resource_type: str, props: dict, config=None) -> list[str]:
     recipes, efa = multi_node_machines()
     if resource_type == NODE_POOL:
@@ -157,10 +157,8 @@ def multi_node_placement(resource_type: str, props: dict, config=None) -> list[s
 
 @policy("kai-wiring", "Every GPU pod uses the KAI scheduler, a queue label and a pod-group annotation.", "resource",
         fix="serve GPU workloads through modelplane:deployments, or give your own GPU pods schedulerName: "
-            "kai-scheduler, a kai.scheduler/queue label and the pod-group annotation")
+            "kai-scheduler, a kai.scheduler/queue label and the pod-group annotation", types=("kubernetes:",))
 def kai_wired(resource_type: str, props: dict, config=None) -> list[str]:
-    if not resource_type.startswith("kubernetes:"):
-        return []
     out = []
     for where, meta, pod in pod_templates(props):
         if not uses_gpus(pod):
@@ -208,16 +206,16 @@ def no_plain_secrets(resource_type: str, props: dict, config=None) -> list[str]:
 
 @policy("resource-names", "Kubernetes names and label values fit their limits.", "resource",
         fix="shorten the cluster, namespace or deployment name so the names derived from it stay within Kubernetes' "
-            "limits (63 characters for labels)")
+            "limits (63 characters for labels)", types=("kubernetes:",))
 def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
-    if not resource_type.startswith("kubernetes:") or "metadata" not in props:
+    if "metadata" not in props:
         return []
     meta, out = props.get("metadata") or {}, []
     name, kind = meta.get("name", ""), props.get("kind", "")
     limit = 63 if kind in ("Service", "Namespace", "LeaderWorkerSet") else 253
     if len(name) > limit:
         out.append(f"{kind} name {name!r} is {len(name)} characters; the limit is {limit}")
-    if name and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name):
+    if name and not DNS_NAME.fullmatch(name):
         out.append(f"{kind} name {name!r} is not a lowercase DNS name")
     out += [f"label {k} value {v!r} is longer than 63 characters" for k, v in (meta.get("labels") or {}).items()
             if len(str(v)) > 63]
@@ -227,8 +225,6 @@ def resource_names(resource_type: str, props: dict, config=None) -> list[str]:
 @policy("route-rules", "Every HTTPRoute rule is one Envoy Gateway + AI Gateway programs: at most one InferencePool "
         "per rule, and an InferencePool never shares its rule with other backends.", "resource",
         fix="give every InferencePool a rule of its own (the service's loopback hop does this); do not edit the "
-            "rendered HTTPRoutes")
+            "rendered HTTPRoutes", types=(HTTP_ROUTE,))
 def route_rules(resource_type: str, props: dict, config=None) -> list[str]:
-    if resource_type != "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute":
-        return []
     return rule_problems(props)
