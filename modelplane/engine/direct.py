@@ -262,8 +262,12 @@ class Resolver:
         # (dependsOn, expansions unchanged since) -> the URNs and their sorted tuple: a replica's
         # objects mostly name the same components
         expanded: dict[tuple, tuple[set, tuple]] = {}
+        providers: dict[str, str] = {}          # a provider's key -> its reference, as the SDK sends it
+        protects: dict[str, bool] = {}          # a parent's key -> `protected`, asked once per parent
+        urns = self.urns
         for node in self.graph:
-            if node.parent:
+            parent = node.parent
+            if parent:
                 self._adopt(node)
             on = (tuple(node.depends_on), self.grown)
             deps, ordered = expanded.get(on) or (None, None)
@@ -271,14 +275,24 @@ class Resolver:
                 deps = self.expand(node.depends_on)
                 ordered = tuple(sorted(deps))
                 expanded[on] = (deps, ordered)
-            urn = self.urn(node.key)
+            urn = urns.get(node.key) or self.urn(node.key)
             provider = ""
             if node.provider and (node.custom or node.remote):
-                provider_node = self.graph.nodes[node.provider]
-                provider = f"{self.urn(node.provider)}::{provider_node.name}-id"
-            record = Record(node.type, node.name, urn, self.urn(node.parent) if node.parent else self.root, provider,
-                            node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
-                            protect=self.protected(node.key), delete_before_replace=node.delete_before_replace,
+                provider = providers.get(node.provider)
+                if provider is None:
+                    provider = providers[node.provider] = \
+                        f"{self.urn(node.provider)}::{self.graph.nodes[node.provider].name}-id"
+            if node.protect is not None:
+                protect = node.protect
+            elif not parent:
+                protect = False
+            else:
+                protect = protects.get(parent)
+                if protect is None:
+                    protect = protects[parent] = self.protected(parent)
+            record = Record(node.type, node.name, urn, (urns.get(parent) or self.urn(parent)) if parent else self.root,
+                            provider, node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
+                            protect=protect, delete_before_replace=node.delete_before_replace,
                             replace_on_changes=tuple(node.replace_on_changes), retain_on_delete=node.retain_on_delete)
             if node.custom or node.remote:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}

@@ -197,6 +197,8 @@ def refusal(stack: str, problems) -> dict:
 def sizing_of(run: OfflineRun, placements: list[dict], cost: dict) -> list[dict]:
     """Per deployment sized from an SLO: objective, traffic, choice, prediction, what is served
     and what it costs, the alternatives and the frontier (sizing/report.py)."""
+    if not run.result.sizing:
+        return []
     from ..sizing.report import row
 
     by_d, placed = {c["deployment"]: c for c in cost["deployments"]}, _by_deployment(placements)

@@ -3,12 +3,15 @@ chosen configuration as a concrete ModelDeployment after it (so rendering, cost 
 an ordinary deployment), and the `sizing` section of the plan document."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.deployment import ModelDeployment, Prefill, Workers
 from ..errors import InputError, Problem
 from ..scheduler import Demand, Matcher
 from ..scheduler.model import Options
-from .candidates import Candidate, Sizing, candidates_for
-from .profiles import BACKEND, Profiles
+
+if TYPE_CHECKING:       # imported where a deployment is sized (`size_all`): most plans size none
+    from .candidates import Candidate, Sizing
 
 
 def profile_folders(catalog) -> list:
@@ -45,7 +48,11 @@ def size_all(spec, catalog, inventories: dict, where: str, estimate=None) -> dic
     """Candidates of every sized deployment. A missing profile is estimated when the extra is
     installed (`estimate`, cached in the user cache), else the plan is refused with the command
     that writes it."""
+    if not any(md.sized for md in spec.deployments):
+        return {}           # no profile read, and the profiles' code not even imported
+    from .candidates import candidates_for
     from .estimator import EstimatorError, missing as estimator_missing
+    from .profiles import Profiles
 
     matcher = Matcher()
     profiles = Profiles(profile_folders(catalog))
@@ -154,7 +161,7 @@ def chosen(sizings: dict[str, Sizing], plan) -> dict[str, Candidate | None]:
     return {key: (s.candidates[plan.chosen[key]] if key in plan.chosen else None) for key, s in sizings.items()}
 
 
-__all__ = ["BACKEND", "Sizing", "chosen", "options_of", "resolved", "size_all"]
+__all__ = ["chosen", "options_of", "resolved", "size_all"]
 
 
 def apply(spec, sizings: dict[str, Sizing], plan):
