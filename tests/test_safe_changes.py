@@ -895,3 +895,19 @@ def test_the_passes_read_the_index_as_they_read_the_graph(stack, tmp_path, prod_
     assert _order_options(direct.run(stack, config, previous)) == indexed
     if previous:
         assert any(r[4] for r in indexed)       # a roll: replaced in place, old first
+
+
+def test_the_rollout_index_takes_any_kind_and_answers_only_text_kinds():
+    """An object whose `kind` is not text (no renderer writes one) is indexed by type and never
+    found by kind, as a pass comparing kinds would never find it; indexing it does not fail."""
+    from modelplane.render.graph import Graph, Node
+    from modelplane.render.rollout import Index
+
+    g = Graph()
+    odd = Node("kubernetes:apps/v1:Deployment", "odd", {"kind": ["Deployment"], "metadata": {"name": "odd"}})
+    plain = Node("kubernetes:apps/v1:Deployment", "plain", {"kind": "Deployment", "metadata": {"name": "plain"}})
+    g.add(odd)
+    g.add(plain)
+    index = Index(g)
+    assert index.of(("Deployment",)) == [plain]
+    assert index.of(types=("kubernetes:apps/v1:Deployment",)) == [odd, plain]

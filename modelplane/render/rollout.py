@@ -85,7 +85,9 @@ class Index:
         for node in graph:
             types.setdefault(node.type, []).append(node)
             if node.type.startswith("kubernetes:"):
-                kinds.setdefault(node.inputs.get("kind"), []).append(node)
+                kind = node.inputs.get("kind")
+                if kind.__class__ is str:       # what a pass asks for; any other is never equal to it
+                    kinds.setdefault(kind, []).append(node)
         self.place = {key: i for i, key in enumerate(graph.nodes)}
 
     def of(self, kinds=(), types=()) -> list[Node]:
