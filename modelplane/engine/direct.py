@@ -87,6 +87,7 @@ class Resolver:
         self.grown = 0              # how many times an expansion was dropped (a component gained a child)
         self.finite = True          # no NaN or infinity wired (the gate then converts props on read)
         self.plain: set[str] = set()      # URNs whose inputs are recorded as given (`records`)
+        self.protects: dict[str, bool] = {}   # a parent's key -> `protected` (options never change in `records`)
         self.shared: dict | None = None   # id of a value -> it wired, while outputs are (`records`)
 
     # -- names -----------------------------------------------------------------------------
@@ -100,11 +101,17 @@ class Resolver:
         return found
 
     def protected(self, key: str) -> bool:
-        """The `protect` option as the SDK sends it: the node's own, else its parent's."""
+        """The `protect` option as the SDK sends it: the node's own, else its parent's (a parent's
+        answer kept: its children ask for it in turn)."""
         node = self.graph.nodes[key]
         if node.protect is not None:
             return node.protect
-        return self.protected(node.parent) if node.parent else False
+        if not node.parent:
+            return False
+        found = self.protects.get(node.parent)
+        if found is None:
+            found = self.protects[node.parent] = self.protected(node.parent)
+        return found
 
     def reference_urn(self, key: str) -> str:
         name = key.split("::", 1)[1]
@@ -263,7 +270,6 @@ class Resolver:
         # objects mostly name the same components
         expanded: dict[tuple, tuple[set, tuple]] = {}
         providers: dict[str, str] = {}          # a provider's key -> its reference, as the SDK sends it
-        protects: dict[str, bool] = {}          # a parent's key -> `protected`, asked once per parent
         urns = self.urns
         for node in self.graph:
             parent = node.parent
@@ -282,17 +288,9 @@ class Resolver:
                 if provider is None:
                     provider = providers[node.provider] = \
                         f"{self.urn(node.provider)}::{self.graph.nodes[node.provider].name}-id"
-            if node.protect is not None:
-                protect = node.protect
-            elif not parent:
-                protect = False
-            else:
-                protect = protects.get(parent)
-                if protect is None:
-                    protect = protects[parent] = self.protected(parent)
             record = Record(node.type, node.name, urn, (urns.get(parent) or self.urn(parent)) if parent else self.root,
                             provider, node.custom, ignore_changes=tuple(node.ignore_changes), import_id=node.import_id,
-                            protect=protect, delete_before_replace=node.delete_before_replace,
+                            protect=self.protected(node.key), delete_before_replace=node.delete_before_replace,
                             replace_on_changes=tuple(node.replace_on_changes), retain_on_delete=node.retain_on_delete)
             if node.custom or node.remote:
                 inputs = {**node.inputs, **_SDK_ADDS.get(node.type, {})}

@@ -49,11 +49,6 @@ def pools_of(inv: dict) -> dict[str, dict]:
     return {q["name"]: q for q in inv.get("pools", [])}
 
 
-def objects(resources, kind: str):
-    """The Kubernetes objects of one kind, in the stack's order."""
-    return of_kind(resources, kind)
-
-
 def _key(spec) -> str:
     return f"{spec['namespace']}/{spec['name']}"
 
@@ -360,7 +355,7 @@ def _placement_of(index, obj):
             "queues)")
 def kai_gang(resources, config=None):
     out, index = [], _placement_index(resources)
-    for obj in objects(resources, "PodGroup"):
+    for obj in of_kind(resources, "PodGroup"):
         found = _placement_of(index, obj)
         if not found:
             continue
@@ -385,7 +380,7 @@ def kai_gang(resources, config=None):
             "class whose device class the cluster publishes")
 def dra_claims(resources, config=None):
     out, index = [], _placement_index(resources)
-    for obj in objects(resources, "ResourceClaimTemplate"):
+    for obj in of_kind(resources, "ResourceClaimTemplate"):
         found = _placement_of(index, obj)
         if not found:
             continue

@@ -422,11 +422,12 @@ def await_children(graph: Graph) -> None:
     if len(order) == len(graph.nodes):
         return
     nodes = {n.key: n for n in order}
-    if len(nodes) < len(order):         # a name taken twice: Graph.add says which
-        graph.nodes = {}
-        for node in order:
-            graph.add(node)
-    graph.nodes = nodes
+    if len(nodes) == len(order):
+        graph.nodes = nodes
+        return
+    graph.nodes = {}
+    for node in order:      # a name taken twice: Graph.add raises, naming it
+        graph.add(node)
 
 
 def one_at_a_time(graph: Graph, chains: list[list[tuple[str, str, int]]], index: Index | None = None) -> None:
